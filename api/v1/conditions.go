@@ -1,0 +1,117 @@
+package v1
+
+// Annotations, labels and finalizers shared with PKO. The names are PKO's own,
+// so objects created under PKO keep working when Stackwright takes over.
+const (
+	// ReconcileRequestAnnotation requests a new reconciliation when its value
+	// changes (any value, typically a timestamp); the value handled last is
+	// echoed in status.observedReconcileRequest.
+	ReconcileRequestAnnotation = "pulumi.com/reconciliation-request"
+
+	// StackFinalizer guards a Stack's deletion until its resources have been
+	// destroyed (destroyOnFinalize) or released.
+	StackFinalizer = "finalizer.stack.pulumi.com"
+)
+
+// Condition types of Stacks (and, for Ready, of Programs). Ready, Reconciling
+// and Stalled follow the kstatus conventions: while work is in progress
+// Reconciling=True and Ready=False; when the desired state is reached
+// Ready=True; when progress needs a human, Stalled=True and Ready=False.
+const (
+	// ConditionReady is True when the last update for the current desired
+	// state succeeded and nothing is pending.
+	ConditionReady = "Ready"
+
+	// ConditionReconciling is True while Stackwright is working toward the
+	// desired state (resolving the source, waiting for or running an update,
+	// backing off before a retry).
+	ConditionReconciling = "Reconciling"
+
+	// ConditionStalled is True when Stackwright has stopped retrying and needs
+	// a change to the spec, its references or its source to make progress.
+	ConditionStalled = "Stalled"
+
+	// ConditionSourceReady is True when the Stack's source resolved to a
+	// revision and an artifact that runners can fetch.
+	ConditionSourceReady = "SourceReady"
+
+	// ConditionDriftDetected is True when the last drift check found resources
+	// whose real state differs from the stack's state.
+	ConditionDriftDetected = "DriftDetected"
+
+	// ConditionSuspended is True while spec.stackwright.suspend is set.
+	ConditionSuspended = "Suspended"
+)
+
+// Condition reasons. Each is a CamelCase token suitable for metav1.Condition.
+const (
+	// ReasonReconciliationSucceeded (Ready=True): the desired state has been
+	// applied and nothing is pending.
+	ReasonReconciliationSucceeded = "ReconciliationSucceeded"
+
+	// ReasonProgressing (Reconciling=True): work toward the desired state has
+	// started but no update is running yet (resolving the source, preparing).
+	ReasonProgressing = "Progressing"
+
+	// ReasonUpdateInProgress (Reconciling=True): an Update for the current
+	// desired state is queued or running.
+	ReasonUpdateInProgress = "UpdateInProgress"
+
+	// ReasonRetryingAfterFailure (Reconciling=True): the last update failed
+	// with a transient error and will be retried after a backoff.
+	ReasonRetryingAfterFailure = "RetryingAfterFailure"
+
+	// ReasonStackUpdateFailed (Ready=False, Stalled=True once retries are
+	// exhausted): the engine reported a permanent failure for the update.
+	ReasonStackUpdateFailed = "StackUpdateFailed"
+
+	// ReasonSourceUnavailable (SourceReady=False; Stalled=True if it
+	// persists): the repository, Flux source or Program could not be resolved
+	// or fetched.
+	ReasonSourceUnavailable = "SourceUnavailable"
+
+	// ReasonConfigUnavailable (Ready=False): a referenced Secret, ConfigMap or
+	// key for env, config or credentials does not exist or cannot be read.
+	ReasonConfigUnavailable = "ConfigUnavailable"
+
+	// ReasonCrossNamespaceReference (Stalled=True): the spec references an
+	// object in another namespace, which is refused.
+	ReasonCrossNamespaceReference = "CrossNamespaceReference"
+
+	// ReasonInvalidSpec (Stalled=True): the spec passed admission but cannot
+	// be processed as written.
+	ReasonInvalidSpec = "InvalidSpec"
+
+	// ReasonPrerequisiteNotSatisfied (Reconciling=True): a prerequisite Stack
+	// is not Ready, or did not succeed recently enough.
+	ReasonPrerequisiteNotSatisfied = "PrerequisiteNotSatisfied"
+
+	// ReasonSuspended (Suspended=True, Ready unchanged): engine runs are
+	// paused by spec.stackwright.suspend.
+	ReasonSuspended = "Suspended"
+
+	// ReasonDestroyInProgress (Reconciling=True): the Stack is being deleted
+	// and its destroy operation is queued or running.
+	ReasonDestroyInProgress = "DestroyInProgress"
+
+	// ReasonDestroyFailed (Stalled=True or Reconciling=True while retrying):
+	// the destroy run on deletion failed; the finalizer stays in place.
+	ReasonDestroyFailed = "DestroyFailed"
+
+	// ReasonUpdateConflict (Stalled=True, or Reconciling=True with
+	// retryOnUpdateConflict): another update of the same stack held the
+	// backend lock.
+	ReasonUpdateConflict = "UpdateConflict"
+
+	// ReasonArtifactReady (SourceReady=True; Ready=True on Programs): the
+	// source resolved to an artifact that runners can fetch.
+	ReasonArtifactReady = "ArtifactReady"
+
+	// ReasonDriftFound (DriftDetected=True): the last drift check found
+	// changes.
+	ReasonDriftFound = "DriftFound"
+
+	// ReasonNoDrift (DriftDetected=False): the last drift check found no
+	// changes.
+	ReasonNoDrift = "NoDrift"
+)

@@ -1,0 +1,231 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StackLabel is set on every Update to the name of the Stack it belongs to, so
+// a Stack's Updates can be listed with a label selector.
+const StackLabel = "stackwright.dev/stack"
+
+// MaxLogTailLength is the largest status.logTail accepted, in bytes.
+const MaxLogTailLength = 8192
+
+// UpdateType is the engine operation an Update runs.
+// +kubebuilder:validation:Enum=preview;up;refresh;destroy;drift
+type UpdateType string
+
+const (
+	// UpdateTypePreview computes the changes an update would make, without
+	// making them.
+	UpdateTypePreview UpdateType = "preview"
+	// UpdateTypeUp applies the program (pulumi up).
+	UpdateTypeUp UpdateType = "up"
+	// UpdateTypeRefresh reconciles the stack's state with the real resources.
+	UpdateTypeRefresh UpdateType = "refresh"
+	// UpdateTypeDestroy deletes all resources of the stack.
+	UpdateTypeDestroy UpdateType = "destroy"
+	// UpdateTypeDrift is a drift check: a refresh preview that changes
+	// nothing and reports differences.
+	UpdateTypeDrift UpdateType = "drift"
+)
+
+// UpdatePhase is where an Update is in its life.
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed
+type UpdatePhase string
+
+const (
+	// UpdatePhasePending: created, not yet picked up by a runner.
+	UpdatePhasePending UpdatePhase = "Pending"
+	// UpdatePhaseRunning: a runner is executing the operation.
+	UpdatePhaseRunning UpdatePhase = "Running"
+	// UpdatePhaseSucceeded: finished with result succeeded.
+	UpdatePhaseSucceeded UpdatePhase = "Succeeded"
+	// UpdatePhaseFailed: finished with result failed or cancelled, or the
+	// runner was lost.
+	UpdatePhaseFailed UpdatePhase = "Failed"
+)
+
+// UpdateResult is the outcome of a finished Update.
+// +kubebuilder:validation:Enum=succeeded;failed;cancelled
+type UpdateResult string
+
+const (
+	// UpdateResultSucceeded: the operation completed.
+	UpdateResultSucceeded UpdateResult = "succeeded"
+	// UpdateResultFailed: the operation reported an error.
+	UpdateResultFailed UpdateResult = "failed"
+	// UpdateResultCancelled: the operation was cancelled before it completed.
+	UpdateResultCancelled UpdateResult = "cancelled"
+)
+
+// UpdateSpec says which operation to run on which Stack, on which revision. It
+// is immutable: a retry is a new Update with a higher attempt.
+//
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable; create a new Update instead"
+type UpdateSpec struct {
+	// StackName is the name of the Stack, in the Update's namespace.
+	// +kubebuilder:validation:MinLength=1
+	StackName string `json:"stackName"`
+
+	// Type is the operation to run.
+	Type UpdateType `json:"type"`
+
+	// Revision is the source revision the operation runs on (commit SHA, Flux
+	// artifact revision, or Program generation).
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// ArtifactDigest is the content digest ("sha256:<hex>") of the artifact
+	// the runner must fetch and verify.
+	// +optional
+	ArtifactDigest string `json:"artifactDigest,omitempty"`
+
+	// DesiredStateKey is the hash of everything this operation was derived
+	// from (revision, Stack generation, referenced config, operation). The
+	// Stack controller compares it to decide whether work is still needed.
+	// +optional
+	DesiredStateKey string `json:"desiredStateKey,omitempty"`
+
+	// Attempt numbers the tries for the same desired state, starting at 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Attempt int32 `json:"attempt,omitempty"`
+
+	// Options tune the operation.
+	// +optional
+	Options *UpdateOptions `json:"options,omitempty"`
+}
+
+// UpdateOptions tune an engine operation.
+type UpdateOptions struct {
+	// Refresh refreshes the stack before the operation.
+	// +optional
+	Refresh bool `json:"refresh,omitempty"`
+
+	// ExpectNoChanges fails the operation if it would change anything.
+	// +optional
+	ExpectNoChanges bool `json:"expectNoChanges,omitempty"`
+
+	// Targets limits the operation to resources with these URNs.
+	// +optional
+	Targets []string `json:"targets,omitempty"`
+
+	// TargetDependents includes resources that depend on the targets.
+	// +optional
+	TargetDependents bool `json:"targetDependents,omitempty"`
+
+	// ContinueOnError keeps going past resource errors and reports them all
+	// at the end.
+	// +optional
+	ContinueOnError bool `json:"continueOnError,omitempty"`
+
+	// RunProgram runs the program during refresh and destroy.
+	// +optional
+	RunProgram bool `json:"runProgram,omitempty"`
+
+	// Remove deletes the stack itself from the backend after a successful
+	// destroy.
+	// +optional
+	Remove bool `json:"remove,omitempty"`
+
+	// Message is attached to the operation in the backend's history.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// UpdateStatus is the progress and outcome of an Update, written by the runner
+// that executes it (and by the Update controller when a runner is lost).
+type UpdateStatus struct {
+	// ObservedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase is Pending, Running, Succeeded or Failed.
+	// +optional
+	Phase UpdatePhase `json:"phase,omitempty"`
+
+	// StartTime is when the runner started the operation.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// EndTime is when the operation finished.
+	// +optional
+	EndTime *metav1.Time `json:"endTime,omitempty"`
+
+	// Runner identifies who executed the operation (e.g. "local/<pod>/<pid>"
+	// or "job/<job-name>").
+	// +optional
+	Runner string `json:"runner,omitempty"`
+
+	// Result is the outcome once finished.
+	// +optional
+	Result UpdateResult `json:"result,omitempty"`
+
+	// Message is the engine's summary or error. It never contains secret
+	// values.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Changes counts resource operations by kind (create, update, delete,
+	// replace, same, ...).
+	// +optional
+	Changes map[string]int64 `json:"changes,omitempty"`
+
+	// OutputsSecretName names the Secret, in the Update's namespace, holding
+	// the stack outputs after a successful operation.
+	// +optional
+	OutputsSecretName string `json:"outputsSecretName,omitempty"`
+
+	// LogTail is the end of the engine's output, for diagnosis.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	LogTail string `json:"logTail,omitempty"`
+
+	// Permalink is the backend's URL for the operation, when it has one.
+	// +optional
+	Permalink string `json:"permalink,omitempty"`
+
+	// Conditions of the Update.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// Finished reports whether the Update has reached a terminal phase.
+func (s *UpdateStatus) Finished() bool {
+	return s.Phase == UpdatePhaseSucceeded || s.Phase == UpdatePhaseFailed
+}
+
+// Update is one engine operation (preview, up, refresh, destroy or drift
+// check) on one Stack: the durable record of what ran, on which revision, when,
+// where, and with what result.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=stackwright,shortName=upd
+// +kubebuilder:printcolumn:name="Stack",type=string,JSONPath=`.spec.stackName`
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Result",type=string,JSONPath=`.status.result`
+// +kubebuilder:printcolumn:name="Revision",type=string,priority=10,JSONPath=`.spec.revision`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Update struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   UpdateSpec   `json:"spec"`
+	Status UpdateStatus `json:"status,omitempty"`
+}
+
+// UpdateList is a list of Updates.
+//
+// +kubebuilder:object:root=true
+type UpdateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Update `json:"items"`
+}

@@ -1,0 +1,2 @@
+// Command stackwright is the single Stackwright binary; each role is a subcommand.
+package main

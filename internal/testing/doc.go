@@ -1,0 +1,5 @@
+// Package testing is the parent of the test harnesses shared by Stackwright's suites:
+// repo (locating the checkout and its ./bin), kubetest (a real kube-apiserver + etcd via
+// envtest) and enginetest (the real pulumi CLI against an isolated file:// backend).
+// Nothing here is linked into the product binary.
+package testing

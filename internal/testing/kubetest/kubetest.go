@@ -1,0 +1,115 @@
+package kubetest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/stackwright/stackwright/internal/scheme"
+	"github.com/stackwright/stackwright/internal/testing/repo"
+)
+
+// Env is a running control plane shared by the tests of one package.
+type Env struct {
+	// Config reaches the API server as a cluster admin.
+	Config *rest.Config
+	// Client is an uncached client with Stackwright's types registered.
+	Client client.Client
+	// Scheme holds the built-in and Stackwright types.
+	Scheme *runtime.Scheme
+}
+
+// Main starts the control plane, stores it in *env, runs the package's tests, stops the
+// control plane and exits with the tests' code. Call it from TestMain.
+//
+// Controller logs are discarded unless STACKWRIGHT_TEST_LOG=1, which keeps `go test` output
+// readable while still letting a failing suite be re-run with logs.
+func Main(m *testing.M, env **Env) {
+	os.Exit(run(m, env))
+}
+
+func run(m *testing.M, env **Env) int {
+	logOut := io.Discard
+	if os.Getenv("STACKWRIGHT_TEST_LOG") == "1" {
+		logOut = os.Stderr
+	}
+	logf.SetLogger(zap.New(zap.WriteTo(logOut), zap.UseDevMode(true)))
+
+	te, e, err := start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kubetest: %v\n", err)
+		return 1
+	}
+	*env = e
+	code := m.Run()
+	if err := te.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "kubetest: failed to stop control plane: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func start() (*envtest.Environment, *Env, error) {
+	root, err := repo.Root()
+	if err != nil {
+		return nil, nil, err
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin")
+	}
+	if err := repo.RequireBinaries(assets, "kube-apiserver", "etcd"); err != nil {
+		return nil, nil, err
+	}
+	s, err := scheme.New()
+	if err != nil {
+		return nil, nil, err
+	}
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                s,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to start control plane from %s: %w", assets, err)
+	}
+	// The default client-side limits (5 qps) would make envtest suites slower than the
+	// server; they exist to protect shared clusters, not a throwaway test API server.
+	cfg.QPS, cfg.Burst = 200, 400
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		_ = te.Stop()
+		return nil, nil, fmt.Errorf("failed to create client: %w", err)
+	}
+	return te, &Env{Config: cfg, Client: c, Scheme: s}, nil
+}
+
+// Namespace creates a namespace with a generated name for one test. envtest runs no
+// namespace controller, so it is not deleted afterwards; unique names keep tests apart.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := e.Client.Create(ctx, ns); err != nil {
+		t.Fatalf("failed to create namespace: %v", err)
+	}
+	return ns.Name
+}

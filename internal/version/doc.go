@@ -1,0 +1,2 @@
+// Package version reports the build's version, stamped by the linker.
+package version
