@@ -71,7 +71,6 @@ func (e *Env) EnvVars() map[string]string {
 		"PULUMI_CONFIG_PASSPHRASE": Passphrase,
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
-		"PULUMI_SKIP_CONFIRMATIONS":                   "true",
 		ProviderRootEnv:                               e.Files,
 	}
 }

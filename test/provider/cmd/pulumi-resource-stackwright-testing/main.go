@@ -1,0 +1,24 @@
+// Command pulumi-resource-stackwright-testing serves the stackwright-testing
+// Pulumi resource provider. The engine starts it as a plugin; it is found by
+// name on PATH or in the plugin cache.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/stackwright/stackwright/test/provider"
+)
+
+func main() {
+	prov, err := provider.New()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
+	if err := prov.Run(context.Background(), provider.Name, provider.Version); err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,22 @@
+// Package provider implements stackwright-testing, a small Pulumi resource
+// provider that exists only to exercise Stackwright end to end against the
+// real Pulumi engine.
+//
+// The package owns four custom resources, all served under the
+// "stackwright-testing:index:" token prefix:
+//
+//   - File writes a file below a root directory. Its Read reports the file as
+//     it is on disk, so deleting or editing the file by hand shows up as drift
+//     on `pulumi refresh`.
+//   - Random generates a secret alphanumeric string once, with crypto/rand.
+//   - Flaky fails a configurable number of times before succeeding, counting
+//     attempts in a file so the count survives provider restarts.
+//   - Sleep blocks for a configurable duration, honouring cancellation.
+//
+// Every path a resource touches is relative to the directory named by the
+// STACKWRIGHT_TESTING_ROOT environment variable (see [RootEnvVar]); absolute
+// paths and paths that escape the root are rejected in Check.
+//
+// The package also owns the provider's identity ([Name], [Version]) and its
+// assembly ([New]); cmd/pulumi-resource-stackwright-testing only runs it.
+package provider
