@@ -161,6 +161,14 @@ type StackSpec struct {
 	// +optional
 	RetryOnUpdateConflict bool `json:"retryOnUpdateConflict,omitempty"`
 
+	// InitOnCreate is accepted so that manifests written for early PKO versions
+	// (such as the C# example in PKO's documentation) still apply with strict
+	// field validation. It has no effect: Stackwright always creates a stack
+	// that does not exist, unless useLocalStackOnly is set.
+	// Deprecated: remove it from manifests.
+	// +optional
+	InitOnCreate bool `json:"initOnCreate,omitempty"`
+
 	// UseLocalStackOnly refuses to create the stack when it does not already
 	// exist in the backend (or in the source's stack settings files).
 	// +optional
@@ -369,8 +377,10 @@ type PrerequisiteRef struct {
 // RequirementSpec lists conditions a prerequisite must meet.
 type RequirementSpec struct {
 	// SucceededWithinDuration requires the prerequisite's last success to be
-	// no older than this duration (e.g. "1h").
+	// no older than this duration (e.g. "1h"): a non-negative Go duration.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 	SucceededWithinDuration *metav1.Duration `json:"succeededWithinDuration,omitempty"`
 }
 
@@ -552,6 +562,62 @@ type StackStatus struct {
 	// DriftDetection reports the state of scheduled drift checks.
 	// +optional
 	DriftDetection *DriftDetectionStatus `json:"driftDetection,omitempty"`
+
+	// Stackwright holds the bookkeeping Stackwright needs beyond PKO's status
+	// to decide, after a restart, whether work is due.
+	// +optional
+	Stackwright *StackwrightStatus `json:"stackwright,omitempty"`
+}
+
+// StackwrightStatus is Stackwright's own part of a Stack's status.
+type StackwrightStatus struct {
+	// DesiredStateKey is the hash of everything the current desired state is
+	// derived from: source revision and artifact, spec generation, referenced
+	// ConfigMaps and Secrets, and operation options.
+	// +optional
+	DesiredStateKey string `json:"desiredStateKey,omitempty"`
+
+	// LastSuccessfulKey is the desired-state key of the last successful
+	// update; when it equals DesiredStateKey nothing needs to run.
+	// +optional
+	LastSuccessfulKey string `json:"lastSuccessfulKey,omitempty"`
+
+	// LastAttemptedKey is the desired-state key of the last finished update,
+	// successful or not.
+	// +optional
+	LastAttemptedKey string `json:"lastAttemptedKey,omitempty"`
+
+	// Attempt numbers the updates started for LastAttemptedKey (or for the
+	// key in flight), starting at 1; it is part of the Update's name.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+
+	// PermanentFailures counts consecutive permanent failures; the Stack
+	// stalls when it reaches the manager's limit.
+	// +optional
+	PermanentFailures int32 `json:"permanentFailures,omitempty"`
+
+	// LastArtifact is the artifact of the last update that may have created
+	// resources. Destroy on deletion uses it, so a Stack can be destroyed
+	// after its Program or repository is gone.
+	// +optional
+	LastArtifact *ArtifactRef `json:"lastArtifact,omitempty"`
+}
+
+// ArtifactRef names an immutable program artifact.
+type ArtifactRef struct {
+	// Revision is the source revision (commit SHA, Flux revision, or
+	// Program generation).
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// Digest is the artifact's content digest, "sha256:<hex>".
+	// +optional
+	Digest string `json:"digest,omitempty"`
+
+	// Dir is the project directory inside the artifact ("" for its root).
+	// +optional
+	Dir string `json:"dir,omitempty"`
 }
 
 // UpdateState is the outcome recorded in status.lastUpdate.state.

@@ -1,0 +1,32 @@
+package v1alpha1
+
+// ConditionComplete is set on an Update when it finishes: True when the operation
+// succeeded, False otherwise. Its reason tells the Stack controller how to retry.
+const ConditionComplete = "Complete"
+
+// Reasons of the Complete condition.
+const (
+	// ReasonSucceeded: the operation completed.
+	ReasonSucceeded = "Succeeded"
+	// ReasonTransientFailure: the operation failed for a reason that may clear by itself
+	// (network, backend unavailable); retried with backoff, never stalls.
+	ReasonTransientFailure = "TransientFailure"
+	// ReasonUpdateConflict: another update held the stack's lock. Retried like a transient
+	// failure when the Stack sets retryOnUpdateConflict, counted as permanent otherwise.
+	ReasonUpdateConflict = "UpdateConflict"
+	// ReasonPermanentFailure: the program, its config or its options are wrong; retrying
+	// the same desired state is unlikely to help, so the Stack stalls after a few.
+	ReasonPermanentFailure = "PermanentFailure"
+	// ReasonCancelled: the operation was interrupted (manager shutdown); retried.
+	ReasonCancelled = "Cancelled"
+	// ReasonRunnerLost: the runner disappeared while the Update was running (the manager
+	// restarted); retried.
+	ReasonRunnerLost = "RunnerLost"
+)
+
+// OutputsSecretSuffix names the Secret holding an Update's outputs: <update>-outputs.
+const OutputsSecretSuffix = "-outputs"
+
+// SecretOutputsAnnotation on an outputs Secret lists, comma-separated, the outputs the
+// engine marked secret, so that readers can mask them.
+const SecretOutputsAnnotation = "stackwright.dev/secret-outputs"
