@@ -1203,12 +1203,6 @@ func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, _ in
 	w.texts = append(w.texts, text)
 }
 
-func (w *warningRecorder) reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.texts = nil
-}
-
 func (w *warningRecorder) get() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
