@@ -57,6 +57,10 @@ lint: ## golangci-lint every module.
 build: ## Build bin/stackwright.
 	go build -o $(BIN)/stackwright ./cmd/stackwright
 
+.PHONY: demo
+demo: tools build ## Local demo: control plane + operator + the sample Stack reaching Ready (DEMO_ONCE=1 to exit).
+	@hack/demo.sh
+
 ##@ Testing
 .PHONY: test
 test: tools verify-generated vet lint unit ## Everything CI runs: vet, lint, unit, envtest and engine tests.

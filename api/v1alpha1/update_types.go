@@ -81,6 +81,11 @@ type UpdateSpec struct {
 	// +optional
 	ArtifactDigest string `json:"artifactDigest,omitempty"`
 
+	// ProjectDir is the directory inside the artifact that holds the Pulumi
+	// project ("" for the artifact's root).
+	// +optional
+	ProjectDir string `json:"projectDir,omitempty"`
+
 	// DesiredStateKey is the hash of everything this operation was derived
 	// from (revision, Stack generation, referenced config, operation). The
 	// Stack controller compares it to decide whether work is still needed.

@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/stackwright/stackwright/internal/devenv"
 	"github.com/stackwright/stackwright/internal/manager"
 	"github.com/stackwright/stackwright/internal/version"
 )
@@ -25,7 +28,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newManagerCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), newDevCommand(), newVersionCommand())
 	return root
 }
 
@@ -40,6 +43,34 @@ func newManagerCommand() *cobra.Command {
 		},
 	}
 	opts.BindFlags(cmd.Flags())
+	return cmd
+}
+
+func newDevCommand() *cobra.Command {
+	opts := manager.DefaultOptions()
+	opts.DataDir, opts.MetricsAddr, opts.ProbeAddr = ".demo/data", "0", "0"
+	dev := devenv.Options{Bin: "bin", CRDs: "config/crd/bases", Kubeconfig: ".demo/kubeconfig", Manager: opts}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a local control plane with the CRDs and the manager (local executor) in one process",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
+			bin, err := filepath.Abs(dev.Bin)
+			if err != nil {
+				return err
+			}
+			dev.Bin = bin
+			if opts.PulumiBin == "" {
+				opts.PulumiBin = bin
+			}
+			return devenv.Run(ctrl.SetupSignalHandler(), dev)
+		},
+	}
+	opts.BindFlags(cmd.Flags())
+	cmd.Flags().StringVar(&dev.Bin, "bin", dev.Bin, "Directory holding kube-apiserver, etcd, kubectl, pulumi and the plugins (make tools builds it).")
+	cmd.Flags().StringVar(&dev.CRDs, "crds", dev.CRDs, "Directory of CRD manifests to install.")
+	cmd.Flags().StringVar(&dev.Kubeconfig, "kubeconfig-out", dev.Kubeconfig, "Where to write the admin kubeconfig for kubectl.")
 	return cmd
 }
 

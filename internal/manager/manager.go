@@ -2,17 +2,35 @@ package manager
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/artifact"
+	stackctrl "github.com/stackwright/stackwright/internal/controller/stack"
+	updatectrl "github.com/stackwright/stackwright/internal/controller/update"
+	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/executor/local"
+	"github.com/stackwright/stackwright/internal/inputs"
+	"github.com/stackwright/stackwright/internal/runner"
 	"github.com/stackwright/stackwright/internal/scheme"
+	"github.com/stackwright/stackwright/internal/source"
+	"github.com/stackwright/stackwright/internal/source/program"
 )
 
 // Options are the manager's command-line settings.
@@ -21,20 +39,59 @@ type Options struct {
 	ProbeAddr               string
 	LeaderElection          bool
 	LeaderElectionNamespace string
-	Zap                     zap.Options
+
+	// DataDir holds the artifact store, work directories, PULUMI_HOME, the default
+	// file:// backend and the default secrets passphrase.
+	DataDir string
+	// PulumiBin is the directory holding pulumi and the plugins it runs; "" uses PATH.
+	PulumiBin string
+
+	MaxConcurrentReconciles int
+	MaxConcurrentUpdates    int
+	MaxBackoff              time.Duration
+	// RetryBase is the first retry delay; zero means 10s. Not a flag: tests shorten it.
+	RetryBase        time.Duration
+	StallAfter       int
+	UpdateHistory    int
+	MaxArtifactBytes int64
+	AllowEnvRefs     bool
+	FSRefRoot        string
+
+	Zap zap.Options
 }
 
 // DefaultOptions returns the settings used when no flag is given.
 func DefaultOptions() *Options {
-	return &Options{MetricsAddr: ":8080", ProbeAddr: ":8081"}
+	return &Options{
+		MetricsAddr:             ":8080",
+		ProbeAddr:               ":8081",
+		DataDir:                 "/var/lib/stackwright",
+		MaxConcurrentReconciles: 10,
+		// Two engine runs saturate two cores; more only queue on the CPU.
+		MaxConcurrentUpdates: 2,
+		MaxBackoff:           24 * time.Hour,
+		StallAfter:           3,
+		UpdateHistory:        10,
+		MaxArtifactBytes:     100 << 20,
+	}
 }
 
 // BindFlags registers the options on fs.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz endpoints bind to.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease (default: the pod's namespace).")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for artifacts, work directories, PULUMI_HOME and the default file:// backend.")
+	fs.StringVar(&o.PulumiBin, "pulumi-bin", o.PulumiBin, "Directory holding the pulumi CLI, language hosts and providers (default: found on PATH).")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Stacks reconciled in parallel (cheap: no engine runs happen in reconciles).")
+	fs.IntVar(&o.MaxConcurrentUpdates, "max-concurrent-updates", o.MaxConcurrentUpdates, "Engine runs executed in parallel by the local executor.")
+	fs.DurationVar(&o.MaxBackoff, "retry-max-backoff", o.MaxBackoff, "Longest wait between retries of a failed update, unless a Stack sets retryMaxBackoffDurationSeconds.")
+	fs.IntVar(&o.StallAfter, "stall-after-failures", o.StallAfter, "Consecutive permanent failures after which a Stack stalls until its spec, references or source change.")
+	fs.IntVar(&o.UpdateHistory, "update-history", o.UpdateHistory, "Finished Updates kept per Stack (the latest is always kept).")
+	fs.Int64Var(&o.MaxArtifactBytes, "max-artifact-bytes", o.MaxArtifactBytes, "Largest source artifact accepted, in bytes (compressed and extracted).")
+	fs.BoolVar(&o.AllowEnvRefs, "allow-env-refs", o.AllowEnvRefs, "Let references of type Env read the manager's environment (off: every Stack author could read it).")
+	fs.StringVar(&o.FSRefRoot, "fs-ref-root", o.FSRefRoot, "The only directory references of type FS may read from (empty: FS references are refused).")
 	zapFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(zapFlags)
 	fs.AddGoFlagSet(zapFlags)
@@ -54,9 +111,14 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        "stackwright.dev",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// Engine runs record their result after cancellation; give them the time.
+		GracefulShutdownTimeout: ptr(time.Minute),
 	})
 	if err != nil {
 		return fmt.Errorf("failed to create manager: %w", err)
+	}
+	if err := Setup(ctx, mgr, o); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("failed to add health check: %w", err)
@@ -69,3 +131,107 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	}
 	return nil
 }
+
+// Setup adds Stackwright's controllers and local executor to mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
+	dirs, err := prepareDataDir(o.DataDir)
+	if err != nil {
+		return err
+	}
+	store, err := artifact.NewStore(dirs.artifacts)
+	if err != nil {
+		return fmt.Errorf("failed to open artifact store: %w", err)
+	}
+	eng, err := engine.New(engine.Options{
+		Bin:        o.PulumiBin,
+		PulumiHome: dirs.pulumiHome,
+		Env: map[string]string{
+			"PULUMI_SKIP_UPDATE_CHECK": "true",
+			// Plugins come from the image (or ./bin): a manager must not download code
+			// because a program asked for it.
+			"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("failed to set up the pulumi engine: %w", err)
+	}
+	in := inputs.Options{
+		AllowEnvRefs:          o.AllowEnvRefs,
+		FSRoot:                o.FSRefRoot,
+		DefaultBackend:        "file://" + dirs.state,
+		DefaultPassphraseFile: dirs.passphrase,
+	}
+	run := &runner.Runner{
+		Client: mgr.GetClient(), Engine: eng, Store: store, WorkRoot: dirs.work, Inputs: in,
+		Limits: artifact.Limits{MaxBytes: o.MaxArtifactBytes},
+	}
+	exec := local.New(mgr.GetClient(), run, o.MaxConcurrentUpdates)
+	if err := mgr.Add(exec); err != nil {
+		return fmt.Errorf("failed to add local executor: %w", err)
+	}
+	ctrlOpts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	sources := source.Registry{
+		pulumiv1.SourceKindProgram: &program.Resolver{Client: mgr.GetClient(), Store: store},
+	}
+	stacks := &stackctrl.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources,
+		Recorder: mgr.GetEventRecorder("stackwright"), Now: time.Now,
+		Options: stackctrl.Options{
+			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, Inputs: in,
+		},
+	}
+	if err := stacks.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+		return fmt.Errorf("failed to set up Stack controller: %w", err)
+	}
+	updates := &updatectrl.Reconciler{Client: mgr.GetClient(), Executor: exec}
+	if err := updates.SetupWithManager(mgr, ctrlOpts); err != nil {
+		return fmt.Errorf("failed to set up Update controller: %w", err)
+	}
+	return nil
+}
+
+type dataDirs struct {
+	artifacts, work, pulumiHome, state, passphrase string
+}
+
+// prepareDataDir lays out the data directory and creates the default passphrase once.
+func prepareDataDir(root string) (dataDirs, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return dataDirs{}, fmt.Errorf("failed to resolve data directory: %w", err)
+	}
+	d := dataDirs{
+		artifacts:  filepath.Join(root, "artifacts"),
+		work:       filepath.Join(root, "work"),
+		pulumiHome: filepath.Join(root, "pulumi-home"),
+		state:      filepath.Join(root, "state"),
+		passphrase: filepath.Join(root, "passphrase"),
+	}
+	for _, dir := range []string{d.artifacts, d.work, d.pulumiHome, d.state} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return dataDirs{}, fmt.Errorf("failed to create %s: %w", dir, err)
+		}
+	}
+	if _, err := os.Stat(d.passphrase); errors.Is(err, fs.ErrNotExist) {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return dataDirs{}, fmt.Errorf("failed to generate passphrase: %w", err)
+		}
+		// O_EXCL: a second manager racing on the same volume keeps the first passphrase.
+		f, err := os.OpenFile(d.passphrase, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			_, err = f.WriteString(base64.RawURLEncoding.EncodeToString(b))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return dataDirs{}, fmt.Errorf("failed to write default passphrase: %w", err)
+		}
+	} else if err != nil {
+		return dataDirs{}, fmt.Errorf("failed to read default passphrase: %w", err)
+	}
+	return d, nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -13,13 +13,15 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 )
 
-// Flaky fails its first `failures` creates/updates, then succeeds. Attempts
-// are counted in a file so that the count survives provider restarts.
+// Flaky fails its first `failures` creates/updates, then succeeds, and likewise
+// fails its first `failDeletes` deletes. Attempts are counted in files so that
+// the counts survive provider restarts.
 type Flaky struct{}
 
 // FlakyArgs are the inputs of a Flaky.
 type FlakyArgs struct {
 	Failures    int    `pulumi:"failures"`
+	FailDeletes int    `pulumi:"failDeletes,optional"`
 	CounterFile string `pulumi:"counterFile"`
 	Value       string `pulumi:"value,optional"`
 }
@@ -27,6 +29,7 @@ type FlakyArgs struct {
 // FlakyState is the checkpointed state of a Flaky.
 type FlakyState struct {
 	Failures    int    `pulumi:"failures"`
+	FailDeletes int    `pulumi:"failDeletes,optional"`
 	CounterFile string `pulumi:"counterFile"`
 	Value       string `pulumi:"value,optional"`
 	Attempts    int    `pulumi:"attempts"`
@@ -35,7 +38,11 @@ type FlakyState struct {
 var (
 	_ infer.CustomCheck[FlakyArgs]              = (*Flaky)(nil)
 	_ infer.CustomUpdate[FlakyArgs, FlakyState] = (*Flaky)(nil)
+	_ infer.CustomDelete[FlakyState]            = (*Flaky)(nil)
 )
+
+// deleteCounterSuffix names the file counting delete attempts, next to counterFile.
+const deleteCounterSuffix = ".deletes"
 
 // Annotate describes the resource.
 func (f *Flaky) Annotate(a infer.Annotator) {
@@ -46,6 +53,7 @@ func (f *Flaky) Annotate(a infer.Annotator) {
 // Annotate describes the inputs.
 func (a *FlakyArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.Failures, "How many create/update attempts fail before one succeeds.")
+	an.Describe(&a.FailDeletes, "How many delete attempts fail before one succeeds (counted in counterFile"+deleteCounterSuffix+").")
 	an.Describe(&a.CounterFile, "File, relative to $"+RootEnvVar+", holding the attempt counter.")
 	an.Describe(&a.Value, "Arbitrary value; changing it triggers an update.")
 }
@@ -63,6 +71,7 @@ func (*Flaky) Check(ctx context.Context, req infer.CheckRequest) (infer.CheckRes
 		return infer.CheckResponse[FlakyArgs]{Inputs: args, Failures: failures}, err
 	}
 	failures = append(failures, checkNonNegative(req.NewInputs, "failures", float64(args.Failures))...)
+	failures = append(failures, checkNonNegative(req.NewInputs, "failDeletes", float64(args.FailDeletes))...)
 	failures = append(failures, checkRelPath(req.NewInputs, "counterFile", args.CounterFile)...)
 	return infer.CheckResponse[FlakyArgs]{Inputs: args, Failures: failures}, nil
 }
@@ -93,8 +102,24 @@ func (*Flaky) Update(
 	return infer.UpdateResponse[FlakyState]{Output: state}, nil
 }
 
+// Delete counts a delete attempt and fails while failDeletes is not exhausted.
+func (*Flaky) Delete(ctx context.Context, req infer.DeleteRequest[FlakyState]) (infer.DeleteResponse, error) {
+	if req.State.FailDeletes == 0 {
+		return infer.DeleteResponse{}, nil
+	}
+	path, err := resolveUnderRoot(req.State.CounterFile + deleteCounterSuffix)
+	if err != nil {
+		return infer.DeleteResponse{}, err
+	}
+	attempt, err := incrementCounter(path)
+	if err != nil {
+		return infer.DeleteResponse{}, err
+	}
+	return infer.DeleteResponse{}, flakyOutcome(attempt, req.State.FailDeletes)
+}
+
 func flakyAttempt(args FlakyArgs, dryRun bool) (FlakyState, error) {
-	state := FlakyState{Failures: args.Failures, CounterFile: args.CounterFile, Value: args.Value}
+	state := FlakyState{Failures: args.Failures, FailDeletes: args.FailDeletes, CounterFile: args.CounterFile, Value: args.Value}
 	if dryRun {
 		return state, nil
 	}

@@ -119,3 +119,22 @@ func TestFlaky_Check_RejectsNegativeFailuresAndEscapingCounter(t *testing.T) {
 		t.Errorf("failures mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestFlaky_Delete_FailsThenSucceedsWithSeparateCounter(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv(RootEnvVar, root)
+	state := FlakyState{FailDeletes: 1, CounterFile: "flaky/count"}
+
+	var errs []string
+	for range 2 {
+		if _, err := (&Flaky{}).Delete(t.Context(), infer.DeleteRequest[FlakyState]{ID: "flaky/count", State: state}); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if diff := cmp.Diff([]string{"flaky: induced failure 1 of 1"}, errs); diff != "" {
+		t.Errorf("errors mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(root, "flaky", "count")); err == nil {
+		t.Errorf("deletes bumped the create/update counter; they must count separately")
+	}
+}

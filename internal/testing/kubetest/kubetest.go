@@ -32,16 +32,21 @@ type Env struct {
 	Scheme *runtime.Scheme
 }
 
-// Main starts the control plane, stores it in *env, runs the package's tests, stops the
-// control plane and exits with the tests' code. Call it from TestMain.
+// Hook starts something on the control plane for the whole package (a manager, say) and
+// returns how to stop it.
+type Hook func(*Env) (stop func(), err error)
+
+// Main starts the control plane, stores it in *env, runs the hooks, runs the package's
+// tests, stops what the hooks started and then the control plane, and exits with the
+// tests' code. Call it from TestMain.
 //
 // Controller logs are discarded unless STACKWRIGHT_TEST_LOG=1, which keeps `go test` output
 // readable while still letting a failing suite be re-run with logs.
-func Main(m *testing.M, env **Env) {
-	os.Exit(run(m, env))
+func Main(m *testing.M, env **Env, hooks ...Hook) {
+	os.Exit(run(m, env, hooks))
 }
 
-func run(m *testing.M, env **Env) int {
+func run(m *testing.M, env **Env, hooks []Hook) int {
 	logOut := io.Discard
 	if os.Getenv("STACKWRIGHT_TEST_LOG") == "1" {
 		logOut = os.Stderr
@@ -54,7 +59,22 @@ func run(m *testing.M, env **Env) int {
 		return 1
 	}
 	*env = e
-	code := m.Run()
+	code := 1
+	var stops []func()
+	for _, h := range hooks {
+		stop, err := h(e)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "kubetest: %v\n", err)
+			break
+		}
+		stops = append(stops, stop)
+	}
+	if len(stops) == len(hooks) {
+		code = m.Run()
+	}
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
+	}
 	if err := te.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "kubetest: failed to stop control plane: %v\n", err)
 		if code == 0 {

@@ -1,0 +1,232 @@
+package artifact
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ErrTooLarge: the content is larger than the caller's limit.
+var ErrTooLarge = errors.New("artifact too large")
+
+// staleTempAge is how old a temp file must be before NewStore deletes it. A Put that
+// crashed leaves its temp file behind and nothing else would ever remove it; the age keeps
+// a concurrent Put from another Store on the same directory safe.
+const staleTempAge = time.Hour
+
+// Store keeps tarballs under dir/sha256/<hex>.tar.gz. Files are written once, under their
+// final name only after they are complete and synced, so a name that exists always holds
+// the content its digest promises; readers never see a partial artifact.
+type Store struct {
+	dir string
+}
+
+// NewStore opens (creating it when needed) the store rooted at dir.
+func NewStore(dir string) (*Store, error) {
+	s := &Store{dir: dir}
+	for _, d := range []string{s.blobDir(), s.tmpDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("failed to create artifact store directory: %w", err)
+		}
+	}
+	if err := s.removeStaleTemps(time.Now().Add(-staleTempAge)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dir is the directory the store was opened on.
+func (s *Store) Dir() string { return s.dir }
+
+// Digest returns the digest of b, as Put would compute it.
+func Digest(b []byte) string {
+	h := sha256.New()
+	h.Write(b)
+	return digestOf(h)
+}
+
+// Put stores the content of r and returns its digest. It fails with ErrTooLarge when r
+// holds more than maxBytes (which must be positive), and succeeds without rewriting
+// anything when the content is already stored.
+func (s *Store) Put(r io.Reader, maxBytes int64) (string, error) {
+	return s.put(r, maxBytes, "")
+}
+
+// PutVerified stores the content of r only if it hashes to want; otherwise it fails with
+// ErrDigestMismatch and leaves nothing behind. It is for content fetched from elsewhere
+// under a digest someone else published.
+func (s *Store) PutVerified(r io.Reader, maxBytes int64, want string) error {
+	if err := ValidateDigest(want); err != nil {
+		return fmt.Errorf("failed to store artifact: %w", err)
+	}
+	_, err := s.put(r, maxBytes, want)
+	return err
+}
+
+func (s *Store) put(r io.Reader, maxBytes int64, want string) (digest string, err error) {
+	if maxBytes <= 0 {
+		return "", fmt.Errorf("failed to store artifact: maxBytes must be positive, got %d", maxBytes)
+	}
+	tmp, err := os.CreateTemp(s.tmpDir(), "put-*")
+	if err != nil {
+		return "", fmt.Errorf("failed to create temp file: %w", err)
+	}
+	renamed, closed := false, false
+	defer func() {
+		if !closed {
+			_ = tmp.Close()
+		}
+		if !renamed {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+
+	h := sha256.New()
+	// One byte past the limit tells "exactly maxBytes" from "more".
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, satAdd(maxBytes, 1)))
+	if err != nil {
+		return "", fmt.Errorf("failed to write artifact: %w", err)
+	}
+	if n > maxBytes {
+		return "", fmt.Errorf("failed to store artifact: %w: more than %d bytes", ErrTooLarge, maxBytes)
+	}
+	digest = digestOf(h)
+	if want != "" && digest != want {
+		return "", fmt.Errorf("failed to verify artifact: content has digest %s, want %s: %w", digest, want, ErrDigestMismatch)
+	}
+	// Read-only: an artifact is immutable, and its digest is its name.
+	if err := tmp.Chmod(0o444); err != nil {
+		return "", fmt.Errorf("failed to write artifact: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", fmt.Errorf("failed to sync artifact: %w", err)
+	}
+	closed = true
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("failed to write artifact: %w", err)
+	}
+
+	final := s.path(digest[len(digestPrefix):])
+	if _, err := os.Lstat(final); err == nil {
+		return digest, nil
+	}
+	// Two concurrent Puts of the same content may both get here; rename replaces
+	// atomically and both files hold the same bytes, so either outcome is correct.
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return "", fmt.Errorf("failed to store artifact %s: %w", digest, err)
+	}
+	renamed = true
+	if err := syncDir(s.blobDir()); err != nil {
+		return "", err
+	}
+	return digest, nil
+}
+
+// Has reports whether the artifact is stored. Invalid digests are never stored.
+func (s *Store) Has(digest string) bool {
+	h, err := digestHex(digest)
+	if err != nil {
+		return false
+	}
+	fi, err := os.Lstat(s.path(h))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// Open returns the stored tarball. The error wraps fs.ErrNotExist when it is absent and
+// ErrInvalidDigest when digest is malformed.
+func (s *Store) Open(digest string) (io.ReadCloser, error) {
+	h, err := digestHex(digest)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open artifact: %w", err)
+	}
+	f, err := os.Open(s.path(h))
+	if err != nil {
+		return nil, fmt.Errorf("failed to open artifact %s: %w", digest, err)
+	}
+	return f, nil
+}
+
+// Extract unpacks the stored artifact into dir (see the package-level Extract), hashing the
+// bytes as they are unpacked: a store corrupted on disk fails with ErrDigestMismatch and
+// leaves dir as it found it.
+func (s *Store) Extract(digest, dir string, lim Limits) error {
+	rc, err := s.Open(digest)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	tee := io.TeeReader(rc, h)
+	return extract(tee, dir, lim, func() error {
+		// The gzip reader stops at the end of the archive; the hash must cover every byte.
+		if _, err := io.Copy(io.Discard, tee); err != nil {
+			return fmt.Errorf("failed to read artifact %s: %w", digest, err)
+		}
+		if got := digestOf(h); got != digest {
+			return fmt.Errorf("failed to verify artifact %s: content has digest %s: %w", digest, got, ErrDigestMismatch)
+		}
+		return nil
+	})
+}
+
+// Remove deletes the artifact; removing an absent one is not an error, so concurrent
+// garbage collectors need no coordination.
+func (s *Store) Remove(digest string) error {
+	h, err := digestHex(digest)
+	if err != nil {
+		return fmt.Errorf("failed to remove artifact: %w", err)
+	}
+	if err := os.Remove(s.path(h)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("failed to remove artifact %s: %w", digest, err)
+	}
+	return nil
+}
+
+func (s *Store) blobDir() string        { return filepath.Join(s.dir, "sha256") }
+func (s *Store) tmpDir() string         { return filepath.Join(s.dir, "tmp") }
+func (s *Store) path(hex string) string { return filepath.Join(s.blobDir(), hex+".tar.gz") }
+
+func (s *Store) removeStaleTemps(before time.Time) error {
+	entries, err := os.ReadDir(s.tmpDir())
+	if err != nil {
+		return fmt.Errorf("failed to list artifact store temp files: %w", err)
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil || fi.ModTime().After(before) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.tmpDir(), e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("failed to remove stale temp file: %w", err)
+		}
+	}
+	return nil
+}
+
+// satAdd adds non-negative numbers, saturating instead of overflowing on absurd limits.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// syncDir makes a rename in dir durable: without it a crash can forget the new name even
+// though the file's data was synced.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("failed to sync artifact directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("failed to sync artifact directory: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,331 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// The whole life of a Program Stack against the real engine: first up, outputs with
+// secrets masked, a Program change rolled out, and destroy on delete, each checked on disk.
+func TestStackReconciler_Reconcile_ProgramStackLifecycle(t *testing.T) {
+	s := newScenario(t)
+	prog := s.program("files", map[string]pulumiv1.Resource{
+		"greeting": fileResource("greeting.txt", "hello"),
+		"token":    {Type: "stackwright-testing:index:Random", Properties: map[string]apiextensionsv1.JSON{"length": jsonValue(24)}},
+	}, map[string]string{"digest": "${greeting.sha256}", "token": "${token.result}"})
+	s.create(prog)
+	s.create(s.stack("files", "files"))
+
+	st := s.waitReady("files")
+	got, err := s.readFile("greeting.txt")
+	s.g.Expect(err).NotTo(HaveOccurred())
+	s.g.Expect(got).To(Equal("hello"))
+
+	// Outputs: plain values verbatim, secret ones masked in status and kept in the Secret.
+	s.g.Expect(string(st.Status.Outputs["digest"].Raw)).To(Equal(`"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"`))
+	s.g.Expect(string(st.Status.Outputs["token"].Raw)).To(Equal(`"[secret]"`))
+	lu := st.Status.LastUpdate
+	s.g.Expect(lu).NotTo(BeNil())
+	s.g.Expect(lu.State).To(Equal(pulumiv1.UpdateStateSucceeded))
+	s.g.Expect(lu.Type).To(Equal("up"))
+	s.g.Expect(lu.LastSuccessfulCommit).To(Equal("generation/1"))
+	s.g.Expect(st.Status.CurrentUpdate).To(BeNil())
+	s.g.Expect(st.Finalizers).To(ContainElement(pulumiv1.StackFinalizer))
+	s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionReconciling)).To(BeNil())
+
+	upd := &v1alpha1.Update{}
+	s.g.Expect(k8s.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: lu.Name}, upd)).To(Succeed())
+	s.g.Expect(upd.Status.Phase).To(Equal(v1alpha1.UpdatePhaseSucceeded))
+	s.g.Expect(upd.Status.Changes).To(HaveKeyWithValue("create", BeNumerically("==", 3)))
+	s.g.Expect(upd.Status.StartTime).NotTo(BeNil())
+	s.g.Expect(upd.Status.Runner).To(HavePrefix("local/"))
+	s.g.Expect(metav1.IsControlledBy(upd, st)).To(BeTrue())
+
+	outputs := &corev1.Secret{}
+	s.g.Expect(k8s.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: upd.Status.OutputsSecretName}, outputs)).To(Succeed())
+	var token string
+	s.g.Expect(json.Unmarshal(outputs.Data["token"], &token)).To(Succeed())
+	s.g.Expect(token).To(HaveLen(24))
+	s.g.Expect(outputs.Annotations[v1alpha1.SecretOutputsAnnotation]).To(Equal("token"))
+	// The secret value appears nowhere but its Secret.
+	for _, where := range []string{upd.Status.LogTail, upd.Status.Message, mustJSON(t, st.Status)} {
+		s.g.Expect(where).NotTo(ContainSubstring(token))
+	}
+
+	// A Program change is rolled out without touching the Stack.
+	s.patch(prog, func() { prog.Program.Resources["greeting"] = fileResource("greeting.txt", "hello again") })
+	s.eventually(func(g Gomega) {
+		got, err := s.readFile("greeting.txt")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal("hello again"))
+	})
+	st = s.waitReady("files")
+	s.g.Expect(st.Status.LastUpdate.LastSuccessfulCommit).To(Equal("generation/2"))
+	s.g.Expect(s.updates("files")).To(HaveLen(2))
+
+	// Delete destroys first, then lets the Stack go.
+	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
+	s.eventually(func(g Gomega) {
+		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack still exists: %v", err)
+	})
+	_, err = s.readFile("greeting.txt")
+	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "file survived destroy: %v", err)
+}
+
+// A Stack whose Program or Secret does not exist yet waits with a precise reason and
+// proceeds by itself once they appear.
+func TestStackReconciler_Reconcile_MissingReferencesWaitThenProceed(t *testing.T) {
+	s := newScenario(t)
+	st := s.stack("waiting", "later")
+	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"greeting": {
+		Type:             pulumiv1.ResourceSelectorSecret,
+		ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "creds", Key: "greeting"}},
+	}}
+	s.create(st)
+
+	got := s.waitCondition("waiting", pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonSourceUnavailable)
+	s.g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionReconciling).Message).To(ContainSubstring(`Program "later" not found`))
+	s.g.Expect(apimeta.IsStatusConditionTrue(got.Status.Conditions, pulumiv1.ConditionStalled)).To(BeFalse())
+
+	prog := s.program("later", map[string]pulumiv1.Resource{"f": fileResource("secret.txt", "${greeting}")}, nil)
+	prog.Program.Configuration = map[string]pulumiv1.Configuration{"greeting": {Type: "String"}}
+	s.create(prog)
+	got = s.waitCondition("waiting", pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonConfigUnavailable)
+	s.g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionReady).Message).To(ContainSubstring(`Secret "creds" not found`))
+
+	s.create(secretOf(s.ns, "creds", map[string]string{"greeting": "psst"}))
+	s.waitReady("waiting")
+	content, err := s.readFile("secret.txt")
+	s.g.Expect(err).NotTo(HaveOccurred())
+	s.g.Expect(content).To(Equal("psst"))
+}
+
+// A failing update is retried after a backoff and the Stack converges; the failed attempt
+// stays on record.
+func TestStackReconciler_Reconcile_RetriesFailureThenConverges(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("flaky", map[string]pulumiv1.Resource{"f": {
+		Type:       "stackwright-testing:index:Flaky",
+		Properties: map[string]apiextensionsv1.JSON{"failures": jsonValue(1), "counterFile": jsonValue("count")},
+	}}, nil))
+	s.create(s.stack("flaky", "flaky"))
+
+	st := s.waitReady("flaky")
+	ups := s.updates("flaky")
+	s.g.Expect(ups).To(HaveLen(2))
+	phases := map[v1alpha1.UpdatePhase]int{}
+	for _, u := range ups {
+		phases[u.Status.Phase]++
+		if u.Status.Phase == v1alpha1.UpdatePhaseFailed {
+			s.g.Expect(u.Status.Message).To(ContainSubstring("induced failure 1 of 1"))
+			s.g.Expect(u.Spec.Attempt).To(Equal(int32(1)))
+		}
+	}
+	s.g.Expect(phases).To(Equal(map[v1alpha1.UpdatePhase]int{v1alpha1.UpdatePhaseFailed: 1, v1alpha1.UpdatePhaseSucceeded: 1}))
+	s.g.Expect(st.Status.LastUpdate.Failures).To(BeZero())
+	s.g.Expect(st.Status.Stackwright.PermanentFailures).To(BeZero())
+}
+
+// Permanent failures stall the Stack with the engine's message; the reconcile-request
+// annotation retries it at once.
+func TestStackReconciler_Reconcile_PermanentFailuresStallUntilRequested(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("broken", map[string]pulumiv1.Resource{"f": {
+		Type:       "stackwright-testing:index:Flaky",
+		Properties: map[string]apiextensionsv1.JSON{"failures": jsonValue(100), "counterFile": jsonValue("count")},
+	}}, nil))
+	s.create(s.stack("broken", "broken"))
+
+	st := s.waitCondition("broken", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonStackUpdateFailed)
+	s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message).To(ContainSubstring("induced failure 2 of 100"))
+	s.g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation))
+	s.g.Expect(s.updates("broken")).To(HaveLen(2))
+
+	s.patch(st, func() { st.Annotations = map[string]string{pulumiv1.ReconcileRequestAnnotation: "try-again"} })
+	s.eventually(func(g Gomega) {
+		got := s.get("broken")
+		g.Expect(got.Status.ObservedReconcileRequest).To(Equal("try-again"))
+		g.Expect(got.Status.LastUpdate.Message).To(ContainSubstring("induced failure 3 of 100"))
+	})
+}
+
+// destroy failing keeps the finalizer and says why; the retry succeeds and releases it.
+func TestStackReconciler_Delete_FailedDestroyKeepsFinalizer(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("sticky", map[string]pulumiv1.Resource{"f": {
+		Type:       "stackwright-testing:index:Flaky",
+		Properties: map[string]apiextensionsv1.JSON{"failures": jsonValue(0), "failDeletes": jsonValue(1), "counterFile": jsonValue("count")},
+	}}, nil))
+	st := s.stack("sticky", "sticky")
+	s.create(st)
+	st = s.waitReady("sticky")
+	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
+
+	s.eventually(func(g Gomega) {
+		got := s.get("sticky")
+		g.Expect(got.Finalizers).To(ContainElement(pulumiv1.StackFinalizer))
+		g.Expect(got.Status.LastUpdate.Type).To(Equal("destroy"))
+		g.Expect(got.Status.LastUpdate.State).To(Equal(pulumiv1.UpdateStateFailed))
+		g.Expect(got.Status.LastUpdate.Message).To(ContainSubstring("induced failure 1 of 1"))
+	})
+	s.eventually(func(g Gomega) {
+		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack still exists: %v", err)
+	})
+}
+
+// Deleting a Stack without destroyOnFinalize leaves its resources in place.
+func TestStackReconciler_Delete_WithoutDestroyOnFinalizeKeepsResources(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("keep", map[string]pulumiv1.Resource{"f": fileResource("kept.txt", "still here")}, nil))
+	st := s.stack("keep", "keep")
+	st.Spec.DestroyOnFinalize = false
+	s.create(st)
+	st = s.waitReady("keep")
+	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
+	s.eventually(func(g Gomega) {
+		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	})
+	content, err := s.readFile("kept.txt")
+	s.g.Expect(err).NotTo(HaveOccurred())
+	s.g.Expect(content).To(Equal("still here"))
+}
+
+// The Program can be deleted before the Stack: destroy uses the last artifact.
+func TestStackReconciler_Delete_AfterProgramDeletedUsesLastArtifact(t *testing.T) {
+	s := newScenario(t)
+	prog := s.program("gone", map[string]pulumiv1.Resource{"f": fileResource("orphan.txt", "x")}, nil)
+	s.create(prog)
+	st := s.stack("gone", "gone")
+	s.create(st)
+	st = s.waitReady("gone")
+	s.g.Expect(k8s.Delete(s.ctx(), prog)).To(Succeed())
+	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
+	s.eventually(func(g Gomega) {
+		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	})
+	_, err := s.readFile("orphan.txt")
+	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "file survived destroy: %v", err)
+}
+
+// preview: true only ever previews: nothing is created, and the Stack is Ready.
+func TestStackReconciler_Reconcile_PreviewStackOnlyPreviews(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("look", map[string]pulumiv1.Resource{"f": fileResource("never.txt", "x")}, nil))
+	st := s.stack("look", "look")
+	st.Spec.Preview = true
+	s.create(st)
+	st = s.waitReady("look")
+	s.g.Expect(st.Status.LastUpdate.Type).To(Equal("preview"))
+	ups := s.updates("look")
+	s.g.Expect(ups).To(HaveLen(1))
+	s.g.Expect(ups[0].Status.Changes).To(HaveKeyWithValue("create", BeNumerically("==", 2)))
+	_, err := s.readFile("never.txt")
+	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue())
+}
+
+// A suspended Stack runs nothing, however its source changes.
+func TestStackReconciler_Reconcile_SuspendedStackRunsNothing(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("paused", map[string]pulumiv1.Resource{"f": fileResource("paused.txt", "x")}, nil))
+	st := s.stack("paused", "paused")
+	st.Spec.Stackwright = &pulumiv1.StackwrightSpec{Suspend: true}
+	s.create(st)
+	s.waitCondition("paused", pulumiv1.ConditionSuspended, metav1.ConditionTrue, pulumiv1.ReasonSuspended)
+	s.g.Consistently(func() int { return len(s.updates("paused")) }).WithTimeout(3 * time.Second).Should(BeZero())
+
+	st = s.get("paused")
+	s.patch(st, func() { st.Spec.Stackwright = nil })
+	s.waitReady("paused")
+	s.g.Expect(apimeta.FindStatusCondition(s.get("paused").Status.Conditions, pulumiv1.ConditionSuspended)).To(BeNil())
+}
+
+// Crash safety: an Update recorded in status.currentUpdate but never created (the manager
+// died between the two writes) is created under exactly that name, and only once.
+func TestStackReconciler_Reconcile_RecordedUpdateCreatedUnderRecordedName(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("crash", map[string]pulumiv1.Resource{"f": fileResource("crash.txt", "x")}, nil))
+	st := s.stack("crash", "crash")
+	st.Spec.Stackwright = &pulumiv1.StackwrightSpec{Suspend: true}
+	s.create(st)
+	st = s.waitCondition("crash", pulumiv1.ConditionSuspended, metav1.ConditionTrue, pulumiv1.ReasonSuspended)
+
+	// What a manager that crashed right after recording its intent leaves behind.
+	base := st.DeepCopy()
+	st.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{Name: "crash-recorded-1", Generation: st.Generation}
+	st.Status.Stackwright = &pulumiv1.StackwrightStatus{LastAttemptedKey: "recorded", Attempt: 1}
+	s.g.Expect(k8s.Status().Patch(s.ctx(), st, client.MergeFrom(base))).To(Succeed())
+	st = s.get("crash")
+	s.patch(st, func() { st.Spec.Stackwright = nil })
+
+	st = s.waitReady("crash")
+	ups := s.updates("crash")
+	s.g.Expect(ups).To(HaveLen(1))
+	s.g.Expect(ups[0].Name).To(Equal("crash-recorded-1"))
+	s.g.Expect(st.Status.LastUpdate.Name).To(Equal("crash-recorded-1"))
+}
+
+// A Running Update whose runner died (the manager restarted) is failed by the Update
+// controller and retried by the Stack controller.
+func TestStackReconciler_Reconcile_LostUpdateRetried(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("lost", map[string]pulumiv1.Resource{"f": fileResource("lost.txt", "x")}, nil))
+	st := s.stack("lost", "lost")
+	st.Spec.Stackwright = &pulumiv1.StackwrightSpec{Suspend: true}
+	s.create(st)
+	st = s.waitCondition("lost", pulumiv1.ConditionSuspended, metav1.ConditionTrue, pulumiv1.ReasonSuspended)
+
+	orphan := &v1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Name: "lost-orphan-1", Namespace: s.ns},
+		Spec:       v1alpha1.UpdateSpec{StackName: "lost", Type: v1alpha1.UpdateTypeUp, Attempt: 1},
+	}
+	s.create(orphan)
+	base := orphan.DeepCopy()
+	orphan.Status.Phase, orphan.Status.Runner = v1alpha1.UpdatePhaseRunning, "local/previous-manager/1/abcdef"
+	s.g.Expect(k8s.Status().Patch(s.ctx(), orphan, client.MergeFrom(base))).To(Succeed())
+	s.eventually(func(g Gomega) {
+		u := &v1alpha1.Update{}
+		g.Expect(k8s.Get(s.ctx(), client.ObjectKeyFromObject(orphan), u)).To(Succeed())
+		g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
+		c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonRunnerLost))
+	})
+
+	stBase := st.DeepCopy()
+	st.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{Name: "lost-orphan-1", Generation: st.Generation}
+	st.Status.Stackwright = &pulumiv1.StackwrightStatus{LastAttemptedKey: "orphaned", Attempt: 1}
+	s.g.Expect(k8s.Status().Patch(s.ctx(), st, client.MergeFrom(stBase))).To(Succeed())
+	st = s.get("lost")
+	s.patch(st, func() { st.Spec.Stackwright = nil })
+	s.waitReady("lost")
+	content, err := s.readFile("lost.txt")
+	s.g.Expect(err).NotTo(HaveOccurred())
+	s.g.Expect(content).To(Equal("x"))
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

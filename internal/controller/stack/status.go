@@ -1,0 +1,175 @@
+package stack
+
+import (
+	"encoding/json"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// The setters below are pure functions of the Stack they are given; the reconciler decides
+// which one applies and the deferred patch persists the result.
+
+// secretOutputValue replaces secret outputs in status, as PKO does.
+const secretOutputValue = `"[secret]"`
+
+func setCondition(s *pulumiv1.Stack, typ string, status metav1.ConditionStatus, reason, msg string) {
+	apimeta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.Generation,
+	})
+}
+
+// markReady records that the current generation is deployed.
+func markReady(s *pulumiv1.Stack, msg string) {
+	setCondition(s, pulumiv1.ConditionReady, metav1.ConditionTrue, pulumiv1.ReasonReconciliationSucceeded, msg)
+	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionReconciling)
+	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionStalled)
+	s.Status.ObservedGeneration = s.Generation
+}
+
+// markReconciling records progress (or a wait that clears by itself); the generation is not
+// observed until its work is done.
+func markReconciling(s *pulumiv1.Stack, reason, msg string) {
+	setCondition(s, pulumiv1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
+	setCondition(s, pulumiv1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionStalled)
+}
+
+// markStalled records that only a human can move the Stack on. The generation counts as
+// observed: everything that can be done for it has been.
+func markStalled(s *pulumiv1.Stack, reason, msg string) {
+	setCondition(s, pulumiv1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+	setCondition(s, pulumiv1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionReconciling)
+	s.Status.ObservedGeneration = s.Generation
+}
+
+func markSuspended(s *pulumiv1.Stack) {
+	setCondition(s, pulumiv1.ConditionSuspended, metav1.ConditionTrue, pulumiv1.ReasonSuspended, "spec.stackwright.suspend is set: no updates run until it is cleared")
+	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionReconciling)
+}
+
+func clearSuspended(s *pulumiv1.Stack) {
+	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionSuspended)
+}
+
+func markSourceReady(s *pulumiv1.Stack, ok bool, reason, msg string) {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	setCondition(s, pulumiv1.ConditionSourceReady, status, reason, msg)
+}
+
+func stackwrightStatus(s *pulumiv1.Stack) *pulumiv1.StackwrightStatus {
+	if s.Status.Stackwright == nil {
+		s.Status.Stackwright = &pulumiv1.StackwrightStatus{}
+	}
+	return s.Status.Stackwright
+}
+
+// recordStart records the intent to run u before it exists, so that a crash between this
+// status write and the Update's creation re-creates the same Update instead of a second one.
+func recordStart(s *pulumiv1.Stack, u *v1alpha1.Update) {
+	sw := stackwrightStatus(s)
+	if u.Spec.Attempt <= 1 || sw.LastAttemptedKey != u.Spec.DesiredStateKey {
+		// A new desired state starts with a clean slate: earlier failures were about
+		// something else.
+		sw.PermanentFailures = 0
+		if s.Status.LastUpdate != nil {
+			s.Status.LastUpdate.Failures = 0
+		}
+	}
+	sw.LastAttemptedKey = u.Spec.DesiredStateKey
+	sw.Attempt = u.Spec.Attempt
+	if u.Spec.Type == v1alpha1.UpdateTypeUp {
+		// From here on resources may exist that only this artifact describes.
+		sw.LastArtifact = &pulumiv1.ArtifactRef{Revision: u.Spec.Revision, Digest: u.Spec.ArtifactDigest, Dir: u.Spec.ProjectDir}
+	}
+	s.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{
+		Generation:       s.Generation,
+		ReconcileRequest: s.ReconcileRequest(),
+		Name:             u.Name,
+		Commit:           u.Spec.Revision,
+	}
+	s.Status.ObservedReconcileRequest = s.ReconcileRequest()
+}
+
+// failureCounts reports whether a failed Update counts towards stalling.
+func failureCountsAsPermanent(s *pulumiv1.Stack, reason string) bool {
+	switch reason {
+	case v1alpha1.ReasonPermanentFailure:
+		return true
+	case v1alpha1.ReasonUpdateConflict:
+		return !s.Spec.RetryOnUpdateConflict
+	}
+	return false
+}
+
+// recordFinish mirrors a finished Update into the Stack's status: PKO's lastUpdate, the
+// outputs (secret ones masked) and Stackwright's retry bookkeeping.
+func recordFinish(s *pulumiv1.Stack, u *v1alpha1.Update, outputs map[string]apiextensionsv1.JSON, now time.Time) {
+	sw := stackwrightStatus(s)
+	prev := s.Status.LastUpdate
+	lu := &pulumiv1.StackUpdateState{
+		Name:                u.Name,
+		Type:                string(u.Spec.Type),
+		Message:             u.Status.Message,
+		LastAttemptedCommit: u.Spec.Revision,
+		Permalink:           u.Status.Permalink,
+		LastResyncTime:      &metav1.Time{Time: now},
+	}
+	if u.Status.EndTime != nil {
+		lu.LastResyncTime = u.Status.EndTime.DeepCopy()
+	}
+	if cu := s.Status.CurrentUpdate; cu != nil {
+		lu.Generation, lu.ReconcileRequest = cu.Generation, cu.ReconcileRequest
+	}
+	if prev != nil {
+		lu.LastSuccessfulCommit = prev.LastSuccessfulCommit
+	}
+	if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
+		lu.State = pulumiv1.UpdateStateSucceeded
+		lu.LastSuccessfulCommit = u.Spec.Revision
+		sw.LastSuccessfulKey = u.Spec.DesiredStateKey
+		sw.PermanentFailures = 0
+		if outputs != nil {
+			s.Status.Outputs = outputs
+		}
+	} else {
+		lu.State = pulumiv1.UpdateStateFailed
+		lu.Failures = 1
+		if prev != nil {
+			lu.Failures = prev.Failures + 1
+		}
+		c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
+		if c == nil || failureCountsAsPermanent(s, c.Reason) {
+			sw.PermanentFailures++
+		}
+	}
+	s.Status.LastUpdate = lu
+	s.Status.CurrentUpdate = nil
+}
+
+// maskOutputs turns an outputs Secret's data into status.outputs, with secret values
+// replaced by "[secret]".
+func maskOutputs(data map[string][]byte, secret map[string]bool) map[string]apiextensionsv1.JSON {
+	out := make(map[string]apiextensionsv1.JSON, len(data))
+	for k, v := range data {
+		switch {
+		case secret[k]:
+			out[k] = apiextensionsv1.JSON{Raw: []byte(secretOutputValue)}
+		case json.Valid(v):
+			out[k] = apiextensionsv1.JSON{Raw: append([]byte(nil), v...)}
+		default:
+			b, _ := json.Marshal(string(v)) // a string always marshals
+			out[k] = apiextensionsv1.JSON{Raw: b}
+		}
+	}
+	return out
+}

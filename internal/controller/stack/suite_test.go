@@ -1,0 +1,208 @@
+package stack_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/manager"
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
+	"github.com/stackwright/stackwright/internal/testing/repo"
+)
+
+// One real manager (controllers, local executor, real pulumi engine) serves every test of
+// the package; each test works in its own namespace.
+var (
+	env *kubetest.Env
+	k8s client.Client
+)
+
+func TestMain(m *testing.M) { kubetest.Main(m, &env, startManager) }
+
+func startManager(e *kubetest.Env) (func(), error) {
+	bin, err := repo.Bin()
+	if err != nil {
+		return nil, err
+	}
+	if err := repo.RequireBinaries(bin, "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"); err != nil {
+		return nil, err
+	}
+	data, err := os.MkdirTemp("", "stackwright-stack-suite-")
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return nil, err
+	}
+	opts := manager.DefaultOptions()
+	opts.DataDir, opts.PulumiBin = data, bin
+	// Short retries and an early stall keep failure scenarios to seconds.
+	opts.RetryBase, opts.StallAfter = time.Second, 2
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := manager.Setup(ctx, mgr, opts); err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	k8s = e.Client
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		}
+		_ = os.RemoveAll(data)
+	}, nil
+}
+
+// scenario is one test's namespace and the directory its test-provider files live in.
+type scenario struct {
+	t     *testing.T
+	g     Gomega
+	ns    string
+	files string
+}
+
+func newScenario(t *testing.T) *scenario {
+	return &scenario{t: t, g: NewWithT(t), ns: env.Namespace(t), files: t.TempDir()}
+}
+
+func (s *scenario) ctx() context.Context { return s.t.Context() }
+
+func (s *scenario) create(obj client.Object) {
+	s.t.Helper()
+	obj.SetNamespace(s.ns)
+	if err := k8s.Create(s.ctx(), obj); err != nil {
+		s.t.Fatalf("failed to create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// program returns a Program with the given resources and outputs.
+func (s *scenario) program(name string, resources map[string]pulumiv1.Resource, outputs map[string]string) *pulumiv1.Program {
+	p := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}}
+	p.Program.Resources = resources
+	if len(outputs) > 0 {
+		p.Program.Outputs = map[string]apiextensionsv1.JSON{}
+		for k, v := range outputs {
+			p.Program.Outputs[k] = jsonValue(v)
+		}
+	}
+	return p
+}
+
+// stack returns a Stack on Program program whose test-provider files go to s.files.
+func (s *scenario) stack(name, program string) *pulumiv1.Stack {
+	return &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		Spec: pulumiv1.StackSpec{
+			Stack:             "dev",
+			ProgramRef:        &pulumiv1.ProgramReference{Name: program},
+			DestroyOnFinalize: true,
+			EnvRefs: map[string]pulumiv1.ResourceRef{
+				"STACKWRIGHT_TESTING_ROOT": literal(s.files),
+			},
+		},
+	}
+}
+
+func (s *scenario) get(name string) *pulumiv1.Stack {
+	st := &pulumiv1.Stack{}
+	s.g.Expect(k8s.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: name}, st)).To(Succeed())
+	return st
+}
+
+// eventually polls f until it passes; engine runs take seconds, so the budget is generous.
+func (s *scenario) eventually(f func(g Gomega)) {
+	s.t.Helper()
+	s.g.Eventually(f).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+}
+
+// waitCondition waits until the Stack's condition has the given status and reason (any
+// reason when reason is "") for its current generation, and returns the Stack.
+func (s *scenario) waitCondition(name, typ string, status metav1.ConditionStatus, reason string) *pulumiv1.Stack {
+	s.t.Helper()
+	var st *pulumiv1.Stack
+	s.eventually(func(g Gomega) {
+		st = &pulumiv1.Stack{}
+		g.Expect(k8s.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: name}, st)).To(Succeed())
+		c := apimeta.FindStatusCondition(st.Status.Conditions, typ)
+		g.Expect(c).NotTo(BeNil(), "condition %s; conditions: %v", typ, st.Status.Conditions)
+		g.Expect(c.Status).To(Equal(status), "condition %s: %s", typ, c.Message)
+		g.Expect(c.ObservedGeneration).To(Equal(st.Generation))
+		if reason != "" {
+			g.Expect(c.Reason).To(Equal(reason), "condition %s: %s", typ, c.Message)
+		}
+	})
+	return st
+}
+
+func (s *scenario) waitReady(name string) *pulumiv1.Stack {
+	s.t.Helper()
+	st := s.waitCondition(name, pulumiv1.ConditionReady, metav1.ConditionTrue, pulumiv1.ReasonReconciliationSucceeded)
+	s.g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation))
+	return st
+}
+
+func (s *scenario) updates(stack string) []v1alpha1.Update {
+	var list v1alpha1.UpdateList
+	s.g.Expect(k8s.List(s.ctx(), &list, client.InNamespace(s.ns))).To(Succeed())
+	var out []v1alpha1.Update
+	for _, u := range list.Items {
+		if u.Spec.StackName == stack {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func (s *scenario) readFile(rel string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(s.files, rel))
+	return string(b), err
+}
+
+func (s *scenario) patch(obj client.Object, mutate func()) {
+	s.t.Helper()
+	base := obj.DeepCopyObject().(client.Object)
+	mutate()
+	s.g.Expect(k8s.Patch(s.ctx(), obj, client.MergeFrom(base))).To(Succeed())
+}
+
+func fileResource(path, content string) pulumiv1.Resource {
+	return pulumiv1.Resource{
+		Type:       "stackwright-testing:index:File",
+		Properties: map[string]apiextensionsv1.JSON{"path": jsonValue(path), "content": jsonValue(content)},
+	}
+}
+
+func literal(v string) pulumiv1.ResourceRef {
+	return pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorLiteral, ResourceSelector: pulumiv1.ResourceSelector{Literal: &pulumiv1.LiteralRef{Value: v}}}
+}
+
+func jsonValue(v any) apiextensionsv1.JSON {
+	switch x := v.(type) {
+	case string:
+		return apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf("%q", x))}
+	default:
+		return apiextensionsv1.JSON{Raw: []byte(fmt.Sprint(x))}
+	}
+}
+
+func secretOf(ns, name string, data map[string]string) *corev1.Secret {
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: data}
+	return sec
+}

@@ -1,0 +1,80 @@
+package update
+
+import (
+	"context"
+	"fmt"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/executor"
+)
+
+// fieldManager identifies the Update controller's writes.
+const fieldManager = "stackwright-update-controller"
+
+// Reconciler reconciles Updates.
+type Reconciler struct {
+	Client   client.Client
+	Executor executor.Executor
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	u := &v1alpha1.Update{}
+	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	switch u.Status.Phase {
+	case "", v1alpha1.UpdatePhasePending:
+		r.Executor.Submit(u)
+	case v1alpha1.UpdatePhaseRunning:
+		if r.Executor.Owns(u.Status.Runner) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, r.markLost(ctx, u)
+	}
+	return ctrl.Result{}, nil
+}
+
+// markLost fails an Update whose runner is gone. The engine process died with it, so
+// nothing is running; the Stack controller retries with a new Update.
+func (r *Reconciler) markLost(ctx context.Context, u *v1alpha1.Update) error {
+	base := u.DeepCopy()
+	now := metav1.Now()
+	msg := fmt.Sprintf("runner %s stopped while the update was running (the manager restarted); it will be retried", u.Status.Runner)
+	u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultCancelled, msg, &now
+	apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionComplete, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRunnerLost,
+		Message: msg, ObservedGeneration: u.Generation,
+	})
+	// The optimistic lock loses to a runner that finished in the meantime.
+	if err := r.Client.Status().Patch(ctx, u, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldManager)); err != nil {
+		return fmt.Errorf("failed to mark Update %s lost: %w", u.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Marked update lost", "update", u.Name, "runner", base.Status.Runner)
+	return nil
+}
+
+// SetupWithManager registers the controller. Only creations and phase changes matter.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("update").
+		WithOptions(opts).
+		For(&v1alpha1.Update{}, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				o, okOld := e.ObjectOld.(*v1alpha1.Update)
+				n, okNew := e.ObjectNew.(*v1alpha1.Update)
+				return !okOld || !okNew || o.Status.Phase != n.Status.Phase
+			},
+			DeleteFunc: func(event.DeleteEvent) bool { return false },
+		})).
+		Complete(r)
+}

@@ -1,0 +1,385 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+
+	"github.com/stackwright/stackwright/internal/version"
+)
+
+// Operation is what one Run does to a stack.
+type Operation string
+
+const (
+	// OpUp updates the stack to match the program.
+	OpUp Operation = "up"
+	// OpPreview reports what an up would change, changing nothing.
+	OpPreview Operation = "preview"
+	// OpRefresh adopts the real state of the stack's resources into its state.
+	OpRefresh Operation = "refresh"
+	// OpDestroy deletes the stack's resources (and, with RemoveStack, the stack).
+	OpDestroy Operation = "destroy"
+	// OpDrift is a refresh preview: it reports how the resources differ from the state and
+	// changes nothing, neither the resources nor the state.
+	OpDrift Operation = "drift"
+)
+
+// ConfigValue is one stack config value. Value is JSON: a JSON string sets a plain string
+// value; any other JSON (number, bool, object, list) is stored structured, so that the
+// program sees 3, true or {"a":1} rather than strings. See configValue for what Pulumi does
+// with top-level scalars.
+type ConfigValue struct {
+	Value  json.RawMessage
+	Secret bool
+}
+
+// Request is one engine operation on one stack.
+type Request struct {
+	Operation Operation
+	// WorkDir holds the project (Pulumi.yaml); Run writes Pulumi.<stack>.yaml there. Run
+	// expects a directory freshly prepared from the artifact: it sets the keys of Config
+	// but does not remove keys an earlier run may have written there.
+	WorkDir string
+	// Stack is the stack name as the Stack spec gives it ("dev" or "org/project/dev").
+	Stack string
+	// SecretsProvider is used when Run creates the stack; "" is the backend's default
+	// (passphrase for DIY backends). An existing stack keeps its provider: Run makes the
+	// CLI fall back to the provider recorded in the stack's state when WorkDir's settings
+	// file does not name one.
+	SecretsProvider string
+	// Config is the full set of values Run sets; keys it does not list keep the values of
+	// the project's own stack settings file. Keys without a namespace ("replicas") belong
+	// to the project, as on the CLI.
+	Config map[string]ConfigValue
+	// Env is added to the environment of every pulumi invocation of this run (backend URL,
+	// access token, passphrase, envRefs). Values of variables whose names look like
+	// credentials are masked in logs and errors.
+	Env map[string]string
+	// CreateStack creates a missing stack; false only selects it, and a missing stack is a
+	// Permanent error (the opposite of PKO's useLocalStackOnly: the caller maps it).
+	CreateStack bool
+	// Refresh refreshes the state before an up, preview or destroy.
+	Refresh bool
+	// ExpectNoChanges (PKO expectNoRefreshChanges) makes an up fail instead of changing
+	// anything unexpected. With Refresh, the refresh is checked first as a refresh preview
+	// with --expect-no-changes, so drift stops the run before anything (state included)
+	// changes and the update itself may then apply the program's changes. Without Refresh,
+	// the update runs with --expect-no-changes, which the CLI checks after applying it. For
+	// preview and refresh it is passed to the CLI as is.
+	ExpectNoChanges bool
+	// Targets limits the operation to these URNs.
+	Targets []string
+	// TargetDependents extends Targets to the resources that depend on them.
+	TargetDependents bool
+	// RemoveStack removes the stack from the backend after a successful destroy.
+	RemoveStack bool
+	// Message is recorded with the update in the backend (up, refresh, destroy).
+	Message string
+	// Log receives the engine's progress output, secrets masked; nil discards it.
+	Log io.Writer
+}
+
+// Output is one stack output. A secret output keeps its value here: callers decide where
+// it may go (a Secret, never a status).
+type Output struct {
+	Value  any
+	Secret bool
+}
+
+// Result is what a successful Run reports.
+type Result struct {
+	// Outputs are the stack's outputs after up or refresh, its current outputs for preview
+	// and drift, and empty after destroy.
+	Outputs map[string]Output
+	// Changes counts resources by operation ("create", "update", "delete", "replace",
+	// "same", ...): from the update summary for up, refresh and destroy, from the change
+	// summary for preview and drift.
+	Changes map[string]int
+	// Permalink is the backend's link to the update; "" for DIY backends.
+	Permalink string
+	// Message is a one-line summary, e.g. "up succeeded: 2 created, 1 updated".
+	Message string
+}
+
+// Options configure an Engine for all its runs.
+type Options struct {
+	// Bin holds pulumi, and the language hosts and providers found on PATH as ambient
+	// plugins. Its base name must be "bin": the Automation API runs <parent>/bin/pulumi.
+	// "" uses the pulumi found on the process's PATH.
+	Bin string
+	// PulumiHome is PULUMI_HOME for every run (plugin cache, workspace state); "" is the
+	// CLI's default (~/.pulumi).
+	PulumiHome string
+	// Env is the base environment of every run (e.g. PULUMI_SKIP_UPDATE_CHECK,
+	// PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION); Request.Env overrides it.
+	Env map[string]string
+}
+
+// Engine runs Pulumi operations with one version-checked CLI. It is safe for concurrent
+// use; runs on the same stack exclude each other through the backend's lock.
+type Engine struct {
+	cmd  auto.PulumiCommand
+	bin  string
+	home string
+	env  map[string]string
+}
+
+// New locates the pulumi CLI and checks that the Automation API supports its version.
+func New(o Options) (*Engine, error) {
+	e := &Engine{home: o.PulumiHome, env: maps.Clone(o.Env)}
+	opts := &auto.PulumiCommandOptions{}
+	if o.Bin != "" {
+		bin, err := filepath.Abs(o.Bin)
+		if err != nil {
+			return nil, fmt.Errorf("failed to locate pulumi in %s: %w", o.Bin, err)
+		}
+		if filepath.Base(bin) != "bin" {
+			return nil, fmt.Errorf("failed to locate pulumi in %s: the directory must be named bin, "+
+				"because the Automation API runs <root>/bin/pulumi", o.Bin)
+		}
+		e.bin = bin
+		opts.Root = filepath.Dir(bin)
+	}
+	cmd, err := auto.NewPulumiCommand(opts)
+	if err != nil {
+		return nil, fmt.Errorf("failed to use the pulumi CLI: %w", err)
+	}
+	e.cmd = unquotedMessage{cmd}
+	return e, nil
+}
+
+// unquotedMessage undoes the Automation API's --message=%q (v3.259): no shell removes those
+// quotes, so the backend would record `"deploy abc"`, quotes and escapes included.
+type unquotedMessage struct{ auto.PulumiCommand }
+
+func (c unquotedMessage) Run(ctx context.Context, workdir string, stdin io.Reader,
+	out, errOut []io.Writer, env []string, args ...string,
+) (string, string, int, error) {
+	args = slices.Clone(args)
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--message="); ok {
+			if u, err := strconv.Unquote(v); err == nil {
+				args[i] = "--message=" + u
+			}
+		}
+	}
+	return c.PulumiCommand.Run(ctx, workdir, stdin, out, errOut, env, args...)
+}
+
+// Version is the version of the CLI the engine runs.
+func (e *Engine) Version() string { return e.cmd.Version().String() }
+
+// Run performs one operation. Its errors are "failed to <verb> <object>: <cause>", scrubbed
+// of the request's secrets; Classify says how to retry them and Message summarises them.
+func (e *Engine) Run(ctx context.Context, r Request) (Result, error) {
+	x := &run{
+		req:  r,
+		cmd:  e.cmd,
+		env:  e.environment(r),
+		home: e.home,
+	}
+	x.scrub = newScrubber(x.secretValues()...)
+	x.log = newLogSink(r.Log, x.scrub)
+	return x.run(ctx)
+}
+
+// environment is the base Env, then the request's, then what the engine needs regardless.
+// The CLI also inherits the process's environment (the Automation API starts from
+// os.Environ), which these values override.
+func (e *Engine) environment(r Request) map[string]string {
+	env := map[string]string{}
+	maps.Copy(env, e.env)
+	maps.Copy(env, r.Env)
+	// A work dir freshly extracted from an artifact has no Pulumi.<stack>.yaml naming the
+	// stack's secrets provider (or its passphrase salt). Without this the CLI would make up
+	// a new default provider for an existing stack instead of using the one in its state.
+	if _, ok := env["PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER"]; !ok {
+		env["PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER"] = "true"
+	}
+	// The CLI turns a truthy PULUMI_SKIP_CONFIRMATIONS into --yes, which `refresh
+	// --preview-only` (drift checks) rejects; the Automation API passes --yes wherever it
+	// is needed anyway.
+	env["PULUMI_SKIP_CONFIRMATIONS"] = "false"
+	if e.bin != "" {
+		path, ok := env["PATH"]
+		if !ok {
+			path = os.Getenv("PATH")
+		}
+		switch {
+		case path == "":
+			// Not "bin:": an empty PATH element is the working directory.
+			path = e.bin
+		case path != e.bin && !strings.HasPrefix(path, e.bin+string(os.PathListSeparator)):
+			path = e.bin + string(os.PathListSeparator) + path
+		}
+		env["PATH"] = path
+	}
+	return env
+}
+
+// run is the state of one Run.
+type run struct {
+	req   Request
+	cmd   auto.PulumiCommand
+	env   map[string]string
+	home  string
+	scrub *scrubber
+	log   *logSink
+}
+
+// fail builds Run's error. A cancelled context overrides every other class: whatever the
+// CLI said after its SIGINT is a consequence of the cancellation.
+func (x *run) fail(ctx context.Context, action, hint string, class Class, cause error) error {
+	err := &runError{action: action, hint: hint, class: class, cause: cause, scrub: x.scrub}
+	if ctx.Err() != nil {
+		err.class = ClassCancelled
+		err.ctx = ctx.Err()
+		if err.hint == "" {
+			err.hint = "cancelled: " + ctx.Err().Error()
+		}
+	}
+	return err
+}
+
+func (x *run) run(ctx context.Context) (Result, error) {
+	r := x.req
+	name := r.Stack
+	if err := r.validate(); err != nil {
+		return Result{}, x.fail(ctx, fmt.Sprintf("failed to run %q on stack %s", r.Operation, name), "", ClassPermanent, err)
+	}
+	values, err := parseConfig(r.Config)
+	if err != nil {
+		return Result{}, x.fail(ctx, "failed to set config of stack "+name, "", ClassPermanent, err)
+	}
+
+	opts := []auto.LocalWorkspaceOption{
+		auto.WorkDir(r.WorkDir),
+		auto.Pulumi(x.cmd),
+		auto.EnvVars(x.env),
+	}
+	if x.home != "" {
+		opts = append(opts, auto.PulumiHome(x.home))
+	}
+	if r.SecretsProvider != "" {
+		opts = append(opts, auto.SecretsProvider(r.SecretsProvider))
+	}
+	ws, err := auto.NewLocalWorkspace(ctx, opts...)
+	if err != nil {
+		return Result{}, x.fail(ctx, "failed to prepare workspace in "+r.WorkDir, "", "", err)
+	}
+	project, err := ws.ProjectSettings(ctx)
+	if err != nil {
+		return Result{}, x.fail(ctx, "failed to read project in "+r.WorkDir, "", ClassPermanent, err)
+	}
+
+	stack, err := x.selectStack(ctx, ws)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := x.configure(ctx, ws, name, project.Name.String(), values); err != nil {
+		return Result{}, err
+	}
+
+	switch r.Operation {
+	case OpUp:
+		return x.up(ctx, stack)
+	case OpPreview:
+		return x.preview(ctx, stack)
+	case OpRefresh:
+		return x.refresh(ctx, stack)
+	case OpDestroy:
+		return x.destroy(ctx, stack)
+	default: // OpDrift; validate rejected anything else
+		return x.drift(ctx, stack)
+	}
+}
+
+func (r Request) validate() error {
+	switch {
+	case !slices.Contains([]Operation{OpUp, OpPreview, OpRefresh, OpDestroy, OpDrift}, r.Operation):
+		return fmt.Errorf("unknown operation %q", r.Operation)
+	case r.WorkDir == "":
+		return errors.New("no work dir")
+	case r.Stack == "":
+		return errors.New("no stack name")
+	}
+	return nil
+}
+
+// secretValues are the plaintexts the scrubber masks: secret config values (as the
+// program sees them and as JSON) and credentials in Env.
+func (x *run) secretValues() []string {
+	var out []string
+	for _, v := range x.req.Config {
+		if !v.Secret {
+			continue
+		}
+		out = append(out, string(v.Value))
+		if s, err := secretPlaintext(v.Value); err == nil {
+			out = append(out, s)
+		}
+	}
+	for k, v := range x.env {
+		upper := strings.ToUpper(k)
+		for _, w := range secretEnvWords {
+			if strings.Contains(upper, w) {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (x *run) selectStack(ctx context.Context, ws auto.Workspace) (auto.Stack, error) {
+	name := x.req.Stack
+	if !x.req.CreateStack {
+		x.log.println("--- select stack " + name)
+		stack, err := auto.SelectStack(ctx, name, ws)
+		if err == nil {
+			return stack, nil
+		}
+		if auto.IsSelectStack404Error(err) {
+			return stack, x.fail(ctx, "failed to select stack "+name,
+				"stack "+name+" does not exist and useLocalStackOnly forbids creating it", ClassPermanent, err)
+		}
+		return stack, x.fail(ctx, "failed to select stack "+name, "", "", err)
+	}
+	x.log.println("--- select or create stack " + name)
+	stack, err := auto.UpsertStack(ctx, name, ws)
+	if err != nil && auto.IsCreateStack409Error(err) {
+		// Another run created it between our select and our create.
+		stack, err = auto.SelectStack(ctx, name, ws)
+	}
+	if err != nil {
+		return stack, x.fail(ctx, "failed to select or create stack "+name, "", "", err)
+	}
+	return stack, nil
+}
+
+// streams returns the stdout and stderr writers for one CLI invocation and a function that
+// flushes them when it ends.
+func (x *run) streams(step string) (io.Writer, io.Writer, func()) {
+	x.log.println("--- " + step)
+	out, errw := x.log.stream(), x.log.stream()
+	return out, errw, func() {
+		out.Flush()
+		errw.Flush()
+	}
+}
+
+func (x *run) userAgent() string { return "stackwright/" + version.Version }

@@ -1,0 +1,279 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+)
+
+// Class says how a failed run should be retried.
+type Class string
+
+const (
+	// ClassTransient failures may succeed unchanged after a backoff.
+	ClassTransient Class = "Transient"
+	// ClassConflict means another update holds the stack; retry once it is released.
+	ClassConflict Class = "Conflict"
+	// ClassPermanent failures repeat until the program, config or stack changes.
+	ClassPermanent Class = "Permanent"
+	// ClassCancelled runs were stopped by their context (cancel or deadline).
+	ClassCancelled Class = "Cancelled"
+)
+
+// maxMessage bounds Message: it ends up in a Kubernetes condition message.
+const maxMessage = 1024
+
+// runError is what Run returns: "failed to <verb> <object>: <cause>", with the cause's text
+// scrubbed of the run's secrets. The Automation API's own error embeds the CLI's whole
+// stdout and stderr, which is where a provider or program may echo a secret.
+type runError struct {
+	action string // "failed to select stack dev"
+	hint   string // what it means for the operator, when the CLI's words are not enough
+	class  Class  // "" lets Classify decide from the cause
+	cause  error  // usually the Automation API's error, which carries stdout and stderr
+	ctx    error  // the context's error when the run was cancelled
+	scrub  *scrubber
+}
+
+func (e *runError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.action)
+	if e.hint != "" {
+		b.WriteString(": ")
+		b.WriteString(e.hint)
+	}
+	if e.cause != nil {
+		b.WriteString(": ")
+		b.WriteString(e.cause.Error())
+	}
+	return e.scrub.String(b.String())
+}
+
+func (e *runError) Unwrap() []error {
+	var errs []error
+	if e.cause != nil {
+		errs = append(errs, e.cause)
+	}
+	if e.ctx != nil {
+		errs = append(errs, e.ctx)
+	}
+	return errs
+}
+
+// Markers are matched case-insensitively against an error's whole text, which for CLI
+// failures includes the CLI's stdout (resource diagnostics) and stderr.
+var (
+	// conflictMarkers: another update holds the stack. The first two come from the Pulumi
+	// Cloud backend (HTTP 409), the last from DIY backends' lock files.
+	conflictMarkers = []string{
+		"[409] conflict",
+		"another update is currently in progress",
+		"already has an update in progress",
+		"the stack is currently locked by",
+	}
+	// permanentMarkers win over transient ones: these failures need a human whatever else
+	// the output mentions (a program error may well quote a URL or a timeout).
+	permanentMarkers = []string{
+		"no changes were expected", // --expect-no-changes (NoChangesExpectedError)
+		"no stack named",           // select of a missing stack
+		"validating stack config",
+		"missing required configuration variable",
+		"invalid configuration key",
+		"incorrect passphrase",
+		"passphrase must be set",
+	}
+	// transientMarkers: the network or a backend/cloud API that may answer next time.
+	transientMarkers = []string{
+		"dial tcp",
+		"i/o timeout",
+		"connection reset",
+		"connection refused",
+		"broken pipe",
+		"tls handshake timeout",
+		"no such host",
+		"temporary failure in name resolution",
+		"client.timeout exceeded",
+		"context deadline exceeded", // an HTTP client's own timeout; our ctx is checked first
+		"too many requests",
+		"rate exceeded",
+		"throttl",
+		"internal server error",
+		"bad gateway",
+		"service unavailable",
+		"gateway timeout",
+		"backend is unavailable",
+	}
+	// statusMarker matches HTTP statuses as the Pulumi service client prints them ("[503]").
+	statusMarker = regexp.MustCompile(`\[(429|5\d\d)\]`)
+)
+
+// Classify maps an error from Run to a retry class:
+//   - Cancelled: the run's context was cancelled or its deadline passed (Run records this
+//     even though the CLI only reports "exit status" after its SIGINT);
+//   - Conflict: auto.IsConcurrentUpdateError, or the CLI's conflict/lock messages;
+//   - Transient: network failures, timeouts, HTTP 429/5xx, backend unavailable;
+//   - Permanent: program, compilation and runtime errors, invalid config, a missing stack
+//     that may not be created, expect-no-changes violations, and anything unrecognised:
+//     retrying an unknown failure forever hides it, while Permanent still retries a bounded
+//     number of times before the Stack is Stalled with this message.
+//
+// Classify(nil) is "".
+func Classify(err error) Class {
+	if err == nil {
+		return ""
+	}
+	var re *runError
+	if errors.As(err, &re) && re.class != "" {
+		return re.class
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return ClassCancelled
+	}
+	text := strings.ToLower(err.Error())
+	if anyCause(err, auto.IsConcurrentUpdateError) || containsAny(text, conflictMarkers) {
+		return ClassConflict
+	}
+	if anyCause(err, auto.IsCompilationError) || anyCause(err, auto.IsRuntimeError) ||
+		anyCause(err, auto.IsSelectStack404Error) || containsAny(text, permanentMarkers) {
+		return ClassPermanent
+	}
+	if containsAny(text, transientMarkers) || statusMarker.MatchString(text) {
+		return ClassTransient
+	}
+	return ClassPermanent
+}
+
+// anyCause applies an Automation API predicate to every error in err's tree: they type-assert
+// their own unexported error type instead of using errors.As, so they miss wrapped errors.
+func anyCause(err error, pred func(error) bool) bool {
+	if err == nil {
+		return false
+	}
+	if pred(err) {
+		return true
+	}
+	switch u := err.(type) { //nolint:errorlint // walks the tree itself: the predicates need every node
+	case interface{ Unwrap() error }:
+		return anyCause(u.Unwrap(), pred)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if anyCause(e, pred) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func containsAny(text string, markers []string) bool {
+	for _, m := range markers {
+		if strings.Contains(text, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// genericErrors are the CLI's closing lines that restate that an operation failed; they
+// say nothing a condition's reason does not already say.
+var genericErrors = map[string]bool{
+	"update failed":  true,
+	"preview failed": true,
+	"refresh failed": true,
+	"destroy failed": true,
+}
+
+var (
+	ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+	spaces     = regexp.MustCompile(`\s+`)
+)
+
+// Message returns a one-paragraph summary of err, at most 1 KiB, fit for a Kubernetes
+// condition: what Run was doing, why (when Run knows better than the CLI), and the CLI's
+// meaningful "error:" lines instead of its whole output. Errors from Run are already
+// scrubbed of the run's secrets, so their Message is too.
+func Message(err error) string {
+	if err == nil {
+		return ""
+	}
+	var parts []string
+	detailsFrom := err.Error()
+	var re *runError
+	if errors.As(err, &re) {
+		parts = append(parts, re.action)
+		if re.hint != "" {
+			parts = append(parts, re.hint)
+		}
+		detailsFrom = ""
+		if re.cause != nil {
+			detailsFrom = re.scrub.String(re.cause.Error())
+		}
+	}
+	if d := errorLines(detailsFrom); d != "" {
+		parts = append(parts, d)
+	} else if first := firstLine(detailsFrom); first != "" {
+		parts = append(parts, first)
+	}
+	msg := spaces.ReplaceAllString(strings.Join(parts, ": "), " ")
+	return truncate(strings.TrimSpace(msg), maxMessage)
+}
+
+// errorLines collects the distinct "error: ..." lines of CLI output (resource and program
+// diagnostics on stdout, the CLI's own errors on stderr), joined with "; ". Language hosts
+// write "Error:" in any case and follow it with where ("on Pulumi.yaml line 8:"), which
+// is kept.
+func errorLines(text string) string {
+	var out, generic []string
+	seen := map[string]bool{}
+	lines := strings.Split(ansiEscape.ReplaceAllString(text, ""), "\n")
+	for i, line := range lines {
+		line = strings.TrimSpace(line)
+		line = strings.TrimPrefix(line, "stderr:")
+		line = strings.TrimPrefix(line, "stdout:")
+		line = strings.TrimSpace(line)
+		if len(line) < len("error:") || !strings.EqualFold(line[:len("error:")], "error:") {
+			continue
+		}
+		rest := strings.TrimSpace(line[len("error:"):])
+		if i+1 < len(lines) {
+			if next := strings.TrimSpace(lines[i+1]); strings.HasPrefix(next, "on ") && strings.HasSuffix(next, ":") {
+				rest += " (" + strings.TrimSuffix(next, ":") + ")"
+			}
+		}
+		if rest == "" || seen[rest] {
+			continue
+		}
+		seen[rest] = true
+		if genericErrors[rest] {
+			generic = append(generic, rest)
+			continue
+		}
+		out = append(out, rest)
+	}
+	if len(out) == 0 {
+		out = generic
+	}
+	return strings.Join(out, "; ")
+}
+
+func firstLine(text string) string {
+	line, _, _ := strings.Cut(ansiEscape.ReplaceAllString(text, ""), "\n")
+	return strings.TrimSpace(line)
+}
+
+// truncate cuts s to at most n bytes at a rune boundary, marking the cut with "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}

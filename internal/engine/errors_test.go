@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// cli builds an error shaped like the Automation API's: stdout and stderr embedded.
+func cli(stdout, stderr string) error {
+	return &cliError{err: errors.New("failed to run update: exit status 1"), stdout: stdout, stderr: stderr, code: 1}
+}
+
+func TestClassify_SyntheticErrors_Class(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want Class
+	}{
+		{"nil", nil, ""},
+		{"context canceled", fmt.Errorf("failed to update stack dev: %w", context.Canceled), ClassCancelled},
+		{"deadline", context.DeadlineExceeded, ClassCancelled},
+		{"run error keeps its class", &runError{action: "failed to select stack dev", class: ClassPermanent,
+			cause: cli("", "error: dial tcp: i/o timeout")}, ClassPermanent},
+		{"run error cancelled", &runError{action: "failed to update stack dev", class: ClassCancelled,
+			cause: cli("", "error: update failed")}, ClassCancelled},
+		{"diy lock", cli("", "error: the stack is currently locked by 1 lock(s). Either wait for the other "+
+			"process(es) to end or delete the lock file with `pulumi cancel`."), ClassConflict},
+		{"service 409", cli("", "error: [409] Conflict: Another update is currently in progress."), ClassConflict},
+		{"update in progress", errors.New("stack dev already has an update in progress"), ClassConflict},
+		{"wrapped conflict", fmt.Errorf("runner: %w", &runError{action: "failed to update stack dev",
+			cause: cli("", "error: the stack is currently locked by 1 lock(s).")}), ClassConflict},
+		{"connection refused", cli("    error: Get \"https://api.example.com\": dial tcp 10.0.0.1:443: connect: connection refused", ""),
+			ClassTransient},
+		{"timeout", errors.New("read tcp 10.0.0.2:5000->10.0.0.1:443: i/o timeout"), ClassTransient},
+		{"service 503", cli("", "error: [503] Service Unavailable"), ClassTransient},
+		{"too many requests", cli("", "error: [429] Too Many Requests"), ClassTransient},
+		{"s3 backend down", errors.New("blob (key \".pulumi/stacks/dev.json\") (code=Unknown): RequestError: " +
+			"send request failed\ncaused by: Get \"https://s3.amazonaws.com\": dial tcp: lookup s3.amazonaws.com: no such host"),
+			ClassTransient},
+		{"expect no changes", cli("", "error: no changes were expected for update but changes were proposed"), ClassPermanent},
+		{"missing stack", cli("", "error: no stack named 'dev' found"), ClassPermanent},
+		{"config error mentioning a timeout", cli("", "error: validating stack config: timeout must be a number; "+
+			"connection refused"), ClassPermanent},
+		{"program error", cli("    Error: resource, variable, or config value \"x\" not found", ""), ClassPermanent},
+		{"unknown", errors.New("something nobody has seen before"), ClassPermanent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Classify(tt.err); got != tt.want {
+				t.Errorf("Classify(%v) = %q; want %q", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+const flakyStdout = `Updating (dev):
+ +  pulumi:pulumi:Stack p-dev creating (0s)
+ +  stackwright-testing:index:Flaky f creating (0s) error: flaky: attempt 1 of 2 fails
+ +  stackwright-testing:index:Flaky f **creating failed** error: flaky: attempt 1 of 2 fails
+Diagnostics:
+  stackwright-testing:index:Flaky (f):
+    error: flaky: attempt 1 of 2 fails
+
+  pulumi:pulumi:Stack (p-dev):
+    error: update failed
+
+Resources:
+    + 1 created
+`
+
+func TestMessage_Errors_SummarisesMeaningfulLines(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil", nil, ""},
+		{"diagnostics beat the generic update failed",
+			&runError{action: "failed to update stack dev", cause: cli(flakyStdout, "error: update failed\n")},
+			"failed to update stack dev: flaky: attempt 1 of 2 fails"},
+		{"only the generic line",
+			&runError{action: "failed to update stack dev", cause: cli("Updating (dev):\n", "error: update failed\n")},
+			"failed to update stack dev: update failed"},
+		{"hint between action and cause",
+			&runError{action: "failed to select stack dev", hint: "stack dev does not exist and useLocalStackOnly forbids creating it",
+				cause: cli("", "error: no stack named 'dev' found\n")},
+			"failed to select stack dev: stack dev does not exist and useLocalStackOnly forbids creating it: no stack named 'dev' found"},
+		{"language host error with colour and location",
+			&runError{action: "failed to update stack dev", cause: cli("Diagnostics:\n    \x1b[31mError\x1b[0m: variable \"x\" not found\n"+
+				"      on Pulumi.yaml line 8:\n       8:   content: ${x}\n", "")},
+			`failed to update stack dev: variable "x" not found (on Pulumi.yaml line 8)`},
+		{"no error lines: first line of the cause",
+			&runError{action: "failed to read project in /w", cause: errors.New("unable to find project\nmore detail")},
+			"failed to read project in /w: unable to find project"},
+		{"secrets scrubbed",
+			&runError{action: "failed to update stack dev", cause: cli("    error: bad token hunter2-secret\n", ""),
+				scrub: newScrubber("hunter2-secret")},
+			"failed to update stack dev: bad token [secret]"},
+		{"foreign error", fmt.Errorf("outer: %w", errors.New("plain failure")), "outer: plain failure"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Message(tt.err)); diff != "" {
+				t.Errorf("Message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMessage_HugeError_BoundedValidUTF8(t *testing.T) {
+	stdout := strings.Repeat("    error: ünïcödé failure number 12345678901234567890\n", 100)
+	for i := range 100 {
+		stdout += fmt.Sprintf("    error: distinct failure %d ünïcödé\n", i)
+	}
+	msg := Message(&runError{action: "failed to update stack dev", cause: cli(stdout, "")})
+	if len(msg) > maxMessage {
+		t.Errorf("len(Message) = %d; want at most %d", len(msg), maxMessage)
+	}
+	if !utf8.ValidString(msg) || !strings.HasSuffix(msg, "…") || strings.Contains(msg, "\n") {
+		t.Errorf("Message = %q; want one valid UTF-8 paragraph ending in …", msg)
+	}
+}
+
+func TestRunError_Error_ScrubsAndUnwraps(t *testing.T) {
+	cause := cli("    error: token hunter2-secret rejected\n", "")
+	err := &runError{action: "failed to update stack dev", cause: cause, ctx: context.Canceled, scrub: newScrubber("hunter2-secret")}
+	if strings.Contains(err.Error(), "hunter2-secret") || !strings.HasPrefix(err.Error(), "failed to update stack dev: ") {
+		t.Errorf("Error() = %q; want the action first and the secret masked", err.Error())
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Error("errors.Is(err, context.Canceled) = false; want true")
+	}
+	var ce *cliError
+	if !errors.As(err, &ce) {
+		t.Error("errors.As(err, *cliError) = false; want the cause reachable")
+	}
+}

@@ -1,0 +1,172 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/executor"
+)
+
+// Runner is what the executor needs of *runner.Runner.
+type Runner interface {
+	Claim(ctx context.Context, u *v1alpha1.Update, runner string) (bool, error)
+	Run(ctx context.Context, u *v1alpha1.Update) error
+}
+
+// job is a submitted Update and the Stack it runs on ("namespace/name").
+type job struct {
+	update types.NamespacedName
+	stack  string
+}
+
+// Executor is a local executor.
+type Executor struct {
+	client   client.Reader
+	runner   Runner
+	workers  int
+	identity string
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []job                           // submitted, not started; FIFO
+	queued  map[types.NamespacedName]bool   // members of queue
+	running map[types.NamespacedName]string // Update → Stack key, while running
+	busy    map[string]bool                 // Stack keys with an Update running
+	stopped bool
+}
+
+var _ executor.Executor = (*Executor)(nil)
+
+// New returns an executor running at most workers Updates at once. Its runner identity is
+// unique to this process, so that after a restart the Updates the old process was running
+// are recognisably orphaned.
+func New(c client.Reader, r Runner, workers int) *Executor {
+	host, _ := os.Hostname()
+	e := &Executor{
+		client: c, runner: r, workers: max(workers, 1),
+		identity: fmt.Sprintf("local/%s/%d/%s", host, os.Getpid(), rand.String(6)),
+		queued:   map[types.NamespacedName]bool{},
+		running:  map[types.NamespacedName]string{},
+		busy:     map[string]bool{},
+	}
+	e.cond = sync.NewCond(&e.mu)
+	return e
+}
+
+// Identity is the runner name this executor writes into the Updates it runs.
+func (e *Executor) Identity() string { return e.identity }
+
+// Submit implements executor.Executor.
+func (e *Executor) Submit(u *v1alpha1.Update) {
+	key := client.ObjectKeyFromObject(u)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.queued[key] || e.running[key] != "" {
+		return
+	}
+	e.queued[key] = true
+	e.queue = append(e.queue, job{update: key, stack: u.Namespace + "/" + u.Spec.StackName})
+	e.cond.Signal()
+}
+
+// Owns implements executor.Executor: this process's runs are alive as long as it is.
+func (e *Executor) Owns(runner string) bool { return runner == e.identity }
+
+// Start runs the workers until ctx is done, then waits for running Updates to record
+// their (cancelled) results. It implements manager.Runnable; it runs only on the leader.
+func (e *Executor) Start(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range e.workers {
+		wg.Go(func() { e.work(ctx) })
+	}
+	<-ctx.Done()
+	e.mu.Lock()
+	e.stopped = true
+	e.cond.Broadcast()
+	e.mu.Unlock()
+	wg.Wait()
+	return nil
+}
+
+// next blocks until an Update whose Stack is idle is queued, and reserves its Stack.
+func (e *Executor) next() (types.NamespacedName, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for {
+		if e.stopped {
+			return types.NamespacedName{}, false
+		}
+		for i, j := range e.queue {
+			if e.busy[j.stack] {
+				continue
+			}
+			delete(e.queued, j.update)
+			e.queue = append(e.queue[:i], e.queue[i+1:]...)
+			e.busy[j.stack] = true
+			e.running[j.update] = j.stack
+			return j.update, true
+		}
+		e.cond.Wait()
+	}
+}
+
+func (e *Executor) release(u types.NamespacedName) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.busy, e.running[u])
+	delete(e.running, u)
+	e.cond.Broadcast()
+}
+
+func (e *Executor) work(ctx context.Context) {
+	for {
+		u, ok := e.next()
+		if !ok {
+			return
+		}
+		e.execute(ctx, u)
+		e.release(u)
+	}
+}
+
+func (e *Executor) execute(ctx context.Context, key types.NamespacedName) {
+	log := ctrl.LoggerFrom(ctx).WithValues("update", key.String())
+	ctx = ctrl.LoggerInto(ctx, log)
+	u := &v1alpha1.Update{}
+	if err := e.client.Get(ctx, key, u); err != nil {
+		if !apierrors.IsNotFound(err) {
+			log.Error(err, "Failed to get Update")
+		}
+		return
+	}
+	claimed, err := e.runner.Claim(ctx, u, e.identity)
+	if err != nil || !claimed {
+		if err != nil {
+			log.Error(err, "Failed to claim Update")
+		}
+		return
+	}
+	start := time.Now()
+	if err := e.runner.Run(ctx, u); err != nil {
+		log.Error(err, "Failed to run Update")
+		return
+	}
+	log.V(1).Info("Ran update", "duration", time.Since(start).String())
+}
+
+// Pending reports how many Updates are queued and running, for metrics and tests.
+func (e *Executor) Pending() (queued, running int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.queue), len(e.running)
+}

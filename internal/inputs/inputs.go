@@ -1,0 +1,311 @@
+package inputs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/fault"
+)
+
+// Environment variables the engine reads that resolution sets or inspects.
+const (
+	EnvBackendURL     = "PULUMI_BACKEND_URL"
+	EnvAccessToken    = "PULUMI_ACCESS_TOKEN"
+	EnvPassphrase     = "PULUMI_CONFIG_PASSPHRASE"
+	EnvPassphraseFile = "PULUMI_CONFIG_PASSPHRASE_FILE"
+)
+
+// accessTokenKey is the key PKO's deprecated accessTokenSecret reads.
+const accessTokenKey = "accessToken"
+
+// Options are the manager-wide settings resolution depends on.
+type Options struct {
+	// AllowEnvRefs lets references of type Env read the manager's own environment. It is
+	// off by default because, unlike PKO's per-stack workspace pods, the local executor
+	// shares the manager's environment and every Stack author could read it.
+	AllowEnvRefs bool
+	// FSRoot is the only directory references of type FS may read from; "" refuses them
+	// for the same reason.
+	FSRoot string
+	// DefaultBackend is used when neither spec.backend, a PULUMI_BACKEND_URL variable nor
+	// a Pulumi access token says where state lives.
+	DefaultBackend string
+	// DefaultPassphraseFile encrypts stack secrets when a self-managed backend is used
+	// with the passphrase provider and the Stack supplies no passphrase of its own.
+	DefaultPassphraseFile string
+}
+
+// ConfigValue is one stack config value: JSON, where a JSON string is a plain string.
+type ConfigValue struct {
+	Value  json.RawMessage
+	Secret bool
+}
+
+// Inputs are a Stack's resolved engine inputs.
+type Inputs struct {
+	Config map[string]ConfigValue
+	Env    map[string]string
+	// Fingerprint changes whenever a referenced ConfigMap or Secret changes. It holds no
+	// secret material.
+	Fingerprint string
+}
+
+// Resolve reads every object stack references. Failures are *fault.Error values:
+// ConfigUnavailable (retryable) for missing objects and keys, CrossNamespaceReference and
+// InvalidSpec (stalled) for references that can never work.
+func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Options) (*Inputs, error) {
+	r := &resolver{ctx: ctx, c: c, ns: stack.Namespace, opts: o, objects: map[string]client.Object{}}
+	spec := &stack.Spec
+	in := &Inputs{Config: map[string]ConfigValue{}, Env: map[string]string{}}
+
+	for k, v := range spec.Config {
+		in.Config[k] = ConfigValue{Value: json.RawMessage(v.Raw)}
+	}
+	for _, k := range sortedKeys(spec.ConfigRef) {
+		ref := spec.ConfigRef[k]
+		s, err := r.configMapKey(ref.Name, ref.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := configRefValue(ref, s)
+		if err != nil {
+			return nil, err
+		}
+		in.Config[k] = ConfigValue{Value: v}
+	}
+	for k, s := range spec.Secrets {
+		in.Config[k] = ConfigValue{Value: jsonString(s), Secret: true}
+	}
+	for _, k := range sortedKeys(spec.SecretsRef) {
+		s, err := r.ref(spec.SecretsRef[k], "spec.secretsRef["+k+"]")
+		if err != nil {
+			return nil, err
+		}
+		in.Config[k] = ConfigValue{Value: jsonString(s), Secret: true}
+	}
+
+	// Later sources win, as in PKO: deprecated bulk imports first, then explicit refs.
+	for _, name := range spec.Envs {
+		cm, err := r.configMap(name)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range cm.Data {
+			in.Env[k] = v
+		}
+	}
+	for _, name := range spec.EnvSecrets {
+		sec, err := r.secret(name)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range sec.Data {
+			in.Env[k] = string(v)
+		}
+	}
+	if spec.AccessTokenSecret != "" {
+		s, err := r.secretKey(spec.AccessTokenSecret, accessTokenKey)
+		if err != nil {
+			return nil, err
+		}
+		in.Env[EnvAccessToken] = s
+	}
+	for _, k := range sortedKeys(spec.EnvRefs) {
+		s, err := r.ref(spec.EnvRefs[k], "spec.envRefs["+k+"]")
+		if err != nil {
+			return nil, err
+		}
+		in.Env[k] = s
+	}
+	applyBackendDefaults(spec, in.Env, o)
+	in.Fingerprint = r.fingerprint()
+	return in, nil
+}
+
+// applyBackendDefaults picks the backend PKO would (spec.backend, else an explicit
+// variable, else Pulumi Cloud when a token is given) and falls back to the manager's
+// self-managed backend only when nothing says otherwise.
+func applyBackendDefaults(spec *pulumiv1.StackSpec, env map[string]string, o Options) {
+	if spec.Backend != "" {
+		env[EnvBackendURL] = spec.Backend
+	}
+	if env[EnvBackendURL] == "" && env[EnvAccessToken] == "" && o.DefaultBackend != "" {
+		env[EnvBackendURL] = o.DefaultBackend
+	}
+	selfManaged := env[EnvBackendURL] != "" && !strings.HasPrefix(env[EnvBackendURL], "https://") && !strings.HasPrefix(env[EnvBackendURL], "http://")
+	passphraseProvider := spec.SecretsProvider == "" || spec.SecretsProvider == "passphrase"
+	if selfManaged && passphraseProvider && env[EnvPassphrase] == "" && env[EnvPassphraseFile] == "" && o.DefaultPassphraseFile != "" {
+		env[EnvPassphraseFile] = o.DefaultPassphraseFile
+	}
+}
+
+func configRefValue(ref pulumiv1.ConfigMapRef, s string) (json.RawMessage, error) {
+	if !ref.JSON {
+		return jsonString(s), nil
+	}
+	if !json.Valid([]byte(s)) {
+		return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "key %q of ConfigMap %q is not valid JSON, but the configRef sets json: true", ref.Key, ref.Name)
+	}
+	return json.RawMessage(s), nil
+}
+
+type resolver struct {
+	ctx     context.Context
+	c       client.Reader
+	ns      string
+	opts    Options
+	objects map[string]client.Object // by kind/name: each object is read once
+}
+
+func (r *resolver) ref(ref pulumiv1.ResourceRef, field string) (string, error) {
+	switch ref.Type {
+	case pulumiv1.ResourceSelectorLiteral:
+		if ref.Literal == nil {
+			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type Literal needs literal.value", field)
+		}
+		return ref.Literal.Value, nil
+	case pulumiv1.ResourceSelectorSecret:
+		if ref.Secret == nil {
+			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type Secret needs secret.name and secret.key", field)
+		}
+		if ref.Secret.Namespace != "" && ref.Secret.Namespace != r.ns {
+			return "", fault.Stall(pulumiv1.ReasonCrossNamespaceReference, "%s refers to Secret %s/%s: references must stay in the Stack's namespace %q", field, ref.Secret.Namespace, ref.Secret.Name, r.ns)
+		}
+		return r.secretKey(ref.Secret.Name, ref.Secret.Key)
+	case pulumiv1.ResourceSelectorEnv:
+		if ref.Env == nil {
+			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type Env needs env.name", field)
+		}
+		if !r.opts.AllowEnvRefs {
+			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: references of type Env would read the manager's environment and are disabled (start the manager with --allow-env-refs to permit them)", field)
+		}
+		v, ok := os.LookupEnv(ref.Env.Name)
+		if !ok {
+			return "", fault.Stall(pulumiv1.ReasonConfigUnavailable, "%s: environment variable %s is not set in the manager", field, ref.Env.Name)
+		}
+		return v, nil
+	case pulumiv1.ResourceSelectorFS:
+		if ref.FileSystem == nil {
+			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type FS needs filesystem.path", field)
+		}
+		return r.file(ref.FileSystem.Path, field)
+	default:
+		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: unknown reference type %q", field, ref.Type)
+	}
+}
+
+func (r *resolver) file(path, field string) (string, error) {
+	if r.opts.FSRoot == "" {
+		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: references of type FS would read the manager's file system and are disabled (start the manager with --fs-ref-root to permit a directory)", field)
+	}
+	root := filepath.Clean(r.opts.FSRoot)
+	p := filepath.Clean(path)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(root, p)
+	}
+	if rel, err := filepath.Rel(root, p); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: path %q is outside the permitted directory %s", field, path, root)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", fault.Retry(pulumiv1.ReasonConfigUnavailable, "%s: failed to read %s: %v", field, p, err)
+	}
+	return string(b), nil
+}
+
+func (r *resolver) secretKey(name, key string) (string, error) {
+	sec, err := r.secret(name)
+	if err != nil {
+		return "", err
+	}
+	v, ok := sec.Data[key]
+	if !ok {
+		return "", fault.Retry(pulumiv1.ReasonConfigUnavailable, "Secret %q has no key %q", name, key)
+	}
+	return string(v), nil
+}
+
+func (r *resolver) configMapKey(name, key string) (string, error) {
+	cm, err := r.configMap(name)
+	if err != nil {
+		return "", err
+	}
+	if v, ok := cm.Data[key]; ok {
+		return v, nil
+	}
+	if v, ok := cm.BinaryData[key]; ok {
+		return string(v), nil
+	}
+	return "", fault.Retry(pulumiv1.ReasonConfigUnavailable, "ConfigMap %q has no key %q", name, key)
+}
+
+func (r *resolver) secret(name string) (*corev1.Secret, error) {
+	o, err := r.get(&corev1.Secret{}, "Secret", name)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*corev1.Secret), nil
+}
+
+func (r *resolver) configMap(name string) (*corev1.ConfigMap, error) {
+	o, err := r.get(&corev1.ConfigMap{}, "ConfigMap", name)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*corev1.ConfigMap), nil
+}
+
+func (r *resolver) get(obj client.Object, kind, name string) (client.Object, error) {
+	id := kind + "/" + name
+	if o, ok := r.objects[id]; ok {
+		return o, nil
+	}
+	if err := r.c.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fault.Retry(pulumiv1.ReasonConfigUnavailable, "%s %q not found in namespace %q", kind, name, r.ns)
+		}
+		return nil, fmt.Errorf("failed to get %s %s/%s: %w", kind, r.ns, name, err)
+	}
+	r.objects[id] = obj
+	return obj, nil
+}
+
+func (r *resolver) fingerprint() string {
+	ids := make([]string, 0, len(r.objects))
+	for id, o := range r.objects {
+		ids = append(ids, id+"@"+string(o.GetUID())+"@"+o.GetResourceVersion())
+	}
+	sort.Strings(ids)
+	h := sha256.New()
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s) // a string always marshals
+	return b
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

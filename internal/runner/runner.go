@@ -1,0 +1,235 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/inputs"
+)
+
+// fieldManager identifies the runner's writes.
+const fieldManager = "stackwright-runner"
+
+// Engine is the part of *engine.Engine the runner uses.
+type Engine interface {
+	Run(ctx context.Context, r engine.Request) (engine.Result, error)
+}
+
+// Runner executes Updates.
+type Runner struct {
+	Client client.Client
+	Engine Engine
+	Store  *artifact.Store
+	// WorkRoot holds one work directory per Stack, recreated for every run.
+	WorkRoot string
+	Inputs   inputs.Options
+	Limits   artifact.Limits
+}
+
+// Claim marks u as Running by runner, with an optimistic lock: exactly one caller wins,
+// and it gets true. The others get false and must not run u.
+func (r *Runner) Claim(ctx context.Context, u *v1alpha1.Update, runner string) (bool, error) {
+	if u.Status.Phase != "" && u.Status.Phase != v1alpha1.UpdatePhasePending {
+		return false, nil
+	}
+	base := u.DeepCopy()
+	now := metav1.Now()
+	u.Status.Phase = v1alpha1.UpdatePhaseRunning
+	u.Status.Runner = runner
+	u.Status.StartTime = &now
+	u.Status.ObservedGeneration = u.Generation
+	err := r.Client.Status().Patch(ctx, u, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldManager))
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("failed to claim Update %s: %w", u.Name, err)
+	}
+	return true, nil
+}
+
+// Run executes a claimed Update and records its outcome. The returned error is about
+// recording; the operation's own failure is in the Update's status.
+func (r *Runner) Run(ctx context.Context, u *v1alpha1.Update) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("update", u.Name, "type", u.Spec.Type)
+	tail := engine.NewTail(v1alpha1.MaxLogTailLength)
+	res, err := r.run(ctx, u, tail)
+	base := u.DeepCopy()
+	finish(u, res, err, tail.String(), time.Now())
+	if err == nil {
+		name, serr := r.writeOutputs(ctx, u, res.Outputs)
+		if serr != nil {
+			// The operation happened; losing its outputs must not make it look failed.
+			log.Error(serr, "Failed to write outputs Secret")
+		}
+		u.Status.OutputsSecretName = name
+	}
+	// The run may have outlived ctx (shutdown); its result must still be recorded.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if perr := r.Client.Status().Patch(pctx, u, client.MergeFrom(base), client.FieldOwner(fieldManager)); perr != nil {
+		return fmt.Errorf("failed to record result of Update %s: %w", u.Name, perr)
+	}
+	log.Info("Update finished", "phase", u.Status.Phase, "message", u.Status.Message)
+	return nil
+}
+
+func (r *Runner) run(ctx context.Context, u *v1alpha1.Update, tail *engine.Tail) (engine.Result, error) {
+	stack := &pulumiv1.Stack{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.StackName}, stack); err != nil {
+		if apierrors.IsNotFound(err) {
+			return engine.Result{}, fault.Stall(v1alpha1.ReasonPermanentFailure, "Stack %q not found", u.Spec.StackName)
+		}
+		return engine.Result{}, fmt.Errorf("failed to get Stack %s: %w", u.Spec.StackName, err)
+	}
+	in, err := inputs.Resolve(ctx, r.Client, stack, r.Inputs)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	dir, err := r.prepare(u, stack)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	req := engine.Request{
+		Operation:       engine.Operation(u.Spec.Type),
+		WorkDir:         dir,
+		Stack:           stack.Spec.Stack,
+		SecretsProvider: stack.Spec.SecretsProvider,
+		Config:          make(map[string]engine.ConfigValue, len(in.Config)),
+		Env:             in.Env,
+		CreateStack:     !stack.Spec.UseLocalStackOnly,
+		Log:             tail,
+	}
+	for k, v := range in.Config {
+		req.Config[k] = engine.ConfigValue(v)
+	}
+	if o := u.Spec.Options; o != nil {
+		req.Refresh, req.ExpectNoChanges, req.Targets, req.TargetDependents = o.Refresh, o.ExpectNoChanges, o.Targets, o.TargetDependents
+		req.RemoveStack, req.Message = o.Remove, o.Message
+	}
+	return r.Engine.Run(ctx, req)
+}
+
+// prepare extracts the Update's artifact, verifying its digest, into a fresh work directory
+// and returns the project directory inside it.
+func (r *Runner) prepare(u *v1alpha1.Update, stack *pulumiv1.Stack) (string, error) {
+	work := filepath.Join(r.WorkRoot, u.Namespace, string(stack.UID))
+	if err := os.RemoveAll(work); err != nil {
+		return "", fmt.Errorf("failed to clear work directory %s: %w", work, err)
+	}
+	if err := r.Store.Extract(u.Spec.ArtifactDigest, work, r.Limits); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fault.Retry(pulumiv1.ReasonSourceUnavailable, "artifact %s is not in the store (the source will be fetched again)", u.Spec.ArtifactDigest)
+		}
+		return "", fmt.Errorf("failed to extract artifact %s: %w", u.Spec.ArtifactDigest, err)
+	}
+	dir := filepath.Join(work, filepath.FromSlash(u.Spec.ProjectDir))
+	if rel, err := filepath.Rel(work, dir); err != nil || strings.HasPrefix(rel, "..") {
+		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "project directory %q leaves the artifact", u.Spec.ProjectDir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "Pulumi.yaml")); err != nil {
+		if _, yerr := os.Stat(filepath.Join(dir, "Pulumi.yml")); yerr != nil {
+			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "no Pulumi.yaml in directory %q of revision %s", u.Spec.ProjectDir, u.Spec.Revision)
+		}
+	}
+	return dir, nil
+}
+
+// finish fills u's status from the outcome of its run.
+func finish(u *v1alpha1.Update, res engine.Result, err error, logTail string, now time.Time) {
+	end := metav1.NewTime(now)
+	u.Status.EndTime = &end
+	u.Status.LogTail = logTail
+	u.Status.Permalink = res.Permalink
+	if len(res.Changes) > 0 {
+		u.Status.Changes = make(map[string]int64, len(res.Changes))
+		for k, v := range res.Changes {
+			u.Status.Changes[k] = int64(v)
+		}
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionComplete, ObservedGeneration: u.Generation}
+	if err == nil {
+		u.Status.Phase, u.Status.Result, u.Status.Message = v1alpha1.UpdatePhaseSucceeded, v1alpha1.UpdateResultSucceeded, res.Message
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonSucceeded, res.Message
+	} else {
+		reason, result, msg := failure(err)
+		u.Status.Phase, u.Status.Result, u.Status.Message = v1alpha1.UpdatePhaseFailed, result, msg
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, msg
+	}
+	apimeta.SetStatusCondition(&u.Status.Conditions, cond)
+}
+
+// failure maps an error from a run to the Complete condition's reason, the result and a
+// secret-free message.
+func failure(err error) (reason string, result v1alpha1.UpdateResult, msg string) {
+	if f, ok := fault.As(err); ok {
+		reason = v1alpha1.ReasonTransientFailure
+		if f.Stalled {
+			reason = v1alpha1.ReasonPermanentFailure
+		}
+		return reason, v1alpha1.UpdateResultFailed, f.Error()
+	}
+	msg = engine.Message(err)
+	switch engine.Classify(err) {
+	case engine.ClassCancelled:
+		return v1alpha1.ReasonCancelled, v1alpha1.UpdateResultCancelled, msg
+	case engine.ClassConflict:
+		return v1alpha1.ReasonUpdateConflict, v1alpha1.UpdateResultFailed, msg
+	case engine.ClassTransient:
+		return v1alpha1.ReasonTransientFailure, v1alpha1.UpdateResultFailed, msg
+	}
+	return v1alpha1.ReasonPermanentFailure, v1alpha1.UpdateResultFailed, msg
+}
+
+// writeOutputs stores the outputs in a Secret owned by the Update: every value as JSON,
+// with the secret ones listed in an annotation so readers can mask them.
+func (r *Runner) writeOutputs(ctx context.Context, u *v1alpha1.Update, outputs map[string]engine.Output) (string, error) {
+	if u.Spec.Type == v1alpha1.UpdateTypeDestroy {
+		return "", nil
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: u.Name + v1alpha1.OutputsSecretSuffix, Namespace: u.Namespace,
+		Labels: u.Labels,
+	}}
+	var secret []string
+	sec.Data = make(map[string][]byte, len(outputs))
+	for k, o := range outputs {
+		b, err := json.Marshal(o.Value)
+		if err != nil {
+			return "", fmt.Errorf("failed to encode output %q: %w", k, err)
+		}
+		sec.Data[k] = b
+		if o.Secret {
+			secret = append(secret, k)
+		}
+	}
+	sort.Strings(secret)
+	sec.Annotations = map[string]string{v1alpha1.SecretOutputsAnnotation: strings.Join(secret, ",")}
+	if err := controllerutil.SetControllerReference(u, sec, r.Client.Scheme()); err != nil {
+		return "", fmt.Errorf("failed to set owner of outputs Secret: %w", err)
+	}
+	if err := r.Client.Create(ctx, sec, client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("failed to create outputs Secret %s: %w", sec.Name, err)
+	}
+	return sec.Name, nil
+}

@@ -1,0 +1,42 @@
+package source
+
+import (
+	"context"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/fault"
+)
+
+// Artifact is a resolved source: what to run, and where it came from.
+type Artifact struct {
+	// Revision is the source revision: a commit SHA, a Flux artifact revision or a
+	// Program generation. It is what status.lastUpdate reports as the commit.
+	Revision string
+	// Digest addresses the tarball in the artifact store ("sha256:<hex>").
+	Digest string
+	// Dir is the project directory inside the tarball ("" for its root).
+	Dir string
+}
+
+// Resolver resolves the source of one kind of Stack. Failures the Stack's status should
+// explain are *fault.Error values (reason SourceUnavailable while a source is missing or not
+// ready, CrossNamespaceReference or InvalidSpec when it can never work).
+type Resolver interface {
+	Resolve(ctx context.Context, stack *pulumiv1.Stack) (Artifact, error)
+}
+
+// Registry picks the Resolver for a Stack's kind of source.
+type Registry map[pulumiv1.SourceKind]Resolver
+
+// Resolve resolves stack's source with the Resolver registered for its kind.
+func (r Registry) Resolve(ctx context.Context, stack *pulumiv1.Stack) (Artifact, error) {
+	kind := stack.Spec.SourceKind()
+	res, ok := r[kind]
+	if !ok {
+		if kind == "" {
+			return Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "exactly one of spec.projectRepo, spec.fluxSource or spec.programRef must be set")
+		}
+		return Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "%s sources are not supported by this manager", kind)
+	}
+	return res.Resolve(ctx, stack)
+}
