@@ -33,6 +33,7 @@ generate: ## Generate deepcopy code for api/.
 manifests: ## Generate CRDs and RBAC into config/.
 	@hack/tools.sh controller-gen
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=stackwright-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: verify-generated
 verify-generated: ## Fail when committed generated code or CRDs are stale.

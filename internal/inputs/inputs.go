@@ -40,7 +40,9 @@ type Options struct {
 	// for the same reason.
 	FSRoot string
 	// DefaultBackend is used when neither spec.backend, a PULUMI_BACKEND_URL variable nor
-	// a Pulumi access token says where state lives.
+	// a Pulumi access token says where state lives: a file:// URL under which each
+	// namespace gets its own directory, so that Stacks of different namespaces never share
+	// state however they name their stacks.
 	DefaultBackend string
 	// DefaultPassphraseFile encrypts stack secrets when a self-managed backend is used
 	// with the passphrase provider and the Stack supplies no passphrase of its own.
@@ -129,7 +131,7 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 		}
 		in.Env[k] = s
 	}
-	applyBackendDefaults(spec, in.Env, o)
+	applyBackendDefaults(stack.Namespace, spec, in.Env, o)
 	in.Fingerprint = r.fingerprint()
 	return in, nil
 }
@@ -137,12 +139,12 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 // applyBackendDefaults picks the backend PKO would (spec.backend, else an explicit
 // variable, else Pulumi Cloud when a token is given) and falls back to the manager's
 // self-managed backend only when nothing says otherwise.
-func applyBackendDefaults(spec *pulumiv1.StackSpec, env map[string]string, o Options) {
+func applyBackendDefaults(namespace string, spec *pulumiv1.StackSpec, env map[string]string, o Options) {
 	if spec.Backend != "" {
 		env[EnvBackendURL] = spec.Backend
 	}
 	if env[EnvBackendURL] == "" && env[EnvAccessToken] == "" && o.DefaultBackend != "" {
-		env[EnvBackendURL] = o.DefaultBackend
+		env[EnvBackendURL] = strings.TrimSuffix(o.DefaultBackend, "/") + "/" + namespace
 	}
 	selfManaged := env[EnvBackendURL] != "" && !strings.HasPrefix(env[EnvBackendURL], "https://") && !strings.HasPrefix(env[EnvBackendURL], "http://")
 	passphraseProvider := spec.SecretsProvider == "" || spec.SecretsProvider == "passphrase"

@@ -22,6 +22,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	programctrl "github.com/stackwright/stackwright/internal/controller/program"
 	stackctrl "github.com/stackwright/stackwright/internal/controller/stack"
 	updatectrl "github.com/stackwright/stackwright/internal/controller/update"
 	"github.com/stackwright/stackwright/internal/engine"
@@ -96,6 +97,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	o.Zap.BindFlags(zapFlags)
 	fs.AddGoFlagSet(zapFlags)
 }
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 
 // Run starts the manager and blocks until ctx is done.
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
@@ -174,7 +177,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		pulumiv1.SourceKindProgram: &program.Resolver{Client: mgr.GetClient(), Store: store},
 	}
 	stacks := &stackctrl.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources, Detached: exec,
 		Recorder: mgr.GetEventRecorder("stackwright"), Now: time.Now,
 		Options: stackctrl.Options{
 			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, Inputs: in,
@@ -182,6 +185,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	}
 	if err := stacks.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Stack controller: %w", err)
+	}
+	programs := &programctrl.Reconciler{Client: mgr.GetClient(), Store: store, Recorder: mgr.GetEventRecorder("stackwright")}
+	if err := programs.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("failed to set up Program controller: %w", err)
 	}
 	updates := &updatectrl.Reconciler{Client: mgr.GetClient(), Executor: exec}
 	if err := updates.SetupWithManager(mgr, ctrlOpts); err != nil {

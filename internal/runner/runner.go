@@ -35,6 +35,9 @@ type Engine interface {
 	Run(ctx context.Context, r engine.Request) (engine.Result, error)
 }
 
+// +kubebuilder:rbac:groups=stackwright.dev,resources=updates/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create
+
 // Runner executes Updates.
 type Runner struct {
 	Client client.Client
@@ -72,10 +75,8 @@ func (r *Runner) Claim(ctx context.Context, u *v1alpha1.Update, runner string) (
 // recording; the operation's own failure is in the Update's status.
 func (r *Runner) Run(ctx context.Context, u *v1alpha1.Update) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("update", u.Name, "type", u.Spec.Type)
-	tail := engine.NewTail(v1alpha1.MaxLogTailLength)
-	res, err := r.run(ctx, u, tail)
 	base := u.DeepCopy()
-	finish(u, res, err, tail.String(), time.Now())
+	res, err := r.Execute(ctx, u)
 	if err == nil {
 		name, serr := r.writeOutputs(ctx, u, res.Outputs)
 		if serr != nil {
@@ -94,6 +95,15 @@ func (r *Runner) Run(ctx context.Context, u *v1alpha1.Update) error {
 	return nil
 }
 
+// Execute runs u and fills in its status, writing nothing to the API server. It serves
+// Updates that cannot be stored (a destroy in a terminating namespace) and Run.
+func (r *Runner) Execute(ctx context.Context, u *v1alpha1.Update) (engine.Result, error) {
+	tail := engine.NewTail(v1alpha1.MaxLogTailLength)
+	res, err := r.run(ctx, u, tail)
+	finish(u, res, err, tail.String(), time.Now())
+	return res, err
+}
+
 func (r *Runner) run(ctx context.Context, u *v1alpha1.Update, tail *engine.Tail) (engine.Result, error) {
 	stack := &pulumiv1.Stack{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.StackName}, stack); err != nil {
@@ -108,6 +118,9 @@ func (r *Runner) run(ctx context.Context, u *v1alpha1.Update, tail *engine.Tail)
 	}
 	dir, err := r.prepare(u, stack)
 	if err != nil {
+		return engine.Result{}, err
+	}
+	if err := ensureFileBackend(in.Env[inputs.EnvBackendURL]); err != nil {
 		return engine.Result{}, err
 	}
 	req := engine.Request{
@@ -153,6 +166,19 @@ func (r *Runner) prepare(u *v1alpha1.Update, stack *pulumiv1.Stack) (string, err
 		}
 	}
 	return dir, nil
+}
+
+// ensureFileBackend creates the directory of a file:// backend: pulumi refuses to log in
+// to one that does not exist, and the default backend has a directory per namespace.
+func ensureFileBackend(url string) error {
+	path, ok := strings.CutPrefix(url, "file://")
+	if !ok || path == "" || strings.HasPrefix(path, "~") {
+		return nil
+	}
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return fmt.Errorf("failed to create backend directory %s: %w", path, err)
+	}
+	return nil
 }
 
 // finish fills u's status from the outcome of its run.

@@ -19,6 +19,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/source"
@@ -51,6 +52,15 @@ type Options struct {
 	Inputs inputs.Options
 }
 
+// +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=pulumi.com,resources=stacks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=pulumi.com,resources=stacks/finalizers,verbs=update
+// +kubebuilder:rbac:groups=stackwright.dev,resources=updates,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Reconciler reconciles Stacks: it resolves their source and inputs, decides whether an
 // engine operation is due, and records it as an Update for an executor to run. It never
 // runs the engine itself.
@@ -60,8 +70,10 @@ type Reconciler struct {
 	// before deciding that an Update was lost.
 	APIReader client.Reader
 	Sources   source.Resolver
-	Recorder  events.EventRecorder
-	Options   Options
+	// Detached runs destroys that cannot be recorded as Updates (terminating namespaces).
+	Detached executor.Detacher
+	Recorder events.EventRecorder
+	Options  Options
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -94,9 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, stack *pulumiv1.Stack, p *patcher) (ctrl.Result, error) {
 	// An Update in flight is observed even when suspended: its result must not be lost.
-	current, err := r.observeCurrentUpdate(ctx, stack)
-	if err != nil || inFlight(current) {
-		return ctrl.Result{}, err
+	current, res, err := r.observeCurrentUpdate(ctx, stack)
+	if err != nil || current != nil && current.Status.Phase != "" {
+		return res, err
 	}
 	if stack.Spec.Suspended() {
 		markSuspended(stack)
@@ -124,9 +136,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, stack *pulumiv1.Stack,
 	if !controllerutil.ContainsFinalizer(stack, pulumiv1.StackFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	current, err := r.observeCurrentUpdate(ctx, stack)
-	if err != nil || inFlight(current) {
-		return ctrl.Result{}, err
+	current, res, err := r.observeCurrentUpdate(ctx, stack)
+	if err != nil || current != nil && current.Status.Phase != "" {
+		return res, err
 	}
 	var last *pulumiv1.ArtifactRef
 	if sw := stack.Status.Stackwright; sw != nil {
@@ -142,6 +154,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, stack *pulumiv1.Stack,
 	}
 	in, err := inputs.Resolve(ctx, r.Client, stack, r.Options.Inputs)
 	if err != nil {
+		if _, isFault := fault.As(err); isFault && r.namespaceTerminating(ctx, stack.Namespace) {
+			// Nothing can be created in a terminating namespace, so what is missing now
+			// stays missing: holding the finalizer would only block the namespace forever.
+			// The event may be refused there too, so the log says it as well.
+			msg := fmt.Sprintf("Namespace %s is being deleted and destroy cannot run (%v): the stack's resources were left in place; its state remains in the backend", stack.Namespace, err)
+			ctrl.LoggerFrom(ctx).Info("Releasing finalizer without destroy", "reason", EventResourcesKept, "detail", msg)
+			r.event(stack, corev1.EventTypeWarning, EventResourcesKept, "%s", msg)
+			return ctrl.Result{}, r.releaseFinalizer(ctx, stack, p)
+		}
 		return r.handleFault(stack, err, false)
 	}
 	art := source.Artifact{Revision: last.Revision, Digest: last.Digest, Dir: last.Dir}
@@ -173,14 +194,16 @@ func (r *Reconciler) advance(ctx context.Context, stack *pulumiv1.Stack, p *patc
 		// Recorded but never created (a crash, or a cache not caught up): create it under
 		// the recorded name, so that whichever happened, exactly one exists.
 		current.Spec.Type = op
-		return decision{action: actionRun}, ctrl.Result{}, r.startUpdate(ctx, stack, p, current, art, key, "resuming recorded update")
+		res, err := r.startUpdate(ctx, stack, p, current, art, key, "resuming recorded update")
+		return decision{action: actionRun}, res, err
 	}
 	d := decide(r.Now(), stack, key, policy{base: r.Options.RetryBase, maxBackoff: r.Options.MaxBackoff, stallAfter: r.Options.StallAfter})
 	lu := stack.Status.LastUpdate
 	switch d.action {
 	case actionRun:
 		u := r.newUpdate(stack, op, art, key, d.attempt)
-		return d, ctrl.Result{}, r.startUpdate(ctx, stack, p, u, art, key, d.why)
+		res, err := r.startUpdate(ctx, stack, p, u, art, key, d.why)
+		return d, res, err
 	case actionBackoff:
 		markReconciling(stack, pulumiv1.ReasonRetryingAfterFailure, fmt.Sprintf("%s failed, retrying in %s: %s",
 			lu.Type, d.requeueAfter.Round(time.Second), lu.Message))
@@ -206,11 +229,6 @@ func readyMessage(s *pulumiv1.Stack) string {
 		return "up to date"
 	}
 	return fmt.Sprintf("%s succeeded at revision %s", lu.Type, lu.LastSuccessfulCommit)
-}
-
-// inFlight reports whether u is an Update that exists and has not finished.
-func inFlight(u *v1alpha1.Update) bool {
-	return u != nil && u.ResourceVersion != "" && !u.Status.Finished()
 }
 
 // resolve resolves the Stack's source and inputs. A nil Inputs with a nil error means the
@@ -256,42 +274,25 @@ func (r *Reconciler) handleFault(stack *pulumiv1.Stack, err error, fromSource bo
 	return ctrl.Result{RequeueAfter: faultRequeue}, nil
 }
 
-// observeCurrentUpdate returns the Update recorded in status.currentUpdate. A finished one
-// is folded into the status and nil is returned; a recorded one that does not exist is
-// returned unsaved (without a resourceVersion) so the caller creates it.
-func (r *Reconciler) observeCurrentUpdate(ctx context.Context, stack *pulumiv1.Stack) (*v1alpha1.Update, error) {
+// detachedPoll is how often a Stack checks on a detached Update, which no watch announces.
+const detachedPoll = 2 * time.Second
+
+// observeCurrentUpdate looks at the Update recorded in status.currentUpdate. It returns nil
+// when there is none or it finished (its result then folded into the status). Otherwise it
+// returns the Update: one with a phase is in flight and the reconcile should end; one
+// without (never created: a crash between recording and creating it) must be created.
+func (r *Reconciler) observeCurrentUpdate(ctx context.Context, stack *pulumiv1.Stack) (*v1alpha1.Update, ctrl.Result, error) {
 	cu := stack.Status.CurrentUpdate
 	if cu == nil {
-		return nil, nil
+		return nil, ctrl.Result{}, nil
 	}
-	u := &v1alpha1.Update{}
-	key := client.ObjectKey{Namespace: stack.Namespace, Name: cu.Name}
-	err := r.Client.Get(ctx, key, u)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, u)
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		sw := stackwrightStatus(stack)
-		return &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: cu.Name, Namespace: stack.Namespace}, Spec: v1alpha1.UpdateSpec{Attempt: max(sw.Attempt, 1)}}, nil
-	case err != nil:
-		return nil, fmt.Errorf("failed to get Update %s: %w", cu.Name, err)
-	}
-	if !u.Status.Finished() {
-		verb := "Running"
-		if u.Status.Phase != v1alpha1.UpdatePhaseRunning {
-			verb = "Waiting to run"
-		}
-		reason := pulumiv1.ReasonUpdateInProgress
-		if u.Spec.Type == v1alpha1.UpdateTypeDestroy {
-			reason = pulumiv1.ReasonDestroyInProgress
-		}
-		markReconciling(stack, reason, fmt.Sprintf("%s %s (Update %s)", verb, u.Spec.Type, u.Name))
-		return u, nil
+	u, res, err := r.getCurrentUpdate(ctx, stack, cu.Name)
+	if err != nil || u == nil || !u.Status.Finished() {
+		return u, res, err
 	}
 	outputs, err := r.readOutputs(ctx, u)
 	if err != nil {
-		return nil, err
+		return nil, ctrl.Result{}, err
 	}
 	recordFinish(stack, u, outputs, r.Now())
 	if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
@@ -302,7 +303,65 @@ func (r *Reconciler) observeCurrentUpdate(ctx context.Context, stack *pulumiv1.S
 	if err := r.pruneUpdates(ctx, stack); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to prune Update history")
 	}
-	return nil, nil
+	return nil, ctrl.Result{}, nil
+}
+
+// getCurrentUpdate finds the recorded Update: in the cache, on the API server (the cache
+// may lag), or among the detached ones. Not found anywhere, it returns a phaseless Update
+// of that name for the caller to create.
+func (r *Reconciler) getCurrentUpdate(ctx context.Context, stack *pulumiv1.Stack, name string) (*v1alpha1.Update, ctrl.Result, error) {
+	u := &v1alpha1.Update{}
+	key := client.ObjectKey{Namespace: stack.Namespace, Name: name}
+	err := r.Client.Get(ctx, key, u)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, u)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		if d, ok := r.detached(stack.Namespace, name); ok {
+			if !d.Status.Finished() {
+				markReconciling(stack, pulumiv1.ReasonDestroyInProgress, fmt.Sprintf("Running %s outside the API (namespace terminating), as Update %s", d.Spec.Type, d.Name))
+				d.Status.Phase = nonEmpty(d.Status.Phase, v1alpha1.UpdatePhasePending)
+				return d, ctrl.Result{RequeueAfter: detachedPoll}, nil
+			}
+			return d, ctrl.Result{}, nil
+		}
+		sw := stackwrightStatus(stack)
+		return &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: stack.Namespace}, Spec: v1alpha1.UpdateSpec{Attempt: max(sw.Attempt, 1)}}, ctrl.Result{}, nil
+	case err != nil:
+		return nil, ctrl.Result{}, fmt.Errorf("failed to get Update %s: %w", name, err)
+	}
+	if !u.Status.Finished() {
+		verb := "Running"
+		if u.Status.Phase != v1alpha1.UpdatePhaseRunning {
+			verb = "Waiting to run"
+			// Keep "in flight" distinguishable from "never created".
+			u.Status.Phase = v1alpha1.UpdatePhasePending
+		}
+		reason := pulumiv1.ReasonUpdateInProgress
+		if u.Spec.Type == v1alpha1.UpdateTypeDestroy {
+			reason = pulumiv1.ReasonDestroyInProgress
+		}
+		markReconciling(stack, reason, fmt.Sprintf("%s %s (Update %s)", verb, u.Spec.Type, u.Name))
+	}
+	return u, ctrl.Result{}, nil
+}
+
+func (r *Reconciler) detached(namespace, name string) (*v1alpha1.Update, bool) {
+	if r.Detached == nil {
+		return nil, false
+	}
+	return r.Detached.Detached(namespace, name)
+}
+
+// namespaceTerminating reports whether the namespace is being deleted. Errors count as no:
+// the caller then keeps waiting, which is the safe side.
+func (r *Reconciler) namespaceTerminating(ctx context.Context, name string) bool {
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		return false
+	}
+	return !ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating
 }
 
 // readOutputs reads the outputs a successful Update left in its Secret, masking secret ones.
@@ -341,7 +400,7 @@ func (r *Reconciler) newUpdate(stack *pulumiv1.Stack, op v1alpha1.UpdateType, ar
 }
 
 // startUpdate records u in the Stack's status, persists that, and only then creates u.
-func (r *Reconciler) startUpdate(ctx context.Context, stack *pulumiv1.Stack, p *patcher, u *v1alpha1.Update, art source.Artifact, key, why string) error {
+func (r *Reconciler) startUpdate(ctx context.Context, stack *pulumiv1.Stack, p *patcher, u *v1alpha1.Update, art source.Artifact, key, why string) (ctrl.Result, error) {
 	spec := &stack.Spec
 	u.Spec = v1alpha1.UpdateSpec{
 		StackName: stack.Name, Type: nonEmpty(u.Spec.Type, operation(spec)), Revision: art.Revision, ArtifactDigest: art.Digest,
@@ -362,23 +421,29 @@ func (r *Reconciler) startUpdate(ctx context.Context, stack *pulumiv1.Stack, p *
 	}
 	markReconciling(stack, reason, fmt.Sprintf("Starting %s: %s (Update %s)", u.Spec.Type, why, u.Name))
 	if err := p.patchStatus(ctx, stack); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if len(stack.Name) <= 63 {
 		u.Labels = map[string]string{v1alpha1.StackLabel: stack.Name}
 	}
 	if err := controllerutil.SetControllerReference(stack, u, r.Client.Scheme()); err != nil {
-		return fmt.Errorf("failed to set owner of Update %s: %w", u.Name, err)
+		return ctrl.Result{}, fmt.Errorf("failed to set owner of Update %s: %w", u.Name, err)
 	}
 	if err := r.Client.Create(ctx, u, client.FieldOwner(fieldManager)); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return ctrl.Result{}, nil
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) && u.Spec.Type == v1alpha1.UpdateTypeDestroy && r.Detached != nil:
+			r.Detached.RunDetached(u)
+			ctrl.LoggerFrom(ctx).Info("Namespace terminating: running destroy without an Update object", "update", u.Name)
+			// No watch announces an in-memory Update's progress.
+			return ctrl.Result{RequeueAfter: detachedPoll}, nil
 		}
-		return fmt.Errorf("failed to create Update %s: %w", u.Name, err)
+		return ctrl.Result{}, fmt.Errorf("failed to create Update %s: %w", u.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Started update", "update", u.Name, "type", u.Spec.Type, "revision", u.Spec.Revision, "attempt", u.Spec.Attempt, "why", why)
 	r.event(stack, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, why, u.Name)
-	return nil
+	return ctrl.Result{}, nil
 }
 
 func (r *Reconciler) event(stack *pulumiv1.Stack, typ, reason, note string, args ...any) {

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +19,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
 
 // The whole life of a Program Stack against the real engine: first up, outputs with
@@ -115,30 +118,32 @@ func TestStackReconciler_Reconcile_MissingReferencesWaitThenProceed(t *testing.T
 	s.g.Expect(content).To(Equal("psst"))
 }
 
-// A failing update is retried after a backoff and the Stack converges; the failed attempt
-// stays on record.
-func TestStackReconciler_Reconcile_RetriesFailureThenConverges(t *testing.T) {
+// A resource failing twice converges after two retries; lastUpdate.failures counts the
+// consecutive failures meanwhile, and the failed attempts stay on record.
+func TestStackReconciler_Reconcile_RetriesFailuresThenConverges(t *testing.T) {
 	s := newScenario(t)
 	s.create(s.program("flaky", map[string]pulumiv1.Resource{"f": {
 		Type:       "stackwright-testing:index:Flaky",
-		Properties: map[string]apiextensionsv1.JSON{"failures": jsonValue(1), "counterFile": jsonValue("count")},
+		Properties: map[string]apiextensionsv1.JSON{"failures": jsonValue(2), "counterFile": jsonValue("count")},
 	}}, nil))
 	s.create(s.stack("flaky", "flaky"))
 
+	s.eventually(func(g Gomega) {
+		lu := s.get("flaky").Status.LastUpdate
+		g.Expect(lu).NotTo(BeNil())
+		g.Expect(lu.Failures).To(Equal(int64(2)))
+		g.Expect(lu.Message).To(ContainSubstring("induced failure 2 of 2"))
+	})
 	st := s.waitReady("flaky")
-	ups := s.updates("flaky")
-	s.g.Expect(ups).To(HaveLen(2))
-	phases := map[v1alpha1.UpdatePhase]int{}
-	for _, u := range ups {
-		phases[u.Status.Phase]++
-		if u.Status.Phase == v1alpha1.UpdatePhaseFailed {
-			s.g.Expect(u.Status.Message).To(ContainSubstring("induced failure 1 of 1"))
-			s.g.Expect(u.Spec.Attempt).To(Equal(int32(1)))
-		}
-	}
-	s.g.Expect(phases).To(Equal(map[v1alpha1.UpdatePhase]int{v1alpha1.UpdatePhaseFailed: 1, v1alpha1.UpdatePhaseSucceeded: 1}))
 	s.g.Expect(st.Status.LastUpdate.Failures).To(BeZero())
 	s.g.Expect(st.Status.Stackwright.PermanentFailures).To(BeZero())
+	attempts := map[int32]v1alpha1.UpdatePhase{}
+	for _, u := range s.updates("flaky") {
+		attempts[u.Spec.Attempt] = u.Status.Phase
+	}
+	s.g.Expect(attempts).To(Equal(map[int32]v1alpha1.UpdatePhase{
+		1: v1alpha1.UpdatePhaseFailed, 2: v1alpha1.UpdatePhaseFailed, 3: v1alpha1.UpdatePhaseSucceeded,
+	}))
 }
 
 // Permanent failures stall the Stack with the engine's message; the reconcile-request
@@ -152,16 +157,88 @@ func TestStackReconciler_Reconcile_PermanentFailuresStallUntilRequested(t *testi
 	s.create(s.stack("broken", "broken"))
 
 	st := s.waitCondition("broken", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonStackUpdateFailed)
-	s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message).To(ContainSubstring("induced failure 2 of 100"))
+	s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message).To(ContainSubstring("induced failure 3 of 100"))
 	s.g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation))
-	s.g.Expect(s.updates("broken")).To(HaveLen(2))
+	// Stalled means stalled: no retry however long it waits (the next backoff would be 9s).
+	s.g.Consistently(func() int { return len(s.updates("broken")) }).WithTimeout(10 * time.Second).Should(Equal(3))
+
+	// A spec change is a new desired state: retried at once, three more times.
+	s.patch(st, func() { st.Spec.Refresh = true })
+	s.eventually(func(g Gomega) {
+		g.Expect(s.get("broken").Status.LastUpdate.Message).To(ContainSubstring("induced failure 4 of 100"))
+	})
+	st = s.waitCondition("broken", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonStackUpdateFailed)
 
 	s.patch(st, func() { st.Annotations = map[string]string{pulumiv1.ReconcileRequestAnnotation: "try-again"} })
 	s.eventually(func(g Gomega) {
 		got := s.get("broken")
 		g.Expect(got.Status.ObservedReconcileRequest).To(Equal("try-again"))
-		g.Expect(got.Status.LastUpdate.Message).To(ContainSubstring("induced failure 3 of 100"))
+		g.Expect(got.Status.LastUpdate.Message).To(ContainSubstring("induced failure 7 of 100"))
 	})
+}
+
+// Changing a referenced Secret's value is a new desired state; the value reaches the
+// program but never the Stack's status, events, Updates or the manager's logs.
+func TestStackReconciler_Reconcile_SecretChangeRerunsWithoutLeaking(t *testing.T) {
+	s := newScenario(t)
+	prog := s.program("secretive", map[string]pulumiv1.Resource{"f": fileResource("secret.txt", "${password}")}, map[string]string{"echo": "${f.content}"})
+	prog.Program.Configuration = map[string]pulumiv1.Configuration{"password": {Type: "String"}}
+	s.create(prog)
+	sec := secretOf(s.ns, "db", map[string]string{"password": "first-Sup3rSecret-value"})
+	s.create(sec)
+	st := s.stack("secretive", "secretive")
+	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"password": {
+		Type:             pulumiv1.ResourceSelectorSecret,
+		ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "db", Key: "password"}},
+	}}
+	s.create(st)
+	s.waitReady("secretive")
+
+	s.patch(sec, func() { sec.StringData = map[string]string{"password": "second-Sup3rSecret-value"} })
+	s.eventually(func(g Gomega) {
+		content, err := s.readFile("secret.txt")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(content).To(Equal("second-Sup3rSecret-value"))
+	})
+	st = s.waitReady("secretive")
+	s.g.Expect(s.updates("secretive")).To(HaveLen(2))
+	s.g.Expect(string(st.Status.Outputs["echo"].Raw)).To(Equal(`"[secret]"`))
+
+	var events eventsv1.EventList
+	s.g.Expect(k8s.List(s.ctx(), &events, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(events.Items).NotTo(BeEmpty())
+	haystacks := map[string]string{
+		"stack":   mustJSON(t, st),
+		"events":  mustJSON(t, events.Items),
+		"updates": mustJSON(t, s.updates("secretive")),
+		"logs":    kubetest.Logs.String(),
+	}
+	for where, text := range haystacks {
+		for _, secret := range []string{"first-Sup3rSecret-value", "second-Sup3rSecret-value"} {
+			s.g.Expect(text).NotTo(ContainSubstring(secret), "secret value leaked into %s", where)
+		}
+	}
+}
+
+// With nothing changing, nothing runs: no Update over three resync periods, unless
+// continueResyncOnCommitMatch asks for periodic re-runs.
+func TestStackReconciler_Reconcile_IdleStackRunsNothingUntilResyncAsked(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("idle", map[string]pulumiv1.Resource{"f": fileResource("idle.txt", "x")}, nil))
+	quiet := s.stack("quiet", "idle")
+	quiet.Spec.ResyncFrequencySeconds = 10
+	s.create(quiet)
+	busy := s.stack("busy", "idle")
+	busy.Spec.ResyncFrequencySeconds = 10
+	busy.Spec.ContinueResyncOnCommitMatch = true
+	busy.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(t.TempDir())
+	s.create(busy)
+	s.waitReady("quiet")
+	s.waitReady("busy")
+
+	s.g.Consistently(func() int { return len(s.updates("quiet")) }).WithTimeout(31 * time.Second).WithPolling(time.Second).Should(Equal(1))
+	s.g.Expect(len(s.updates("busy"))).To(BeNumerically(">=", 3), "continueResyncOnCommitMatch re-runs every period")
+	s.g.Expect(s.get("quiet").Status.LastUpdate.Name).To(Equal(s.updates("quiet")[0].Name))
 }
 
 // destroy failing keeps the finalizer and says why; the retry succeeds and releases it.
@@ -187,6 +264,50 @@ func TestStackReconciler_Delete_FailedDestroyKeepsFinalizer(t *testing.T) {
 		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack still exists: %v", err)
 	})
+}
+
+// A terminating namespace refuses new objects, so the destroy runs without an Update
+// object; and once the Stack's references are gone too, the finalizer is released (with a
+// warning) instead of blocking the namespace forever.
+func TestStackReconciler_Delete_TerminatingNamespaceDoesNotDeadlock(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("ns", map[string]pulumiv1.Resource{"f": fileResource("ns.txt", "x")}, nil))
+	destroyed := s.stack("destroyed", "ns")
+	s.create(destroyed)
+	stranded := s.stack("stranded", "ns")
+	stranded.Spec.Stack = "stranded" // a pulumi stack of its own, beside "dev"
+	stranded.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"unused": {
+		Type:             pulumiv1.ResourceSelectorSecret,
+		ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "doomed", Key: "k"}},
+	}}
+	stranded.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(t.TempDir())
+	sec := secretOf(s.ns, "doomed", map[string]string{"k": "v"})
+	s.create(sec)
+	s.create(stranded)
+	destroyed, stranded = s.waitReady("destroyed"), s.waitReady("stranded")
+
+	// envtest runs no namespace controller: the namespace stays Terminating and deletes
+	// nothing, so the test plays its part for the Secret.
+	s.g.Expect(k8s.Delete(s.ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
+	s.g.Expect(k8s.Delete(s.ctx(), sec)).To(Succeed())
+	s.g.Expect(k8s.Delete(s.ctx(), destroyed)).To(Succeed())
+	s.g.Expect(k8s.Delete(s.ctx(), stranded)).To(Succeed())
+	for _, st := range []*pulumiv1.Stack{destroyed, stranded} {
+		s.eventually(func(g Gomega) {
+			err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack %s still exists: %v", st.Name, err)
+		})
+	}
+	_, err := s.readFile("ns.txt")
+	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "the destroyable Stack's file survived: %v", err)
+	// Events are refused in a terminating namespace too; the log keeps the explanation.
+	var kept []string
+	for _, line := range strings.Split(kubetest.Logs.String(), "\n") {
+		if strings.Contains(line, "Releasing finalizer without destroy") && strings.Contains(line, s.ns) {
+			kept = append(kept, line)
+		}
+	}
+	s.g.Expect(kept).To(ConsistOf(And(ContainSubstring(`"name": "stranded"`), ContainSubstring("doomed"), ContainSubstring("not found"))))
 }
 
 // Deleting a Stack without destroyOnFinalize leaves its resources in place.

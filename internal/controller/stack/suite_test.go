@@ -51,8 +51,9 @@ func startManager(e *kubetest.Env) (func(), error) {
 	}
 	opts := manager.DefaultOptions()
 	opts.DataDir, opts.PulumiBin = data, bin
-	// Short retries and an early stall keep failure scenarios to seconds.
-	opts.RetryBase, opts.StallAfter = time.Second, 2
+	// Short retries keep failure scenarios to seconds; everything else is the production
+	// default (three permanent failures stall a Stack).
+	opts.RetryBase = time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := manager.Setup(ctx, mgr, opts); err != nil {
 		cancel()

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/executor"
 )
 
@@ -21,12 +23,15 @@ import (
 type Runner interface {
 	Claim(ctx context.Context, u *v1alpha1.Update, runner string) (bool, error)
 	Run(ctx context.Context, u *v1alpha1.Update) error
+	Execute(ctx context.Context, u *v1alpha1.Update) (engine.Result, error)
 }
 
 // job is a submitted Update and the Stack it runs on ("namespace/name").
 type job struct {
 	update types.NamespacedName
 	stack  string
+	// detached is set for Updates that exist only in memory.
+	detached *v1alpha1.Update
 }
 
 // Executor is a local executor.
@@ -43,9 +48,15 @@ type Executor struct {
 	running map[types.NamespacedName]string // Update → Stack key, while running
 	busy    map[string]bool                 // Stack keys with an Update running
 	stopped bool
+
+	// detached holds in-memory Updates from submission until their result is read.
+	detached map[types.NamespacedName]*v1alpha1.Update
 }
 
-var _ executor.Executor = (*Executor)(nil)
+var (
+	_ executor.Executor = (*Executor)(nil)
+	_ executor.Detacher = (*Executor)(nil)
+)
 
 // New returns an executor running at most workers Updates at once. Its runner identity is
 // unique to this process, so that after a restart the Updates the old process was running
@@ -58,6 +69,7 @@ func New(c client.Reader, r Runner, workers int) *Executor {
 		queued:   map[types.NamespacedName]bool{},
 		running:  map[types.NamespacedName]string{},
 		busy:     map[string]bool{},
+		detached: map[types.NamespacedName]*v1alpha1.Update{},
 	}
 	e.cond = sync.NewCond(&e.mu)
 	return e
@@ -67,7 +79,37 @@ func New(c client.Reader, r Runner, workers int) *Executor {
 func (e *Executor) Identity() string { return e.identity }
 
 // Submit implements executor.Executor.
-func (e *Executor) Submit(u *v1alpha1.Update) {
+func (e *Executor) Submit(u *v1alpha1.Update) { e.enqueue(u, nil) }
+
+// RunDetached implements executor.Detacher.
+func (e *Executor) RunDetached(u *v1alpha1.Update) {
+	u = u.DeepCopy()
+	e.mu.Lock()
+	if _, ok := e.detached[client.ObjectKeyFromObject(u)]; ok {
+		e.mu.Unlock()
+		return
+	}
+	e.detached[client.ObjectKeyFromObject(u)] = u.DeepCopy()
+	e.mu.Unlock()
+	e.enqueue(u, u)
+}
+
+// Detached implements executor.Detacher.
+func (e *Executor) Detached(namespace, name string) (*v1alpha1.Update, bool) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u, ok := e.detached[key]
+	if !ok {
+		return nil, false
+	}
+	if u.Status.Finished() {
+		delete(e.detached, key)
+	}
+	return u.DeepCopy(), true
+}
+
+func (e *Executor) enqueue(u, detached *v1alpha1.Update) {
 	key := client.ObjectKeyFromObject(u)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -75,7 +117,7 @@ func (e *Executor) Submit(u *v1alpha1.Update) {
 		return
 	}
 	e.queued[key] = true
-	e.queue = append(e.queue, job{update: key, stack: u.Namespace + "/" + u.Spec.StackName})
+	e.queue = append(e.queue, job{update: key, stack: u.Namespace + "/" + u.Spec.StackName, detached: detached})
 	e.cond.Signal()
 }
 
@@ -99,12 +141,12 @@ func (e *Executor) Start(ctx context.Context) error {
 }
 
 // next blocks until an Update whose Stack is idle is queued, and reserves its Stack.
-func (e *Executor) next() (types.NamespacedName, bool) {
+func (e *Executor) next() (job, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for {
 		if e.stopped {
-			return types.NamespacedName{}, false
+			return job{}, false
 		}
 		for i, j := range e.queue {
 			if e.busy[j.stack] {
@@ -114,7 +156,7 @@ func (e *Executor) next() (types.NamespacedName, bool) {
 			e.queue = append(e.queue[:i], e.queue[i+1:]...)
 			e.busy[j.stack] = true
 			e.running[j.update] = j.stack
-			return j.update, true
+			return j, true
 		}
 		e.cond.Wait()
 	}
@@ -130,12 +172,16 @@ func (e *Executor) release(u types.NamespacedName) {
 
 func (e *Executor) work(ctx context.Context) {
 	for {
-		u, ok := e.next()
+		j, ok := e.next()
 		if !ok {
 			return
 		}
-		e.execute(ctx, u)
-		e.release(u)
+		if j.detached != nil {
+			e.executeDetached(ctx, j.detached)
+		} else {
+			e.execute(ctx, j.update)
+		}
+		e.release(j.update)
 	}
 }
 
@@ -162,6 +208,23 @@ func (e *Executor) execute(ctx context.Context, key types.NamespacedName) {
 		return
 	}
 	log.V(1).Info("Ran update", "duration", time.Since(start).String())
+}
+
+func (e *Executor) executeDetached(ctx context.Context, u *v1alpha1.Update) {
+	log := ctrl.LoggerFrom(ctx).WithValues("update", client.ObjectKeyFromObject(u).String(), "detached", true)
+	now := metav1.Now()
+	u.Status.Phase, u.Status.Runner, u.Status.StartTime = v1alpha1.UpdatePhaseRunning, e.identity, &now
+	e.storeDetached(u)
+	if _, err := e.runner.Execute(ctrl.LoggerInto(ctx, log), u); err != nil {
+		log.Info("Detached update failed", "message", u.Status.Message)
+	}
+	e.storeDetached(u)
+}
+
+func (e *Executor) storeDetached(u *v1alpha1.Update) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.detached[client.ObjectKeyFromObject(u)] = u.DeepCopy()
 }
 
 // Pending reports how many Updates are queued and running, for metrics and tests.

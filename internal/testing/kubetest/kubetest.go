@@ -1,14 +1,17 @@
 package kubetest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,18 +43,41 @@ type Hook func(*Env) (stop func(), err error)
 // tests, stops what the hooks started and then the control plane, and exits with the
 // tests' code. Call it from TestMain.
 //
-// Controller logs are discarded unless STACKWRIGHT_TEST_LOG=1, which keeps `go test` output
-// readable while still letting a failing suite be re-run with logs.
+// Controller logs are kept in Logs, and printed too when STACKWRIGHT_TEST_LOG=1, which keeps
+// `go test` output readable while still letting a failing suite be re-run with logs.
 func Main(m *testing.M, env **Env, hooks ...Hook) {
 	os.Exit(run(m, env, hooks))
 }
 
+// Logs holds everything the package's controllers logged, so tests can assert what never
+// appears there (secret values).
+var Logs = &syncBuffer{}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything logged so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func run(m *testing.M, env **Env, hooks []Hook) int {
-	logOut := io.Discard
+	var logOut io.Writer = Logs
 	if os.Getenv("STACKWRIGHT_TEST_LOG") == "1" {
-		logOut = os.Stderr
+		logOut = io.MultiWriter(Logs, os.Stderr)
 	}
-	logf.SetLogger(zap.New(zap.WriteTo(logOut), zap.UseDevMode(true)))
+	// Debug level, so that assertions about what is never logged cover every log line.
+	logf.SetLogger(zap.New(zap.WriteTo(logOut), zap.UseDevMode(true), zap.Level(zapcore.Level(-2))))
 
 	te, e, err := start()
 	if err != nil {

@@ -1,0 +1,167 @@
+package program
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/artifact"
+	programsource "github.com/stackwright/stackwright/internal/source/program"
+)
+
+const (
+	// ControllerName names the controller, its event reporter and its field manager.
+	ControllerName = "program-controller"
+
+	// FieldManager owns the status fields this controller writes.
+	FieldManager = "stackwright-program-controller"
+
+	// EventReasonArtifactReady: a generation was rendered into a new artifact.
+	EventReasonArtifactReady = pulumiv1.ReasonArtifactReady
+	// EventReasonInvalidSpec: a generation cannot be rendered as written.
+	EventReasonInvalidSpec = pulumiv1.ReasonInvalidSpec
+	// EventReasonStoreFailed: the artifact could not be written; the controller retries.
+	EventReasonStoreFailed = "ArtifactStoreFailed"
+
+	eventActionRender = "Render"
+	eventActionStore  = "Store"
+
+	// MaxArtifactBytes caps a rendered Program's tarball. etcd already keeps a Program
+	// under about 1.5 MiB, so only a bug could get near it.
+	MaxArtifactBytes = 16 << 20
+)
+
+// +kubebuilder:rbac:groups=pulumi.com,resources=programs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=pulumi.com,resources=programs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler renders Programs into the artifact store.
+type Reconciler struct {
+	Client client.Client
+	Store  *artifact.Store
+	// Recorder emits events on transitions; SetupWithManager provides one when nil.
+	Recorder events.EventRecorder
+	// ArtifactURL, when set, gives the URL runners fetch an artifact from, recorded in
+	// status.artifact.url.
+	ArtifactURL func(digest string) string
+}
+
+// SetupWithManager registers the controller. Only spec changes (a new generation) trigger
+// a render; status writes, including our own, do not.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&pulumiv1.Program{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+// Reconcile renders the Program's current generation. It runs for every Program when the
+// manager starts, even if the status already names an artifact: the store may be new
+// (an emptyDir after a restart), and Put restores what it lacks.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	log := ctrl.LoggerFrom(ctx)
+	prog := &pulumiv1.Program{}
+	if err := r.Client.Get(ctx, req.NamespacedName, prog); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !prog.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	before := prog.DeepCopy()
+	defer func() {
+		if err := r.patchStatus(ctx, before, prog); err != nil {
+			retErr = errors.Join(retErr, err)
+			return
+		}
+		// After the patch: an event must not announce a state that was never recorded.
+		r.emitTransition(before, prog)
+	}()
+
+	tarball, err := render(prog)
+	if err != nil {
+		log.Info("program cannot be rendered", "generation", prog.Generation, "error", err.Error())
+		markStalled(prog, pulumiv1.ReasonInvalidSpec, err.Error())
+		// Only a new generation can fix it, and that triggers a reconcile by itself.
+		return ctrl.Result{}, nil
+	}
+	digest := artifact.Digest(tarball)
+	if !r.Store.Has(digest) {
+		if _, err := r.Store.Put(bytes.NewReader(tarball), MaxArtifactBytes); err != nil {
+			markRetrying(prog, fmt.Sprintf("failed to store artifact %s: %v", digest, err))
+			return ctrl.Result{}, fmt.Errorf("failed to store artifact %s: %w", digest, err)
+		}
+		log.V(1).Info("stored artifact", "digest", digest, "size", len(tarball))
+	}
+	res := rendered{digest: digest, revision: programsource.Revision(prog), size: int64(len(tarball))}
+	if r.ArtifactURL != nil {
+		res.url = r.ArtifactURL(digest)
+	}
+	markReady(prog, res, metav1.Now())
+	return ctrl.Result{}, nil
+}
+
+// render turns the Program into its tarball. Both steps are pure functions of the spec,
+// so any failure is the spec's and retrying cannot help.
+func render(p *pulumiv1.Program) ([]byte, error) {
+	files, err := programsource.Pack(p)
+	if err != nil {
+		return nil, err
+	}
+	tarball, err := artifact.Pack(files)
+	if err != nil {
+		return nil, fmt.Errorf("failed to pack Program: %w", err)
+	}
+	if len(tarball) > MaxArtifactBytes {
+		return nil, fmt.Errorf("failed to pack Program: artifact of %d bytes exceeds %d", len(tarball), MaxArtifactBytes)
+	}
+	return tarball, nil
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, before, after *pulumiv1.Program) error {
+	if equality.Semantic.DeepEqual(before.Status, after.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("failed to patch Program status: %w", err))
+	}
+	return nil
+}
+
+// emitTransition records an event when the Ready condition changes (a new digest counts as
+// a change, since the message names it); a retry loop repeating one failure stays quiet.
+func (r *Reconciler) emitTransition(before, after *pulumiv1.Program) {
+	if r.Recorder == nil {
+		return
+	}
+	now := meta.FindStatusCondition(after.Status.Conditions, pulumiv1.ConditionReady)
+	if now == nil {
+		return
+	}
+	if was := meta.FindStatusCondition(before.Status.Conditions, pulumiv1.ConditionReady); was != nil &&
+		was.Status == now.Status && was.Reason == now.Reason && was.Message == now.Message {
+		return
+	}
+	switch {
+	case now.Status == metav1.ConditionTrue:
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, EventReasonArtifactReady, eventActionRender, "%s", now.Message)
+	case now.Reason == pulumiv1.ReasonInvalidSpec:
+		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, EventReasonInvalidSpec, eventActionRender, "%s", now.Message)
+	default:
+		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, EventReasonStoreFailed, eventActionStore, "%s", now.Message)
+	}
+}

@@ -1,0 +1,147 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/engine"
+)
+
+// recordingRunner stands in for the runner: it records which Updates overlap in time.
+type recordingRunner struct {
+	mu          sync.Mutex
+	running     map[string]bool // by Stack
+	maxParallel int
+	overlaps    []string // Stacks seen running twice at once
+	order       []string
+	release     chan struct{}
+}
+
+func (r *recordingRunner) runningCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.running)
+}
+
+func (r *recordingRunner) Claim(context.Context, *v1alpha1.Update, string) (bool, error) {
+	return true, nil
+}
+
+func (r *recordingRunner) Run(ctx context.Context, u *v1alpha1.Update) error {
+	_, err := r.Execute(ctx, u)
+	return err
+}
+
+func (r *recordingRunner) Execute(_ context.Context, u *v1alpha1.Update) (engine.Result, error) {
+	r.mu.Lock()
+	if r.running[u.Spec.StackName] {
+		r.overlaps = append(r.overlaps, u.Spec.StackName)
+	}
+	r.running[u.Spec.StackName] = true
+	r.order = append(r.order, u.Name)
+	r.maxParallel = max(r.maxParallel, len(r.running))
+	r.mu.Unlock()
+	<-r.release
+	r.mu.Lock()
+	delete(r.running, u.Spec.StackName)
+	r.mu.Unlock()
+	u.Status.Phase = v1alpha1.UpdatePhaseSucceeded
+	return engine.Result{}, nil
+}
+
+func TestExecutor_Start_BoundsParallelismAndSerialisesEachStack(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	var updates []*v1alpha1.Update
+	// Six Updates over three Stacks, two each, submitted stack by stack.
+	for i := range 6 {
+		updates = append(updates, &v1alpha1.Update{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("u%d", i)},
+			Spec:       v1alpha1.UpdateSpec{StackName: fmt.Sprintf("s%d", i/2), Type: v1alpha1.UpdateTypeUp},
+		})
+	}
+	b := fake.NewClientBuilder().WithScheme(s)
+	for _, u := range updates {
+		b = b.WithObjects(u.DeepCopy())
+	}
+	r := &recordingRunner{running: map[string]bool{}, release: make(chan struct{})}
+	e := New(b.Build(), r, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.Start(ctx) }()
+	for _, u := range updates {
+		e.Submit(u)
+		e.Submit(u) // duplicates are ignored
+	}
+	// Let the pool fill before anything finishes, so the bound is what is measured.
+	deadline := time.Now().Add(10 * time.Second)
+	for r.runningCount() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for range updates {
+		select {
+		case r.release <- struct{}{}:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("executor stalled; order so far %v", r.order)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if r.maxParallel != 2 {
+		t.Errorf("at most %d Updates ran at once; want exactly the pool size 2", r.maxParallel)
+	}
+	if len(r.overlaps) > 0 {
+		t.Errorf("Stacks %v ran two Updates at once", r.overlaps)
+	}
+	if diff := cmp.Diff([]string{"u0", "u2"}, r.order[:2]); diff != "" {
+		t.Errorf("first two runs (-want +got): %s; the second Update of s0 must wait while s1 is free", diff)
+	}
+	if len(r.order) != len(updates) {
+		t.Errorf("ran %v; want each of the %d Updates once", r.order, len(updates))
+	}
+}
+
+func TestExecutor_RunDetached_ResultReadOnceFinished(t *testing.T) {
+	r := &recordingRunner{running: map[string]bool{}, release: make(chan struct{}, 1)}
+	e := New(fake.NewClientBuilder().Build(), r, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = e.Start(ctx) }()
+
+	u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d"}, Spec: v1alpha1.UpdateSpec{StackName: "s", Type: v1alpha1.UpdateTypeDestroy}}
+	e.RunDetached(u)
+	if got, ok := e.Detached("ns", "d"); !ok || got.Status.Finished() {
+		t.Fatalf("Detached() right after submission = %v, %v; want an unfinished Update", got, ok)
+	}
+	r.release <- struct{}{}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, ok := e.Detached("ns", "d")
+		if !ok {
+			t.Fatal("detached Update forgotten before its result was read")
+		}
+		if got.Status.Finished() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("detached Update never finished")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, ok := e.Detached("ns", "d"); ok {
+		t.Errorf("a finished detached Update is still held after its result was read")
+	}
+}
