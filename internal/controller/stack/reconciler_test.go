@@ -122,14 +122,11 @@ func TestStackReconciler_Reconcile_MissingReferencesWaitThenProceed(t *testing.T
 // consecutive failures meanwhile, and the failed attempts stay on record.
 func TestStackReconciler_Reconcile_RetriesFailuresThenConverges(t *testing.T) {
 	s := newScenario(t)
-	s.create(s.program("flaky", map[string]pulumiv1.Resource{"f": {
-		Type:       "stackwright-testing:index:Flaky",
-		Properties: map[string]apiextensionsv1.JSON{"failures": jsonValue(2), "counterFile": jsonValue("count")},
-	}}, nil))
+	s.create(s.program("flaky", map[string]pulumiv1.Resource{"f": flakyResource(2, 0)}, nil))
 	s.create(s.stack("flaky", "flaky"))
 
 	s.eventually(func(g Gomega) {
-		lu := s.get("flaky").Status.LastUpdate
+		lu := s.get(g, "flaky").Status.LastUpdate
 		g.Expect(lu).NotTo(BeNil())
 		g.Expect(lu.Failures).To(Equal(int64(2)))
 		g.Expect(lu.Message).To(ContainSubstring("induced failure 2 of 2"))
@@ -150,10 +147,7 @@ func TestStackReconciler_Reconcile_RetriesFailuresThenConverges(t *testing.T) {
 // annotation retries it at once.
 func TestStackReconciler_Reconcile_PermanentFailuresStallUntilRequested(t *testing.T) {
 	s := newScenario(t)
-	s.create(s.program("broken", map[string]pulumiv1.Resource{"f": {
-		Type:       "stackwright-testing:index:Flaky",
-		Properties: map[string]apiextensionsv1.JSON{"failures": jsonValue(100), "counterFile": jsonValue("count")},
-	}}, nil))
+	s.create(s.program("broken", map[string]pulumiv1.Resource{"f": flakyResource(100, 0)}, nil))
 	s.create(s.stack("broken", "broken"))
 
 	st := s.waitCondition("broken", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonStackUpdateFailed)
@@ -165,13 +159,13 @@ func TestStackReconciler_Reconcile_PermanentFailuresStallUntilRequested(t *testi
 	// A spec change is a new desired state: retried at once, three more times.
 	s.patch(st, func() { st.Spec.Refresh = true })
 	s.eventually(func(g Gomega) {
-		g.Expect(s.get("broken").Status.LastUpdate.Message).To(ContainSubstring("induced failure 4 of 100"))
+		g.Expect(s.get(g, "broken").Status.LastUpdate.Message).To(ContainSubstring("induced failure 4 of 100"))
 	})
 	st = s.waitCondition("broken", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonStackUpdateFailed)
 
 	s.patch(st, func() { st.Annotations = map[string]string{pulumiv1.ReconcileRequestAnnotation: "try-again"} })
 	s.eventually(func(g Gomega) {
-		got := s.get("broken")
+		got := s.get(g, "broken")
 		g.Expect(got.Status.ObservedReconcileRequest).To(Equal("try-again"))
 		g.Expect(got.Status.LastUpdate.Message).To(ContainSubstring("induced failure 7 of 100"))
 	})
@@ -238,27 +232,29 @@ func TestStackReconciler_Reconcile_IdleStackRunsNothingUntilResyncAsked(t *testi
 
 	s.g.Consistently(func() int { return len(s.updates("quiet")) }).WithTimeout(31 * time.Second).WithPolling(time.Second).Should(Equal(1))
 	s.g.Expect(len(s.updates("busy"))).To(BeNumerically(">=", 3), "continueResyncOnCommitMatch re-runs every period")
-	s.g.Expect(s.get("quiet").Status.LastUpdate.Name).To(Equal(s.updates("quiet")[0].Name))
+	s.g.Expect(s.get(s.g, "quiet").Status.LastUpdate.Name).To(Equal(s.updates("quiet")[0].Name))
 }
 
-// destroy failing keeps the finalizer and says why; the retry succeeds and releases it.
+// destroy failing keeps the finalizer and says why; a later retry succeeds and releases it.
 func TestStackReconciler_Delete_FailedDestroyKeepsFinalizer(t *testing.T) {
 	s := newScenario(t)
-	s.create(s.program("sticky", map[string]pulumiv1.Resource{"f": {
-		Type:       "stackwright-testing:index:Flaky",
-		Properties: map[string]apiextensionsv1.JSON{"failures": jsonValue(0), "failDeletes": jsonValue(1), "counterFile": jsonValue("count")},
-	}}, nil))
+	s.create(s.program("sticky", map[string]pulumiv1.Resource{"f": flakyResource(0, 2)}, nil))
 	st := s.stack("sticky", "sticky")
 	s.create(st)
 	st = s.waitReady("sticky")
 	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
 
 	s.eventually(func(g Gomega) {
-		got := s.get("sticky")
+		got := s.get(g, "sticky")
 		g.Expect(got.Finalizers).To(ContainElement(pulumiv1.StackFinalizer))
 		g.Expect(got.Status.LastUpdate.Type).To(Equal("destroy"))
 		g.Expect(got.Status.LastUpdate.State).To(Equal(pulumiv1.UpdateStateFailed))
-		g.Expect(got.Status.LastUpdate.Message).To(ContainSubstring("induced failure 1 of 1"))
+		g.Expect(got.Status.LastUpdate.Message).To(ContainSubstring("induced failure 2 of 2"))
+		ready := apimeta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Message).To(ContainSubstring("destroy failed"))
+		g.Expect(ready.Message).To(ContainSubstring("induced failure 2 of 2"))
 	})
 	s.eventually(func(g Gomega) {
 		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
@@ -372,10 +368,10 @@ func TestStackReconciler_Reconcile_SuspendedStackRunsNothing(t *testing.T) {
 	s.waitCondition("paused", pulumiv1.ConditionSuspended, metav1.ConditionTrue, pulumiv1.ReasonSuspended)
 	s.g.Consistently(func() int { return len(s.updates("paused")) }).WithTimeout(3 * time.Second).Should(BeZero())
 
-	st = s.get("paused")
+	st = s.get(s.g, "paused")
 	s.patch(st, func() { st.Spec.Stackwright = nil })
 	s.waitReady("paused")
-	s.g.Expect(apimeta.FindStatusCondition(s.get("paused").Status.Conditions, pulumiv1.ConditionSuspended)).To(BeNil())
+	s.g.Expect(apimeta.FindStatusCondition(s.get(s.g, "paused").Status.Conditions, pulumiv1.ConditionSuspended)).To(BeNil())
 }
 
 // Crash safety: an Update recorded in status.currentUpdate but never created (the manager
@@ -393,7 +389,7 @@ func TestStackReconciler_Reconcile_RecordedUpdateCreatedUnderRecordedName(t *tes
 	st.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{Name: "crash-recorded-1", Generation: st.Generation}
 	st.Status.Stackwright = &pulumiv1.StackwrightStatus{LastAttemptedKey: "recorded", Attempt: 1}
 	s.g.Expect(k8s.Status().Patch(s.ctx(), st, client.MergeFrom(base))).To(Succeed())
-	st = s.get("crash")
+	st = s.get(s.g, "crash")
 	s.patch(st, func() { st.Spec.Stackwright = nil })
 
 	st = s.waitReady("crash")
@@ -434,7 +430,7 @@ func TestStackReconciler_Reconcile_LostUpdateRetried(t *testing.T) {
 	st.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{Name: "lost-orphan-1", Generation: st.Generation}
 	st.Status.Stackwright = &pulumiv1.StackwrightStatus{LastAttemptedKey: "orphaned", Attempt: 1}
 	s.g.Expect(k8s.Status().Patch(s.ctx(), st, client.MergeFrom(stBase))).To(Succeed())
-	st = s.get("lost")
+	st = s.get(s.g, "lost")
 	s.patch(st, func() { st.Spec.Stackwright = nil })
 	s.waitReady("lost")
 	content, err := s.readFile("lost.txt")

@@ -121,9 +121,11 @@ func (s *scenario) stack(name, program string) *pulumiv1.Stack {
 	}
 }
 
-func (s *scenario) get(name string) *pulumiv1.Stack {
+// get reads a Stack, failing through g: inside an eventually, pass the poll's Gomega so a
+// miss retries instead of failing the test.
+func (s *scenario) get(g Gomega, name string) *pulumiv1.Stack {
 	st := &pulumiv1.Stack{}
-	s.g.Expect(k8s.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: name}, st)).To(Succeed())
+	g.Expect(k8s.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: name}, st)).To(Succeed())
 	return st
 }
 
@@ -161,7 +163,9 @@ func (s *scenario) waitReady(name string) *pulumiv1.Stack {
 
 func (s *scenario) updates(stack string) []v1alpha1.Update {
 	var list v1alpha1.UpdateList
-	s.g.Expect(k8s.List(s.ctx(), &list, client.InNamespace(s.ns))).To(Succeed())
+	if err := k8s.List(s.ctx(), &list, client.InNamespace(s.ns)); err != nil {
+		s.t.Errorf("failed to list Updates: %v", err)
+	}
 	var out []v1alpha1.Update
 	for _, u := range list.Items {
 		if u.Spec.StackName == stack {
@@ -187,6 +191,17 @@ func fileResource(path, content string) pulumiv1.Resource {
 	return pulumiv1.Resource{
 		Type:       "stackwright-testing:index:File",
 		Properties: map[string]apiextensionsv1.JSON{"path": jsonValue(path), "content": jsonValue(content)},
+	}
+}
+
+// flakyResource fails its first `failures` creates/updates and its first `failDeletes`
+// deletes, counting attempts in files under the scenario's directory.
+func flakyResource(failures, failDeletes int) pulumiv1.Resource {
+	return pulumiv1.Resource{
+		Type: "stackwright-testing:index:Flaky",
+		Properties: map[string]apiextensionsv1.JSON{
+			"failures": jsonValue(failures), "failDeletes": jsonValue(failDeletes), "counterFile": jsonValue("count"),
+		},
 	}
 }
 
