@@ -38,6 +38,7 @@ import (
 type Options struct {
 	MetricsAddr             string
 	ProbeAddr               string
+	PprofAddr               string
 	LeaderElection          bool
 	LeaderElectionNamespace string
 
@@ -81,6 +82,7 @@ func DefaultOptions() *Options {
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address Go's /debug/pprof endpoints bind to (empty: off). Never expose it beyond the pod.")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease (default: the pod's namespace).")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for artifacts, work directories, PULUMI_HOME and the default file:// backend.")
@@ -111,6 +113,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		Scheme:                  s,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        "stackwright.dev",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
