@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -211,6 +212,30 @@ func TestResyncPeriod_Spec_AppliesPKODefaultsAndFloor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := resyncPeriod(&tt.spec); got != tt.want {
 				t.Errorf("resyncPeriod() = %v; want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestUpdateName_Stack_FitsAndStaysDeterministic(t *testing.T) {
+	key := "0123456789abcdef"
+	tests := []struct {
+		name, stack string
+		attempt     int32
+		want        string
+	}{
+		{name: "short", stack: "web", attempt: 1, want: "web-0123456789-1"},
+		{name: "attemptCounts", stack: "web", attempt: 12, want: "web-0123456789-12"},
+		{name: "longTruncatedWithoutTrailingDot", stack: strings.Repeat("a", 239) + "." + strings.Repeat("b", 20), attempt: 3, want: strings.Repeat("a", 239) + "-0123456789-3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := updateName(tt.stack, key, tt.attempt)
+			if got != tt.want {
+				t.Errorf("updateName() = %q; want %q", got, tt.want)
+			}
+			if len(got) > 253 {
+				t.Errorf("updateName() is %d characters; names are limited to 253", len(got))
 			}
 		})
 	}
