@@ -1,5 +1,7 @@
 package v1
 
+import "time"
+
 // SourceKind names where a Stack takes its program from.
 type SourceKind string
 
@@ -52,4 +54,28 @@ func (s *Stack) ReconcileRequest() string {
 func (s *Stack) ReconcileRequested() bool {
 	r := s.ReconcileRequest()
 	return r != "" && r != s.Status.ObservedReconcileRequest
+}
+
+// Resync periods, as PKO defines them, except for the floor: PKO raises anything under 60s
+// to 60s; Stackwright allows down to 10s, which is still far from hammering a git server.
+const (
+	DefaultResyncPeriod = 60 * time.Second
+	MinResyncPeriod     = 10 * time.Second
+)
+
+// ResyncPeriod is how often the Stack polls its source (branches) and, with
+// continueResyncOnCommitMatch, re-runs an unchanged desired state. Zero means never: Flux
+// sources and Programs announce their changes through watches.
+func (s *StackSpec) ResyncPeriod() time.Duration {
+	d := time.Duration(s.ResyncFrequencySeconds) * time.Second
+	polls := s.Branch != "" || s.ContinueResyncOnCommitMatch
+	switch {
+	case d == 0 && polls:
+		return DefaultResyncPeriod
+	case d == 0:
+		return 0
+	case d < MinResyncPeriod:
+		return MinResyncPeriod
+	}
+	return d
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -270,5 +271,27 @@ func TestAddToScheme(t *testing.T) {
 		if !s.Recognizes(GroupVersion.WithKind(kind)) {
 			t.Errorf("scheme does not know %s", kind)
 		}
+	}
+}
+
+func TestStackSpec_ResyncPeriod_AppliesPKODefaultsAndFloor(t *testing.T) {
+	tests := []struct {
+		name string
+		spec StackSpec
+		want time.Duration
+	}{
+		{name: "pinnedCommitNeverPolls", spec: StackSpec{GitSource: GitSource{Commit: "abc"}}},
+		{name: "branchDefaultsToPKOsMinute", spec: StackSpec{GitSource: GitSource{Branch: "main"}}, want: time.Minute},
+		{name: "lowValueRaisedToFloor", spec: StackSpec{GitSource: GitSource{Branch: "main"}, ResyncFrequencySeconds: 2}, want: 10 * time.Second},
+		{name: "belowPKOFloorAllowed", spec: StackSpec{GitSource: GitSource{Branch: "main"}, ResyncFrequencySeconds: 15}, want: 15 * time.Second},
+		{name: "continueResyncDefaults", spec: StackSpec{ContinueResyncOnCommitMatch: true}, want: time.Minute},
+		{name: "explicitOnProgram", spec: StackSpec{ResyncFrequencySeconds: 300}, want: 5 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.spec.ResyncPeriod(); got != tt.want {
+				t.Errorf("resyncPeriod() = %v; want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/stackwright/stackwright/internal/runner"
 	"github.com/stackwright/stackwright/internal/scheme"
 	"github.com/stackwright/stackwright/internal/source"
+	"github.com/stackwright/stackwright/internal/source/git"
 	"github.com/stackwright/stackwright/internal/source/program"
 )
 
@@ -167,9 +168,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		DefaultBackend:        "file://" + dirs.state,
 		DefaultPassphraseFile: dirs.passphrase,
 	}
+	limits := artifact.Limits{MaxBytes: o.MaxArtifactBytes}
 	run := &runner.Runner{
 		Client: mgr.GetClient(), Engine: eng, Store: store, WorkRoot: dirs.work, Inputs: in,
-		Limits: artifact.Limits{MaxBytes: o.MaxArtifactBytes},
+		Limits: limits,
 	}
 	exec := local.New(mgr.GetClient(), run, o.MaxConcurrentUpdates)
 	if err := mgr.Add(exec); err != nil {
@@ -178,6 +180,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 	sources := source.Registry{
 		pulumiv1.SourceKindProgram: &program.Resolver{Client: mgr.GetClient(), Store: store},
+		pulumiv1.SourceKindGit: &git.Resolver{
+			Client: mgr.GetClient(), Store: store, Cache: git.NewCache(dirs.git), Limits: limits, Now: time.Now,
+		},
 	}
 	stacks := &stackctrl.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources, Detached: exec,
@@ -201,7 +206,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 }
 
 type dataDirs struct {
-	artifacts, work, pulumiHome, state, passphrase string
+	artifacts, git, work, pulumiHome, state, passphrase string
 }
 
 // prepareDataDir lays out the data directory and creates the default passphrase once.
@@ -212,12 +217,13 @@ func prepareDataDir(root string) (dataDirs, error) {
 	}
 	d := dataDirs{
 		artifacts:  filepath.Join(root, "artifacts"),
+		git:        filepath.Join(root, "git"),
 		work:       filepath.Join(root, "work"),
 		pulumiHome: filepath.Join(root, "pulumi-home"),
 		state:      filepath.Join(root, "state"),
 		passphrase: filepath.Join(root, "passphrase"),
 	}
-	for _, dir := range []string{d.artifacts, d.work, d.pulumiHome, d.state} {
+	for _, dir := range []string{d.artifacts, d.git, d.work, d.pulumiHome, d.state} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return dataDirs{}, fmt.Errorf("failed to create %s: %w", dir, err)
 		}

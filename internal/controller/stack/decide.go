@@ -170,7 +170,7 @@ func decide(now time.Time, stack *pulumiv1.Stack, key string, p policy) decision
 	if requested {
 		return next("reconcile requested")
 	}
-	if resync := resyncPeriod(&stack.Spec); resync > 0 && stack.Spec.ContinueResyncOnCommitMatch {
+	if resync := stack.Spec.ResyncPeriod(); resync > 0 && stack.Spec.ContinueResyncOnCommitMatch {
 		var last time.Time
 		if lu != nil && lu.LastResyncTime != nil {
 			last = lu.LastResyncTime.Time
@@ -181,28 +181,4 @@ func decide(now time.Time, stack *pulumiv1.Stack, key string, p policy) decision
 		return next("periodic resync")
 	}
 	return decision{action: actionIdle}
-}
-
-// defaultResync is PKO's resync period for Stacks that poll.
-const defaultResync = 60 * time.Second
-
-// minResync is the shortest period honoured. PKO raises anything under 60s to 60s; we
-// allow down to 10s, which is still far from hammering a git server.
-const minResync = 10 * time.Second
-
-// resyncPeriod is how often a Stack polls its source (branches) and, with
-// continueResyncOnCommitMatch, re-runs an unchanged desired state. Zero means never.
-func resyncPeriod(spec *pulumiv1.StackSpec) time.Duration {
-	s := time.Duration(spec.ResyncFrequencySeconds) * time.Second
-	// Flux sources and Programs announce changes through watches; only branches are polled.
-	polls := spec.Branch != "" || spec.ContinueResyncOnCommitMatch
-	switch {
-	case s == 0 && polls:
-		return defaultResync
-	case s == 0:
-		return 0
-	case s < minResync:
-		return minResync
-	}
-	return s
 }

@@ -195,28 +195,6 @@ func TestDesiredStateKey_Inputs_EachChangesKey(t *testing.T) {
 	}
 }
 
-func TestResyncPeriod_Spec_AppliesPKODefaultsAndFloor(t *testing.T) {
-	tests := []struct {
-		name string
-		spec pulumiv1.StackSpec
-		want time.Duration
-	}{
-		{name: "pinnedCommitNeverPolls", spec: pulumiv1.StackSpec{GitSource: pulumiv1.GitSource{Commit: "abc"}}},
-		{name: "branchDefaultsToPKOsMinute", spec: pulumiv1.StackSpec{GitSource: pulumiv1.GitSource{Branch: "main"}}, want: time.Minute},
-		{name: "lowValueRaisedToFloor", spec: pulumiv1.StackSpec{GitSource: pulumiv1.GitSource{Branch: "main"}, ResyncFrequencySeconds: 2}, want: 10 * time.Second},
-		{name: "belowPKOFloorAllowed", spec: pulumiv1.StackSpec{GitSource: pulumiv1.GitSource{Branch: "main"}, ResyncFrequencySeconds: 15}, want: 15 * time.Second},
-		{name: "continueResyncDefaults", spec: pulumiv1.StackSpec{ContinueResyncOnCommitMatch: true}, want: time.Minute},
-		{name: "explicitOnProgram", spec: pulumiv1.StackSpec{ResyncFrequencySeconds: 300}, want: 5 * time.Minute},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := resyncPeriod(&tt.spec); got != tt.want {
-				t.Errorf("resyncPeriod() = %v; want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestUpdateName_Stack_FitsAndStaysDeterministic(t *testing.T) {
 	key := "0123456789abcdef"
 	tests := []struct {

@@ -126,7 +126,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, stack *pulumiv1.Stack,
 	}
 	stack.Status.ObservedReconcileRequest = stack.ReconcileRequest()
 	markReady(stack, readyMessage(stack))
-	return ctrl.Result{RequeueAfter: minPositive(resyncPeriod(&stack.Spec), d.requeueAfter)}, nil
+	return ctrl.Result{RequeueAfter: minPositive(stack.Spec.ResyncPeriod(), d.requeueAfter)}, nil
 }
 
 // reconcileDelete destroys the stack's resources when destroyOnFinalize asks for it, with

@@ -1,0 +1,264 @@
+package git
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/fault"
+)
+
+// Keys of the deprecated spec.gitAuthSecret, as PKO reads them: sshPrivateKey (with an
+// optional key passphrase in password) wins over accessToken, which wins over
+// username + password.
+const (
+	keySSHPrivateKey = "sshPrivateKey"
+	keyPassword      = "password"
+	keyAccessToken   = "accessToken"
+	keyUsername      = "username"
+)
+
+// KnownHostsKey is the key, in the Secret that holds the SSH private key, with the SSH
+// server's host keys in OpenSSH known_hosts format (what `ssh-keyscan <host>` prints;
+// hashed entries and [host]:port patterns work). PKO had no equivalent: it relied on the
+// workspace image's ~/.ssh/known_hosts. Flux names the same key known_hosts. Host keys are
+// never skipped: without this key SSH sources are refused.
+const KnownHostsKey = "known_hosts"
+
+// tokenUsername is the HTTP user name sent with an access token. Git hosts ignore it but
+// refuse an empty one; PKO (through the Automation API) sends "git".
+const tokenUsername = "git"
+
+// authMethod says how credentials are presented to the server.
+type authMethod int
+
+const (
+	authNone authMethod = iota
+	authToken
+	authBasic
+	authSSH
+)
+
+// credentials are the resolved git credentials of a Stack. They stay in memory: what reaches
+// the disk or a cache key is an HMAC of them (see Cache).
+type credentials struct {
+	method authMethod
+	// field is the spec field that chose them, for messages.
+	field string
+	// secrets are the names of the Secrets that supplied them, for messages.
+	secrets []string
+
+	username   string
+	password   string // basic password or access token
+	privateKey []byte
+	passphrase string
+	knownHosts []byte
+	// knownHostsMissing explains why SSH host keys are unavailable; it is reported only if
+	// the repository URL turns out to use SSH.
+	knownHostsMissing string
+}
+
+// origin names where the credentials came from, for messages that must say which Secret
+// to fix without revealing what it holds.
+func (c *credentials) origin() string {
+	switch len(c.secrets) {
+	case 0:
+		return "the literal values in " + c.field
+	case 1:
+		return fmt.Sprintf("Secret %q (%s)", c.secrets[0], c.field)
+	}
+	quoted := make([]string, len(c.secrets))
+	for i, s := range c.secrets {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("Secrets %s (%s)", strings.Join(quoted, ", "), c.field)
+}
+
+// sensitive lists the values that must never appear in a message.
+func (c *credentials) sensitive() []string {
+	return []string{c.password, c.passphrase, string(c.privateKey)}
+}
+
+// secretReader reads Secrets of one namespace, each at most once per resolution.
+type secretReader struct {
+	ctx   context.Context
+	c     client.Reader
+	ns    string
+	cache map[string]*corev1.Secret
+	used  []string
+}
+
+func (r *secretReader) secret(name, field string) (*corev1.Secret, error) {
+	if s, ok := r.cache[name]; ok {
+		return s, nil
+	}
+	s := &corev1.Secret{}
+	if err := r.c.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fault.Retry(pulumiv1.ReasonSourceUnavailable, "Secret %q (%s) not found in namespace %q", name, field, r.ns)
+		}
+		return nil, fmt.Errorf("failed to get Secret %s/%s: %w", r.ns, name, err)
+	}
+	r.cache[name] = s
+	if !slices.Contains(r.used, name) {
+		r.used = append(r.used, name)
+	}
+	return s, nil
+}
+
+func (r *secretReader) key(name, key, field string) (string, error) {
+	s, err := r.secret(name, field)
+	if err != nil {
+		return "", err
+	}
+	v, ok := s.Data[key]
+	if !ok {
+		return "", fault.Retry(pulumiv1.ReasonSourceUnavailable, "Secret %q has no key %q (%s)", name, key, field)
+	}
+	return string(v), nil
+}
+
+// ref reads a ResourceRef. Only Secret and Literal references are accepted: Env and FS
+// would read the manager's own environment and files, which Stack authors must not reach
+// (internal/inputs refuses them too unless the manager opts in, and git credentials have
+// no reason to come from there).
+func (r *secretReader) ref(ref *pulumiv1.ResourceRef, field string) (string, error) {
+	switch ref.Type {
+	case pulumiv1.ResourceSelectorLiteral:
+		if ref.Literal == nil {
+			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type Literal needs literal.value", field)
+		}
+		return ref.Literal.Value, nil
+	case pulumiv1.ResourceSelectorSecret:
+		if ref.Secret == nil {
+			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type Secret needs secret.name and secret.key", field)
+		}
+		if ref.Secret.Namespace != "" && ref.Secret.Namespace != r.ns {
+			return "", fault.Stall(pulumiv1.ReasonCrossNamespaceReference, "%s refers to Secret %s/%s: references must stay in the Stack's namespace %q", field, ref.Secret.Namespace, ref.Secret.Name, r.ns)
+		}
+		return r.key(ref.Secret.Name, ref.Secret.Key, field)
+	case pulumiv1.ResourceSelectorEnv, pulumiv1.ResourceSelectorFS:
+		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: git credentials must come from a Secret or a literal, not from references of type %s (they would read the manager's own environment or files)", field, ref.Type)
+	default:
+		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: unknown reference type %q", field, ref.Type)
+	}
+}
+
+// resolveCredentials reads the Stack's git credentials. gitAuth wins over the deprecated
+// gitAuthSecret: PKO's workspace applies gitAuth last, so that is what its clones used.
+func resolveCredentials(ctx context.Context, c client.Reader, stack *pulumiv1.Stack) (*credentials, error) {
+	r := &secretReader{ctx: ctx, c: c, ns: stack.Namespace, cache: map[string]*corev1.Secret{}}
+	spec := &stack.Spec.GitSource
+	var (
+		cred *credentials
+		err  error
+	)
+	switch {
+	case spec.GitAuth != nil:
+		cred, err = r.gitAuth(spec.GitAuth)
+	case spec.GitAuthSecret != "":
+		cred, err = r.gitAuthSecret(spec.GitAuthSecret)
+	default:
+		return &credentials{method: authNone}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cred.secrets = r.used
+	return cred, nil
+}
+
+// gitAuth follows PKO's order when several modes are set: sshAuth, accessToken, basicAuth.
+func (r *secretReader) gitAuth(a *pulumiv1.GitAuthConfig) (*credentials, error) {
+	switch {
+	case a.SSHAuth != nil:
+		const field = "spec.gitAuth.sshAuth"
+		key, err := r.ref(&a.SSHAuth.SSHPrivateKey, field+".sshPrivateKey")
+		if err != nil {
+			return nil, err
+		}
+		cred := &credentials{method: authSSH, field: field, privateKey: []byte(key)}
+		if a.SSHAuth.Password != nil {
+			if cred.passphrase, err = r.ref(a.SSHAuth.Password, field+".password"); err != nil {
+				return nil, err
+			}
+		}
+		if ref := a.SSHAuth.SSHPrivateKey; ref.Type == pulumiv1.ResourceSelectorSecret && ref.Secret != nil {
+			if err := r.knownHosts(cred, ref.Secret.Name); err != nil {
+				return nil, err
+			}
+		} else {
+			cred.knownHostsMissing = fmt.Sprintf("SSH host keys are read from the %q key of the Secret that holds the private key, but %s.sshPrivateKey is not a Secret reference: store the key and its known_hosts in a Secret", KnownHostsKey, field)
+		}
+		return cred, nil
+	case a.AccessToken != nil:
+		const field = "spec.gitAuth.accessToken"
+		token, err := r.ref(a.AccessToken, field)
+		if err != nil {
+			return nil, err
+		}
+		return &credentials{method: authToken, field: field, username: tokenUsername, password: token}, nil
+	case a.BasicAuth != nil:
+		const field = "spec.gitAuth.basicAuth"
+		user, err := r.ref(&a.BasicAuth.UserName, field+".userName")
+		if err != nil {
+			return nil, err
+		}
+		pass, err := r.ref(&a.BasicAuth.Password, field+".password")
+		if err != nil {
+			return nil, err
+		}
+		return &credentials{method: authBasic, field: field, username: user, password: pass}, nil
+	case a.GitHubApp != nil:
+		return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.gitAuth.githubApp is not supported yet: use accessToken with an installation token, basicAuth or sshAuth")
+	}
+	return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.gitAuth must set one of sshAuth, accessToken or basicAuth")
+}
+
+func (r *secretReader) gitAuthSecret(name string) (*credentials, error) {
+	const field = "spec.gitAuthSecret"
+	s, err := r.secret(name, field)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case has(s, keySSHPrivateKey):
+		cred := &credentials{method: authSSH, field: field, privateKey: s.Data[keySSHPrivateKey], passphrase: string(s.Data[keyPassword])}
+		return cred, r.knownHosts(cred, name)
+	case has(s, keyAccessToken):
+		return &credentials{method: authToken, field: field, username: tokenUsername, password: string(s.Data[keyAccessToken])}, nil
+	case has(s, keyUsername):
+		pass, err := r.key(name, keyPassword, field)
+		if err != nil {
+			return nil, err
+		}
+		return &credentials{method: authBasic, field: field, username: string(s.Data[keyUsername]), password: pass}, nil
+	}
+	return nil, fault.Retry(pulumiv1.ReasonSourceUnavailable, "Secret %q (%s) has none of the keys %q, %q or %q", name, field, keySSHPrivateKey, keyAccessToken, keyUsername)
+}
+
+// knownHosts reads the host keys next to the private key. Their absence is not an error
+// yet: it only matters for ssh:// URLs, which the caller knows about.
+func (r *secretReader) knownHosts(cred *credentials, secret string) error {
+	s, err := r.secret(secret, cred.field)
+	if err != nil {
+		return err
+	}
+	if kh, ok := s.Data[KnownHostsKey]; ok && len(strings.TrimSpace(string(kh))) > 0 {
+		cred.knownHosts = kh
+		return nil
+	}
+	cred.knownHostsMissing = fmt.Sprintf("Secret %q has no %q key: SSH host keys are never skipped, so add the server's host keys to it in known_hosts format (for example the output of `ssh-keyscan <host>`)", secret, KnownHostsKey)
+	return nil
+}
+
+func has(s *corev1.Secret, key string) bool {
+	_, ok := s.Data[key]
+	return ok
+}

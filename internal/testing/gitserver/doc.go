@@ -1,0 +1,4 @@
+// Package gitserver gives tests real git repositories (made with the git CLI) served over
+// smart HTTP by git's own git-http-backend on 127.0.0.1, with basic auth and counters of
+// ref listings and fetches. The product never shells out to git; tests may.
+package gitserver
