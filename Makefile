@@ -64,9 +64,14 @@ demo: tools build ## Local demo: control plane + operator + the sample Stack rea
 
 ##@ Testing
 .PHONY: test
-test: tools verify-generated vet lint unit ## Everything CI runs: vet, lint, unit, envtest and engine tests.
+test: tools verify-generated vet lint unit fuzz ## Everything CI runs: vet, lint, unit, envtest and engine tests, a short fuzz.
 
 .PHONY: unit
 unit: ## go test every module (envtest and engine suites included; needs `make tools`).
 	go test $(GO_TEST_FLAGS) ./...
 	cd test/provider && go test $(GO_TEST_FLAGS) ./...
+
+FUZZ_TIME ?= 15s
+.PHONY: fuzz
+fuzz: ## Fuzz the artifact extractor for FUZZ_TIME (CI's short budget; use 60s or more by hand).
+	go test ./internal/artifact -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZ_TIME) -fuzzminimizetime 5s
