@@ -31,6 +31,7 @@ import (
 	"github.com/stackwright/stackwright/internal/runner"
 	"github.com/stackwright/stackwright/internal/scheme"
 	"github.com/stackwright/stackwright/internal/source"
+	"github.com/stackwright/stackwright/internal/source/flux"
 	"github.com/stackwright/stackwright/internal/source/git"
 	"github.com/stackwright/stackwright/internal/source/program"
 )
@@ -180,6 +181,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 	sources := source.Registry{
 		pulumiv1.SourceKindProgram: &program.Resolver{Client: mgr.GetClient(), Store: store},
+		pulumiv1.SourceKindFlux:    &flux.Resolver{Client: mgr.GetClient(), Store: store, MaxBytes: o.MaxArtifactBytes},
 		pulumiv1.SourceKindGit: &git.Resolver{
 			Client: mgr.GetClient(), Store: store, Cache: git.NewCache(dirs.git), Limits: limits, Now: time.Now,
 		},

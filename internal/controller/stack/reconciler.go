@@ -60,6 +60,7 @@ type Options struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets,verbs=get;list;watch
 
 // Reconciler reconciles Stacks: it resolves their source and inputs, decides whether an
 // engine operation is due, and records it as an Update for an executor to run. It never

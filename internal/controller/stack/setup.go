@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/source/flux"
 )
 
 // Cache indexes. Each maps an object to the names it is looked up by.
@@ -33,6 +35,8 @@ const (
 	IndexConfigMapRefs = "stackwright.dev/configMapRefs"
 	// IndexUpdateStack indexes Updates by the Stack they run on.
 	IndexUpdateStack = "stackwright.dev/stackName"
+	// IndexFluxSourceRef indexes Stacks by the Flux source they use ("<kind>/<name>").
+	IndexFluxSourceRef = "stackwright.dev/fluxSourceRef"
 )
 
 // updateName is <stack>-<first 10 hex of the key>-<attempt>, shortened to fit a name.
@@ -62,13 +66,26 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		{&pulumiv1.Stack{}, IndexSecretRefs, func(o client.Object) []string { return secretRefs(&o.(*pulumiv1.Stack).Spec) }},
 		{&pulumiv1.Stack{}, IndexConfigMapRefs, func(o client.Object) []string { return configMapRefs(&o.(*pulumiv1.Stack).Spec) }},
 		{&v1alpha1.Update{}, IndexUpdateStack, func(o client.Object) []string { return []string{o.(*v1alpha1.Update).Spec.StackName} }},
+		{&pulumiv1.Stack{}, IndexFluxSourceRef, func(o client.Object) []string {
+			if key := flux.IndexKey(o.(*pulumiv1.Stack)); key != "" {
+				return []string{key}
+			}
+			return nil
+		}},
 	}
 	for _, i := range indexes {
 		if err := idx.IndexField(ctx, i.obj, i.key, i.fn); err != nil {
 			return fmt.Errorf("failed to index %s: %w", i.key, err)
 		}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	// Only the Flux kinds installed now are watched: a manager must start where Flux is
+	// absent. Stacks on a kind installed later still converge, by faultRequeue polling,
+	// and get their watch when the manager restarts.
+	fluxKinds, err := flux.Watchable(mgr.GetRESTMapper())
+	if err != nil {
+		return fmt.Errorf("failed to discover Flux source kinds: %w", err)
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("stack").
 		WithOptions(opts).
 		For(&pulumiv1.Stack{}, builder.WithPredicates(predicate.Or(
@@ -76,15 +93,30 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&v1alpha1.Update{}, builder.WithPredicates(phaseChanged{})).
 		Watches(&pulumiv1.Program{}, r.enqueueReferrers(IndexProgramRef), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{}, r.enqueueReferrers(IndexSecretRefs), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Watches(&corev1.ConfigMap{}, r.enqueueReferrers(IndexConfigMapRefs), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Complete(r)
+		Watches(&corev1.ConfigMap{}, r.enqueueReferrers(IndexConfigMapRefs), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+	for _, gvk := range fluxKinds {
+		src := &unstructured.Unstructured{}
+		src.SetGroupVersionKind(gvk)
+		b = b.Watches(src, r.enqueueReferrersBy(IndexFluxSourceRef, flux.ObjectIndexKey), builder.WithPredicates(flux.ArtifactChanged{}))
+	}
+	return b.Complete(r)
 }
 
 // enqueueReferrers maps an object to the Stacks in its namespace whose index names it.
 func (r *Reconciler) enqueueReferrers(index string) handler.EventHandler {
+	return r.enqueueReferrersBy(index, client.Object.GetName)
+}
+
+// enqueueReferrersBy maps an object to the Stacks in its namespace whose index holds the
+// object's key ("" matches none).
+func (r *Reconciler) enqueueReferrersBy(index string, key func(client.Object) string) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		k := key(o)
+		if k == "" {
+			return nil
+		}
 		var stacks pulumiv1.StackList
-		if err := r.Client.List(ctx, &stacks, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
+		if err := r.Client.List(ctx, &stacks, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: k}); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to list Stacks referencing object", "index", index, "object", client.ObjectKeyFromObject(o))
 			return nil
 		}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -31,7 +32,21 @@ var (
 	k8s client.Client
 )
 
-func TestMain(m *testing.M) { kubetest.Main(m, &env, startManager) }
+func TestMain(m *testing.M) { kubetest.Main(m, &env, installFluxCRDs, startManager) }
+
+// installFluxCRDs installs the Flux source CRD fixtures before the manager starts, as in a
+// cluster running Flux, so that the Stack controller watches Flux sources.
+func installFluxCRDs(e *kubetest.Env) (func(), error) {
+	root, err := repo.Root()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, "internal", "source", "flux", "testdata", "crds")
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true}); err != nil {
+		return nil, fmt.Errorf("failed to install Flux CRDs: %w", err)
+	}
+	return func() {}, nil
+}
 
 func startManager(e *kubetest.Env) (func(), error) {
 	bin, err := repo.Bin()

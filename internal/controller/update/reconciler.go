@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/executor"
 )
@@ -34,6 +35,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch u.Status.Phase {
 	case "", v1alpha1.UpdatePhasePending:
+		if !ownedByItsStack(u) {
+			// Only the Stack controller decides what runs: an Update anyone could create
+			// by hand would let them destroy a stack they cannot edit.
+			ctrl.LoggerFrom(ctx).V(1).Info("Ignoring Update not created by its Stack", "update", u.Name, "stack", u.Spec.StackName)
+			return ctrl.Result{}, nil
+		}
 		r.Executor.Submit(u)
 	case v1alpha1.UpdatePhaseRunning:
 		if r.Executor.Owns(u.Status.Runner) {
@@ -42,6 +49,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.markLost(ctx, u)
 	}
 	return ctrl.Result{}, nil
+}
+
+// ownedByItsStack reports whether u's controller is the Stack it names.
+func ownedByItsStack(u *v1alpha1.Update) bool {
+	ref := metav1.GetControllerOf(u)
+	return ref != nil && ref.Kind == "Stack" && ref.APIVersion == pulumiv1.GroupVersion.String() && ref.Name == u.Spec.StackName
 }
 
 // markLost fails an Update whose runner is gone. The engine process died with it, so
