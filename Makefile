@@ -75,3 +75,8 @@ FUZZ_TIME ?= 15s
 .PHONY: fuzz
 fuzz: ## Fuzz the artifact extractor for FUZZ_TIME (CI's short budget; use 60s or more by hand).
 	go test ./internal/artifact -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZ_TIME) -fuzzminimizetime 5s
+
+##@ Benchmarks
+.PHONY: bench
+bench: tools build ## Benchmark: engine floor, apply→Ready latency, a fleet of BENCH_N (100) Stacks, BENCH_IDLE (5m) idle, git fleet; results in bench/results/.
+	go run ./bench/cmd/fleet

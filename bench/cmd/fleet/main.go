@@ -1,0 +1,108 @@
+// Command fleet runs Stackwright's benchmark harness (package bench): a control plane from
+// ./bin, the manager as a separate process, and the floor, latency, fleet, idle and git
+// scenarios, with results in bench/results/. `make bench` runs it after `make tools build`.
+//
+// Every flag has an environment variable, which is how `make bench` is sized:
+//
+//	BENCH_N=1000 BENCH_IDLE=1m BENCH_SCENARIOS=floor,fleet,idle make bench
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/stackwright/stackwright/bench"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type managerArgs []string
+
+func (m *managerArgs) String() string     { return strings.Join(*m, " ") }
+func (m *managerArgs) Set(v string) error { *m = append(*m, v); return nil }
+
+func run() error {
+	var (
+		cfg       bench.Config
+		scenarios string
+		extra     managerArgs
+	)
+	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
+	fs.IntVar(&cfg.N, "n", envInt("BENCH_N", 100), "Stacks in the fleet (BENCH_N).")
+	fs.DurationVar(&cfg.Idle, "idle", envDuration("BENCH_IDLE", 5*time.Minute), "Length of the idle phase (BENCH_IDLE).")
+	fs.StringVar(&scenarios, "scenarios", envString("BENCH_SCENARIOS", strings.Join(bench.AllScenarios, ",")),
+		"Comma-separated scenarios to run: floor, latency, fleet, idle, git (BENCH_SCENARIOS).")
+	fs.IntVar(&cfg.FloorRuns, "floor-runs", envInt("BENCH_FLOOR_N", 10), "Engine runs in each floor batch (BENCH_FLOOR_N).")
+	fs.IntVar(&cfg.LatencyRuns, "latency-runs", envInt("BENCH_LATENCY_RUNS", 10), "Apply→Ready repetitions (BENCH_LATENCY_RUNS).")
+	fs.IntVar(&cfg.Parallelism, "parallel", envInt("BENCH_PARALLEL", 2), "--max-concurrent-updates, and the parallel floor's width (BENCH_PARALLEL).")
+	fs.IntVar(&cfg.GitN, "git-n", envInt("BENCH_GIT_N", 0), "Stacks in the git fleet; 0 means N (BENCH_GIT_N).")
+	fs.Int64Var(&cfg.GitResync, "git-resync", int64(envInt("BENCH_GIT_RESYNC", 0)), "resyncFrequencySeconds of the git Stacks; 0 leaves the product default (BENCH_GIT_RESYNC).")
+	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", envInt("BENCH_PROFILE_SECONDS", 30), "Length of the manager CPU profile taken during the fleet (BENCH_PROFILE_SECONDS).")
+	fs.DurationVar(&cfg.FleetTimeout, "fleet-timeout", envDuration("BENCH_FLEET_TIMEOUT", 0), "Longest wait for a fleet; 0 is 4 × the ideal time + 5 min (BENCH_FLEET_TIMEOUT).")
+	fs.IntVar(&cfg.CreateWorkers, "create-workers", envInt("BENCH_CREATE_WORKERS", 8), "Concurrent clients creating the fleet (BENCH_CREATE_WORKERS).")
+	fs.StringVar(&cfg.Results, "results", os.Getenv("BENCH_RESULTS"), "Results directory (default bench/results; BENCH_RESULTS).")
+	fs.StringVar(&cfg.Bin, "bin", "", "Toolchain directory (default ./bin of the checkout).")
+	fs.StringVar(&cfg.Manager, "manager", "", "The stackwright binary (default bin/stackwright, built by make build).")
+	fs.BoolVar(&cfg.KeepWork, "keep-work", os.Getenv("BENCH_KEEP_WORK") == "1", "Keep the temporary work directory (BENCH_KEEP_WORK=1).")
+	fs.Var(&extra, "manager-arg", "Extra flag for the manager; repeatable (e.g. -manager-arg=--max-concurrent-reconciles=20).")
+	if err := fs.Parse(os.Args[1:]); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for s := range strings.SplitSeq(scenarios, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.Scenarios = append(cfg.Scenarios, s)
+		}
+	}
+	cfg.ManagerArgs = extra
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return bench.Run(ctx, cfg)
+}
+
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: ignoring %s=%q: %v\n", name, v, err)
+		return def
+	}
+	return n
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: ignoring %s=%q: %v\n", name, v, err)
+		return def
+	}
+	return d
+}

@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/source/program"
+)
+
+// floorResult is the engine floor: the bench program run straight through internal/engine.
+type floorResult struct {
+	Sequential, Parallel floorRun
+	Parallelism          int
+	Version              string
+}
+
+type floorRun struct {
+	Runs   []time.Duration
+	Wall   time.Duration
+	Failed int
+	// EngineCPU is the CPU time of the pulumi processes (CLI, YAML host, provider) the
+	// runs started and reaped: RUSAGE_CHILDREN of the harness over the batch.
+	EngineCPU time.Duration
+	FirstErr  string
+}
+
+// Throughput is runs per second.
+func (f floorRun) Throughput() float64 {
+	if f.Wall == 0 {
+		return 0
+	}
+	return float64(len(f.Runs)) / f.Wall.Seconds()
+}
+
+// floorEnv is the environment the manager gives its engine: the same engine options
+// (PULUMI_HOME under the data dir, update checks and plugin downloads off), a file://
+// backend with one directory for the "namespace", the default passphrase file, and the
+// provider's root directory as the Stack's envRefs set it.
+type floorEnv struct {
+	eng        *engine.Engine
+	dir        string
+	backend    string
+	passphrase string
+}
+
+func newFloorEnv(bin, dir string) (*floorEnv, error) {
+	f := &floorEnv{dir: dir, backend: "file://" + filepath.Join(dir, "state"), passphrase: filepath.Join(dir, "passphrase")}
+	for _, d := range []string{"pulumi-home", "state", "work", "files"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(f.passphrase, []byte(base64.RawURLEncoding.EncodeToString(b)), 0o600); err != nil {
+		return nil, err
+	}
+	eng, err := engine.New(engine.Options{
+		Bin:        bin,
+		PulumiHome: filepath.Join(dir, "pulumi-home"),
+		Env: map[string]string{
+			"PULUMI_SKIP_UPDATE_CHECK":                    "true",
+			"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to set up the pulumi engine: %w", err)
+	}
+	f.eng = eng
+	return f, nil
+}
+
+// up runs `up` of a fresh stack of the bench program named name and returns its duration.
+// The timer covers engine.Run only, not writing Pulumi.yaml.
+func (f *floorEnv) up(ctx context.Context, name string) (time.Duration, error) {
+	p := benchProgram("floor", name)
+	yaml, err := program.Render(p)
+	if err != nil {
+		return 0, err
+	}
+	work := filepath.Join(f.dir, "work", name)
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(filepath.Join(work, program.ProjectFile), yaml, 0o600); err != nil {
+		return 0, err
+	}
+	msg, _ := json.Marshal(greetingMessage)
+	tail := engine.NewTail(8192)
+	start := time.Now()
+	res, err := f.eng.Run(ctx, engine.Request{
+		Operation:   engine.OpUp,
+		WorkDir:     work,
+		Stack:       "dev",
+		Config:      map[string]engine.ConfigValue{"message": {Value: msg}},
+		CreateStack: true,
+		Env: map[string]string{
+			"PULUMI_BACKEND_URL":            f.backend,
+			"PULUMI_CONFIG_PASSPHRASE_FILE": f.passphrase,
+			"STACKWRIGHT_TESTING_ROOT":      filepath.Join(f.dir, "files", name),
+		},
+		Log: tail,
+	})
+	d := time.Since(start)
+	if err != nil {
+		return d, fmt.Errorf("%s: %s\n%s", name, engine.Message(err), tail.String())
+	}
+	// The stack itself and the program's three resources.
+	if res.Changes["create"] != 4 {
+		return d, fmt.Errorf("%s: want 4 resources created, got %v", name, res.Changes)
+	}
+	return d, nil
+}
+
+// runFloor runs n fresh stacks with the given parallelism.
+func (f *floorEnv) runFloor(ctx context.Context, prefix string, n, parallel int) floorRun {
+	var (
+		mu  sync.Mutex
+		out floorRun
+		wg  sync.WaitGroup
+	)
+	next := make(chan int)
+	cpu0 := childrenCPU()
+	start := time.Now()
+	for range parallel {
+		wg.Go(func() {
+			for i := range next {
+				d, err := f.up(ctx, fmt.Sprintf("%s-%d", prefix, i))
+				mu.Lock()
+				if err != nil {
+					out.Failed++
+					if out.FirstErr == "" {
+						out.FirstErr = err.Error()
+					}
+				} else {
+					out.Runs = append(out.Runs, d)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	out.Wall = time.Since(start)
+	out.EngineCPU = childrenCPU() - cpu0
+	return out
+}
+
+// childrenCPU is the user + system CPU time of the harness's terminated, reaped children.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

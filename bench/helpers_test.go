@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestPercentile_NearestRank(t *testing.T) {
+	ten := []time.Duration{10, 1, 9, 2, 8, 3, 7, 4, 6, 5}
+	tests := []struct {
+		name string
+		ds   []time.Duration
+		p    float64
+		want time.Duration
+	}{
+		{name: "empty", ds: nil, p: 50, want: 0},
+		{name: "single", ds: []time.Duration{7}, p: 99, want: 7},
+		{name: "medianOfTen", ds: ten, p: 50, want: 5},
+		{name: "p90OfTen", ds: ten, p: 90, want: 9},
+		{name: "p99OfTen", ds: ten, p: 99, want: 10},
+		{name: "p100", ds: ten, p: 100, want: 10},
+		{name: "tinyP", ds: ten, p: 0.1, want: 1},
+		{name: "medianOfThree", ds: []time.Duration{3, 1, 2}, p: 50, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Percentile(tt.ds, tt.p); got != tt.want {
+				t.Errorf("Percentile(%v, %v) = %v; want %v", tt.ds, tt.p, got, tt.want)
+			}
+		})
+	}
+	if ten[0] != 10 {
+		t.Errorf("Percentile sorted its input in place: %v", ten)
+	}
+}
+
+func TestSummarize_Distribution(t *testing.T) {
+	got := Summarize([]time.Duration{4 * time.Second, 2 * time.Second, 6 * time.Second})
+	want := Summary{N: 3, Min: 2 * time.Second, P50: 4 * time.Second, P90: 6 * time.Second, P99: 6 * time.Second,
+		Max: 6 * time.Second, Mean: 4 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Summarize (-want +got):\n%s", diff)
+	}
+	if got := Summarize(nil); got != (Summary{}) {
+		t.Errorf("Summarize(nil) = %+v; want zero", got)
+	}
+	if r := Ratio(time.Second, 0); !math.IsNaN(r) {
+		t.Errorf("Ratio(1s, 0) = %v; want NaN", r)
+	}
+}
+
+func TestParseStat_CommWithSpacesAndParens(t *testing.T) {
+	// Fields 14-17 (utime stime cutime cstime) are 250 50 1000 200 ticks.
+	line := "4242 (my (odd) cmd) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 1000 200 20 0 12 0 300 1000000 2000 18446744073709551615\n"
+	got, err := ParseStat([]byte(line), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ProcStat{PID: 4242, PPID: 17, Comm: "my (odd) cmd", CPU: 3 * time.Second, ChildrenCPU: 12 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseStat (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"", "12 no parens", "12 (x) S 1 2"} {
+		if _, err := ParseStat([]byte(bad), 100); err == nil {
+			t.Errorf("ParseStat(%q) = nil error; want one", bad)
+		}
+	}
+}
+
+func TestParseStatusMemory_RSSAndHWM(t *testing.T) {
+	status := "Name:\tstackwright\nVmPeak:\t 2000 kB\nVmHWM:\t   81920 kB\nVmRSS:\t   40960 kB\nThreads:\t12\n"
+	rss, hwm, err := ParseStatusMemory([]byte(status))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss != 40960<<10 || hwm != 81920<<10 {
+		t.Errorf("ParseStatusMemory = %d, %d; want %d, %d", rss, hwm, 40960<<10, 81920<<10)
+	}
+	if _, _, err := ParseStatusMemory([]byte("Name:\tzombie\nState:\tZ\n")); err == nil {
+		t.Error("ParseStatusMemory without Vm lines = nil error; want one")
+	}
+}
+
+func TestParseMetrics_CountersLabelsAndEscapes(t *testing.T) {
+	text := `# HELP rest_client_requests_total Number of HTTP requests.
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 12
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PATCH"} 3
+rest_client_requests_total{code="409",host="127.0.0.1:6443",method="PATCH"} 1
+controller_runtime_reconcile_total{controller="stack",result="success"} 7 1700000000000
+weird{msg="a \"quoted\" \\ value, with } brace"} 1.5e+01
+process_cpu_seconds_total 4.25
+`
+	m, err := ParseMetrics(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Sum("rest_client_requests_total", nil); got != 16 {
+		t.Errorf("Sum(requests) = %v; want 16", got)
+	}
+	if got := m.Sum("rest_client_requests_total", map[string]string{"method": "PATCH"}); got != 4 {
+		t.Errorf("Sum(PATCH) = %v; want 4", got)
+	}
+	if diff := cmp.Diff(map[string]float64{"200": 15, "409": 1}, m.By("rest_client_requests_total", "code")); diff != "" {
+		t.Errorf("By(code) (-want +got):\n%s", diff)
+	}
+	if got := m.Sum("controller_runtime_reconcile_total", nil); got != 7 {
+		t.Errorf("a timestamp after the value: Sum = %v; want 7", got)
+	}
+	if got := m.By("weird", "msg"); got[`a "quoted" \ value, with } brace`] != 15 {
+		t.Errorf("escaped label: By = %v", got)
+	}
+	if got := m.Sum("process_cpu_seconds_total", nil); got != 4.25 {
+		t.Errorf("unlabelled sample = %v; want 4.25", got)
+	}
+	before, _ := ParseMetrics(strings.NewReader(`rest_client_requests_total{method="GET"} 10` + "\n"))
+	if diff := cmp.Diff(map[string]float64{"GET": 2, "PATCH": 4}, DeltaBy(before, m, "rest_client_requests_total", "method")); diff != "" {
+		t.Errorf("DeltaBy (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"novalue", `x{a="1"`, `x{a=1} 2`, "x 1 2 3", "x abc"} {
+		if _, err := ParseMetrics(strings.NewReader(bad + "\n")); err == nil {
+			t.Errorf("ParseMetrics(%q) = nil error; want one", bad)
+		}
+	}
+}

@@ -1,0 +1,417 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/testing/repo"
+)
+
+// Scenarios, in the order they run.
+const (
+	ScenarioFloor   = "floor"
+	ScenarioLatency = "latency"
+	ScenarioFleet   = "fleet"
+	ScenarioIdle    = "idle"
+	ScenarioGit     = "git"
+)
+
+// AllScenarios is every scenario in running order.
+var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioIdle, ScenarioGit}
+
+// Namespaces of the scenarios.
+const (
+	nsLatency = "bench-latency"
+	nsFleet   = "bench-fleet"
+	nsGit     = "bench-git"
+)
+
+// Config is one run of the harness.
+type Config struct {
+	// Root is the checkout; Bin (./bin), CRDs and Results default to paths inside it.
+	Root, Bin, CRDs, Results string
+	// Manager is bin/stackwright as `make build` builds it.
+	Manager string
+	// Scenarios to run (AllScenarios when empty). idle needs fleet.
+	Scenarios []string
+	// N is the fleet size; GitN the git fleet's (N when 0).
+	N, GitN int
+	// FloorRuns is how many runs each floor batch has; LatencyRuns how many apply→Ready.
+	FloorRuns, LatencyRuns int
+	// Parallelism is --max-concurrent-updates and the parallel floor's.
+	Parallelism int
+	// Idle is how long the idle phase watches the Ready fleet.
+	Idle time.Duration
+	// ProfileSeconds is the length of the CPU profile taken during the fleet.
+	ProfileSeconds int
+	// FleetTimeout bounds the wait for the fleet (0: 4 × the ideal time + 5 min).
+	FleetTimeout time.Duration
+	// CreateWorkers create the fleet's objects concurrently.
+	CreateWorkers int
+	// GitResync is the git Stacks' resyncFrequencySeconds (0: the product's default).
+	GitResync int64
+	// ManagerArgs are extra flags for the manager.
+	ManagerArgs []string
+	// KeepWork keeps the temporary work directory (data dir, backends, files).
+	KeepWork bool
+	// Out receives progress and the tables.
+	Out io.Writer
+}
+
+func (c *Config) defaults() error {
+	if c.Root == "" {
+		r, err := repo.Root()
+		if err != nil {
+			return err
+		}
+		c.Root = r
+	}
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	def(&c.Bin, filepath.Join(c.Root, "bin"))
+	def(&c.CRDs, filepath.Join(c.Root, "config", "crd", "bases"))
+	def(&c.Results, filepath.Join(c.Root, "bench", "results"))
+	def(&c.Manager, filepath.Join(c.Bin, "stackwright"))
+	for _, p := range []*string{&c.Bin, &c.CRDs, &c.Results, &c.Manager} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = AllScenarios
+	}
+	for _, s := range c.Scenarios {
+		if !slices.Contains(AllScenarios, s) {
+			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(AllScenarios, ","))
+		}
+	}
+	if c.has(ScenarioIdle) && !c.has(ScenarioFleet) {
+		return errors.New("scenario idle watches the fleet: add fleet")
+	}
+	if c.GitN == 0 {
+		c.GitN = c.N
+	}
+	if c.N < 1 || c.FloorRuns < 1 || c.LatencyRuns < 1 || c.Parallelism < 1 || c.CreateWorkers < 1 {
+		return errors.New("n, floor runs, latency runs, parallelism and create workers must be at least 1")
+	}
+	if c.Out == nil {
+		c.Out = os.Stdout
+	}
+	return nil
+}
+
+func (c *Config) has(s string) bool { return slices.Contains(c.Scenarios, s) }
+
+// bench is the state of one run.
+type bench struct {
+	cfg     Config
+	work    string
+	cluster *cluster
+	mgr     *managerProc
+	track   *tracker
+	rep     *report
+	prefix  string
+	// Results of earlier scenarios that later ones compare with.
+	floor      *floorResult
+	fleetReady bool
+	fleetNames []string
+}
+
+// Run runs the configured scenarios and writes the results file. Everything it starts is
+// stopped before it returns (manager, then API server, then etcd), also on error or when
+// ctx is cancelled.
+func Run(ctx context.Context, cfg Config) (err error) {
+	if err := cfg.defaults(); err != nil {
+		return err
+	}
+	for _, b := range []string{"kube-apiserver", "etcd", "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"} {
+		if err := repo.RequireBinaries(cfg.Bin, b); err != nil {
+			return err
+		}
+	}
+	if err := repo.RequireBinaries(filepath.Dir(cfg.Manager), filepath.Base(cfg.Manager)); err != nil {
+		return fmt.Errorf("%w (and `make build` for %s)", err, cfg.Manager)
+	}
+	if err := os.MkdirAll(cfg.Results, 0o755); err != nil {
+		return err
+	}
+	// The harness's own watches log only errors (the manager's log is its own file).
+	logf.SetLogger(zap.New(zap.WriteTo(cfg.Out), zap.Level(zapcore.ErrorLevel)))
+	b := &bench{cfg: cfg}
+	started := time.Now()
+	b.prefix = resultsPrefix(cfg.Results, started, cfg.N)
+	b.work, err = os.MkdirTemp("", "stackwright-bench-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cfg.KeepWork {
+			fmt.Fprintf(cfg.Out, "bench: work directory kept: %s\n", b.work)
+		} else {
+			_ = os.RemoveAll(b.work)
+		}
+	}()
+	b.say("work directory %s; results %s.md", b.work, b.prefix)
+
+	b.say("starting control plane from %s", cfg.Bin)
+	b.cluster, err = startCluster(cfg.Bin, cfg.CRDs, b.work)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		b.say("stopping control plane")
+		if serr := b.cluster.stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	b.say("starting manager %s (log %s.manager.log)", cfg.Manager, b.prefix)
+	b.mgr, err = startManager(ctx, managerOptions{
+		binary:     cfg.Manager,
+		pulumiBin:  cfg.Bin,
+		dataDir:    filepath.Join(b.work, "data"),
+		kubeconfig: b.cluster.kubeconfig,
+		logPath:    b.prefix + ".manager.log",
+		parallel:   cfg.Parallelism,
+		extra:      cfg.ManagerArgs,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		b.say("stopping manager (pid %d)", b.mgr.pid())
+		if serr := b.mgr.stop(2 * time.Minute); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	// Should the manager die, every scenario stops waiting for it.
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	go func() {
+		select {
+		case <-b.mgr.done:
+			cancelRun(fmt.Errorf("manager exited unexpectedly (%w); see %s.manager.log:\n%s",
+				b.mgr.exitErr(), b.prefix, tailFile(b.prefix+".manager.log", 3000)))
+		case <-ctx.Done():
+		}
+	}()
+	tctx, cancelTrack := context.WithCancel(ctx)
+	defer cancelTrack()
+	for _, ns := range []string{nsLatency, nsFleet, nsGit} {
+		if err := b.cluster.client.Create(ctx, namespace(ns)); err != nil {
+			return fmt.Errorf("failed to create namespace %s: %w", ns, err)
+		}
+	}
+	b.track, err = startTracker(tctx, b.cluster.cfg, b.cluster.scheme, nsLatency, nsFleet, nsGit)
+	if err != nil {
+		return err
+	}
+
+	eng, err := newFloorEnv(cfg.Bin, filepath.Join(b.work, "floor"))
+	if err != nil {
+		return err
+	}
+	m := describeMachine(cfg.Root)
+	b.rep = &report{path: b.prefix + ".md", out: cfg.Out, header: b.header(started, m, eng.eng.Version())}
+	if err := b.rep.writeLocked(); err != nil {
+		return err
+	}
+
+	steps := []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{ScenarioFloor, func(ctx context.Context) error { return b.runFloor(ctx, eng) }},
+		{ScenarioLatency, b.runLatency},
+		{ScenarioFleet, b.runFleet},
+		{ScenarioIdle, b.runIdle},
+		{ScenarioGit, b.runGit},
+	}
+	for _, s := range steps {
+		if !cfg.has(s.name) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		b.say("scenario %s", s.name)
+		if err := s.run(ctx); err != nil {
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
+			b.rep.add(s.name+" (failed)", "The scenario failed: "+err.Error())
+			return fmt.Errorf("scenario %s: %w", s.name, err)
+		}
+	}
+	b.rep.add("Run", table([]string{"", ""}, [][]string{
+		{"total wall time", secs(time.Since(started))},
+		{"load average at the end (1, 5, 15 min)", loadAvg()},
+		{"manager log", filepath.Base(b.prefix) + ".manager.log"},
+	}))
+	b.say("results written to %s.md", b.prefix)
+	return nil
+}
+
+func (b *bench) say(format string, args ...any) {
+	fmt.Fprintf(b.cfg.Out, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func (b *bench) header(started time.Time, m machine, pulumi string) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "# Stackwright benchmark, %s, N=%d\n\n", started.Format("2006-01-02 15:04 MST"), b.cfg.N)
+	s.WriteString("Generated by `make bench` (bench/cmd/fleet). The harness reports; it does not judge. " +
+		"Percentiles are nearest-rank. Ratios compare figures of this run only.\n\n")
+	s.WriteString(table([]string{"machine", ""}, [][]string{
+		{"CPU", m.CPU},
+		{"cores", fmt.Sprint(m.Cores)},
+		{"memory", m.Memory},
+		{"kernel", m.Kernel},
+		{"load average at start (1, 5, 15 min)", m.Load},
+		{"go", m.Go},
+		{"pulumi", pulumi},
+		{"kube-apiserver", b.cluster.version},
+		{"commit", m.Commit},
+	}))
+	s.WriteString("\n")
+	s.WriteString(table([]string{"run", ""}, [][]string{
+		{"scenarios", strings.Join(b.cfg.Scenarios, ",")},
+		{"N (fleet)", fmt.Sprint(b.cfg.N)},
+		{"N (git fleet)", fmt.Sprint(b.cfg.GitN)},
+		{"floor runs per batch", fmt.Sprint(b.cfg.FloorRuns)},
+		{"latency runs", fmt.Sprint(b.cfg.LatencyRuns)},
+		{"idle", b.cfg.Idle.String()},
+		{"manager", "`" + filepath.Base(b.cfg.Manager) + " " + strings.Join(redactArgs(b.mgr.args, b.work), " ") + "`"},
+		{"program", "3 resources (stackwright-testing Random + 2 Files), one Program per Stack"},
+	}))
+	return s.String()
+}
+
+// redactArgs shortens the temporary work directory in args to $WORK.
+func redactArgs(args []string, work string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, work, "$WORK")
+	}
+	return out
+}
+
+// snapshot is the cost so far of the manager and the control plane.
+type snapshot struct {
+	at                  time.Time
+	mgr, apiserver, etc ProcStat
+	metrics             Metrics
+	metricsErr          error
+}
+
+func (b *bench) snap(ctx context.Context) snapshot {
+	s := snapshot{at: time.Now()}
+	s.mgr, _ = ReadProc(b.mgr.pid())
+	if b.cluster.apiserver != 0 {
+		s.apiserver, _ = ReadProc(b.cluster.apiserver)
+	}
+	if b.cluster.etcd != 0 {
+		s.etc, _ = ReadProc(b.cluster.etcd)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s.metrics, s.metricsErr = Scrape(sctx, b.mgr.metricsURL)
+	return s
+}
+
+// countUpdates lists the Updates of ns by phase.
+func (b *bench) countUpdates(ctx context.Context, ns string) (map[v1alpha1.UpdatePhase]int, []v1alpha1.Update, error) {
+	var list v1alpha1.UpdateList
+	if err := b.cluster.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, nil, fmt.Errorf("failed to list Updates: %w", err)
+	}
+	out := map[v1alpha1.UpdatePhase]int{}
+	for _, u := range list.Items {
+		p := u.Status.Phase
+		if p == "" {
+			p = v1alpha1.UpdatePhasePending
+		}
+		out[p]++
+	}
+	return out, list.Items, nil
+}
+
+// costRows are the rows that compare two snapshots: CPU of the manager, its engine runs,
+// the API server and etcd, and the manager's API requests.
+func costRows(before, after snapshot) [][]string {
+	d := after.at.Sub(before.at)
+	cpu := func(a, b time.Duration) string {
+		return fmt.Sprintf("%.2f s (%.1f%% of one core)", (a - b).Seconds(), 100*(a-b).Seconds()/d.Seconds())
+	}
+	rows := [][]string{
+		{"manager CPU (utime+stime)", cpu(after.mgr.CPU, before.mgr.CPU)},
+		{"engine CPU (manager's reaped children: pulumi, YAML host, provider)", cpu(after.mgr.ChildrenCPU, before.mgr.ChildrenCPU)},
+	}
+	if after.apiserver.PID != 0 {
+		rows = append(rows, []string{"kube-apiserver CPU", cpu(after.apiserver.CPU, before.apiserver.CPU)})
+	}
+	if after.etc.PID != 0 {
+		rows = append(rows, []string{"etcd CPU", cpu(after.etc.CPU, before.etc.CPU)})
+	}
+	rows = append(rows,
+		[]string{"manager RSS at the end (VmRSS)", mib(after.mgr.RSS)},
+		[]string{"manager peak RSS so far (VmHWM)", mib(after.mgr.HWM)},
+	)
+	if before.metricsErr != nil || after.metricsErr != nil {
+		rows = append(rows, []string{"manager API requests", fmt.Sprintf("metrics unavailable: %v %v", before.metricsErr, after.metricsErr)})
+		return rows
+	}
+	reqs := after.metrics.Sum("rest_client_requests_total", nil) - before.metrics.Sum("rest_client_requests_total", nil)
+	rows = append(rows, []string{"manager API requests (rest_client_requests_total)",
+		fmt.Sprintf("%.0f (%.2f/s)", reqs, reqs/d.Seconds())})
+	byMethod := DeltaBy(before.metrics, after.metrics, "rest_client_requests_total", "method")
+	var parts []string
+	for _, k := range sortedKeys(byMethod) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, byMethod[k]))
+	}
+	rows = append(rows, []string{"… by method", orNone(parts)})
+	byCode := DeltaBy(before.metrics, after.metrics, "rest_client_requests_total", "code")
+	parts = parts[:0]
+	for _, k := range sortedKeys(byCode) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, byCode[k]))
+	}
+	rows = append(rows, []string{"… by code", orNone(parts)})
+	rec := DeltaBy(before.metrics, after.metrics, "controller_runtime_reconcile_total", "controller")
+	parts = parts[:0]
+	for _, k := range sortedKeys(rec) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, rec[k]))
+	}
+	rows = append(rows, []string{"reconciles by controller", orNone(parts)})
+	errs := DeltaBy(before.metrics, after.metrics, "controller_runtime_reconcile_errors_total", "controller")
+	parts = parts[:0]
+	for _, k := range sortedKeys(errs) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, errs[k]))
+	}
+	if len(parts) > 0 {
+		rows = append(rows, []string{"reconcile errors by controller", strings.Join(parts, ", ")})
+	}
+	return rows
+}
+
+func orNone(parts []string) string {
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
