@@ -8,9 +8,9 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
@@ -124,6 +124,9 @@ type Options struct {
 	// Env is the base environment of every run (e.g. PULUMI_SKIP_UPDATE_CHECK,
 	// PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION); Request.Env overrides it.
 	Env map[string]string
+	// InheritEnv names the variables of this process's environment that runs see; nil
+	// means DefaultInheritEnv. Nothing else of it reaches a program.
+	InheritEnv []string
 }
 
 // Engine runs Pulumi operations with one version-checked CLI. It is safe for concurrent
@@ -155,29 +158,15 @@ func New(o Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to use the pulumi CLI: %w", err)
 	}
-	e.cmd = unquotedMessage{cmd}
-	return e, nil
-}
-
-// unquotedMessage undoes the Automation API's --message=%q (v3.259): no shell removes those
-// quotes, so the backend would record `"deploy abc"`, quotes and escapes included.
-type unquotedMessage struct{ auto.PulumiCommand }
-
-func (c unquotedMessage) Run(ctx context.Context, workdir string, stdin io.Reader,
-	out, errOut []io.Writer, env []string, args ...string,
-) (string, string, int, error) {
-	args = slices.Clone(args)
-	for i, a := range args {
-		if a == "--" {
-			break
-		}
-		if v, ok := strings.CutPrefix(a, "--message="); ok {
-			if u, err := strconv.Unquote(v); err == nil {
-				args[i] = "--message=" + u
-			}
-		}
+	path := "pulumi"
+	if e.bin != "" {
+		path = filepath.Join(e.bin, "pulumi")
 	}
-	return c.PulumiCommand.Run(ctx, workdir, stdin, out, errOut, env, args...)
+	if path, err = exec.LookPath(path); err != nil {
+		return nil, fmt.Errorf("failed to locate pulumi: %w", err)
+	}
+	e.cmd = command{PulumiCommand: cmd, path: path, inherit: o.InheritEnv}
+	return e, nil
 }
 
 // Version is the version of the CLI the engine runs.
@@ -198,8 +187,7 @@ func (e *Engine) Run(ctx context.Context, r Request) (Result, error) {
 }
 
 // environment is the base Env, then the request's, then what the engine needs regardless.
-// The CLI also inherits the process's environment (the Automation API starts from
-// os.Environ), which these values override.
+// The CLI sees only these and the allow-listed variables of this process (command).
 func (e *Engine) environment(r Request) map[string]string {
 	env := map[string]string{}
 	maps.Copy(env, e.env)

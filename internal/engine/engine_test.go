@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -755,4 +756,23 @@ func TestEngine_Environment_Layers(t *testing.T) {
 	if got["PATH"] != "/opt/sw/bin:/bin" {
 		t.Errorf("PATH = %q; want /opt/sw/bin:/bin", got["PATH"])
 	}
+}
+
+// TestEngine_Run_ProcessEnvironmentDoesNotReachProgram sets the provider's root only in
+// this process's environment: the program must not see it, as it must not see anything
+// of the manager's own environment that the Stack did not pass.
+func TestEngine_Run_ProcessEnvironmentDoesNotReachProgram(t *testing.T) {
+	f := newFixture(t, filesProgram)
+	t.Setenv(enginetest.ProviderRootEnv, f.env.Files)
+	r := f.request(OpUp)
+	r.Env = maps.Clone(r.Env)
+	delete(r.Env, enginetest.ProviderRootEnv)
+	_, err := f.eng.Run(testContext(t), r)
+	if err == nil {
+		t.Fatal("up succeeded: the program saw a variable of the manager's environment")
+	}
+	if msg := Message(err); !strings.Contains(msg, enginetest.ProviderRootEnv+" is not set") {
+		t.Errorf("Message = %q; want the provider to report %s unset", msg, enginetest.ProviderRootEnv)
+	}
+	f.requireGone("a.txt")
 }

@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+)
+
+// DefaultInheritEnv is what a run takes from the environment of the process that starts
+// it: where programs are found, a home and a temporary directory, and the system's CA
+// bundle. Credentials, tokens and everything else of the manager's (or runner's) own
+// environment stay out; a Stack passes what its program needs through envRefs.
+var DefaultInheritEnv = []string{"PATH", "HOME", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+
+// command runs the pulumi CLI for the Automation API, which would otherwise start it with
+// this process's whole environment (os.Environ). It also undoes the Automation API's
+// --message=%q (v3.259): no shell removes those quotes, so the backend would record
+// `"deploy abc"`, quotes and escapes included.
+type command struct {
+	auto.PulumiCommand // Version
+	path               string
+	inherit            []string
+}
+
+func (c command) Run(ctx context.Context, workdir string, stdin io.Reader,
+	out, errOut []io.Writer, env []string, args ...string,
+) (string, string, int, error) {
+	args = slices.Clone(args)
+	end := slices.Index(args, "--")
+	if end < 0 {
+		end = len(args)
+	}
+	for i, a := range args[:end] {
+		if v, ok := strings.CutPrefix(a, "--message="); ok {
+			if u, err := strconv.Unquote(v); err == nil {
+				args[i] = "--message=" + u
+			}
+		}
+	}
+	if !slices.Contains(args[:end], "--non-interactive") {
+		args = slices.Insert(args, end, "--non-interactive")
+	}
+	cmd := exec.CommandContext(ctx, c.path, args...)
+	cmd.Dir = workdir
+	cmd.Env = append(c.base(), env...)
+	cmd.Env = append(cmd.Env, "PULUMI_AUTOMATION_API=true")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = io.MultiWriter(append(out, &stdout)...)
+	cmd.Stderr = io.MultiWriter(append(errOut, &stderr)...)
+	cmd.Stdin = stdin
+	// SIGINT lets the CLI cancel cleanly and release its lock; a CLI that ignores it is
+	// killed after WaitDelay.
+	cmd.Cancel = func() error {
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			_ = cmd.Process.Kill()
+		}
+		return nil
+	}
+	cmd.WaitDelay = 10 * time.Second
+	code := -2 // the Automation API's "unknown"
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		code = 0
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	}
+	return stdout.String(), stderr.String(), code, err
+}
+
+// base is the allow-listed part of this process's environment.
+func (c command) base() []string {
+	names := c.inherit
+	if names == nil {
+		names = DefaultInheritEnv
+	}
+	env := make([]string, 0, len(names))
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok {
+			env = append(env, n+"="+v)
+		}
+	}
+	return env
+}
