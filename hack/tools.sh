@@ -7,8 +7,12 @@
 # sources, the link flags and the Go version, so a run with nothing to do costs a few
 # hashes and no `go` invocation beyond `go env`.
 #
-# Usage: hack/tools.sh [tool...]   (default: all tools)
+# Every tool is linked statically (CGO_ENABLED=0): the same binaries go into the container
+# images (make images), which have no libc.
+#
+# Usage: hack/tools.sh [tool...]   (default: all tools; "cluster" adds the node's tools)
 set -euo pipefail
+export CGO_ENABLED=0
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
@@ -31,11 +35,24 @@ k8s_ldflags() {
 	echo "$flags"
 }
 
-# tool_spec <tool> prints: module dir | packages | binaries | ldflags
+# tool_spec <tool> prints: module dir | packages | binaries | ldflags | build tags
 tool_spec() {
 	case "$1" in
 	k8s)
-		echo "hack/tools/k8s|k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./cmd/etcd|kube-apiserver kubectl etcd|$(k8s_ldflags)"
+		echo "hack/tools/k8s|k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./cmd/etcd|kube-apiserver kubectl etcd|$(k8s_ldflags)|"
+		;;
+	k8s-node)
+		echo "hack/tools/k8s|k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler|kubelet kube-proxy kube-controller-manager kube-scheduler|$(k8s_ldflags)|"
+		;;
+	containerd)
+		local v
+		v=$(modversion "$root/hack/tools/containerd/go.mod" github.com/containerd/containerd/v2)
+		echo "hack/tools/containerd|github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr|containerd containerd-shim-runc-v2 ctr|-X github.com/containerd/containerd/v2/version.Version=$v|no_btrfs"
+		;;
+	helm)
+		local v
+		v=$(modversion "$root/hack/tools/helm/go.mod" helm.sh/helm/v3)
+		echo "hack/tools/helm|helm.sh/helm/v3/cmd/helm|helm|-X helm.sh/helm/v3/internal/version.version=$v|"
 		;;
 	pulumi)
 		local v
@@ -63,16 +80,21 @@ tool_spec() {
 	esac
 }
 
-all_tools=(k8s pulumi pulumi-yaml provider controller-gen golangci-lint)
+all_tools=(k8s pulumi pulumi-yaml provider controller-gen golangci-lint helm)
+cluster_tools=(k8s k8s-node containerd)
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=("${all_tools[@]}")
+if [ "${tools[0]}" = cluster ]; then
+	tools=("${cluster_tools[@]}")
+	"$root/hack/cluster-packages.sh"
+fi
 
 goversion=$(go env GOVERSION)
 
 for tool in "${tools[@]}"; do
-	IFS='|' read -r dir pkgs bins ldflags <<<"$(tool_spec "$tool")"
+	IFS='|' read -r dir pkgs bins ldflags tags <<<"$(tool_spec "$tool")"
 	stamp=$( {
-		echo "$goversion|$pkgs|$ldflags"
+		echo "$goversion|$CGO_ENABLED|$pkgs|$ldflags|$tags"
 		find "$root/$dir" -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print0 |
 			sort -z | xargs -0 sha256sum | sed "s|$root/||"
 	} | sha256sum | cut -d' ' -f1)
@@ -84,7 +106,7 @@ for tool in "${tools[@]}"; do
 	fi
 	start=$(date +%s)
 	# shellcheck disable=SC2086 # pkgs is a list of package paths
-	(cd "$root/$dir" && go build -ldflags "-s -w $ldflags" -o "$bin/" $pkgs)
+	(cd "$root/$dir" && go build -tags "$tags" -ldflags "-s -w $ldflags" -o "$bin/" $pkgs)
 	echo "$stamp" >"$stamps/$tool"
 	echo "tools: built $tool ($bins) in $(($(date +%s) - start))s"
 done

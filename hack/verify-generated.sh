@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Regenerates deepcopy code and CRDs and fails if that changed anything, so a stale CRD
-# (the thing admission actually validates against) can never land. Works in a dirty tree
-# too: it compares the generated files before and after, not against git.
+# Regenerates deepcopy code, CRDs and RBAC, their copies in the Helm chart and
+# deploy/install.yaml, and fails if that changed anything, so a stale CRD (the thing
+# admission actually validates against) or install manifest can never land. Works in a
+# dirty tree too: it compares the generated files before and after, not against git.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated() { find api config/crd/bases config/rbac -type f \( -name 'zz_generated*.go' -o -name '*.yaml' \) -print0 2>/dev/null | sort -z | xargs -0 -r sha256sum; }
+generated() { find api config/crd/bases config/rbac charts/stackwright/crds charts/stackwright/files deploy -type f \( -name 'zz_generated*.go' -o -name '*.yaml' \) -print0 2>/dev/null | sort -z | xargs -0 -r sha256sum; }
 
 before=$(generated)
 make --no-print-directory -s generate manifests >/dev/null
@@ -16,4 +17,4 @@ if [ "$before" != "$after" ]; then
 	echo "verify-generated: review and commit them." >&2
 	exit 1
 fi
-echo "verify-generated: deepcopy and CRDs are up to date"
+echo "verify-generated: deepcopy, CRDs, RBAC, chart copies and deploy/install.yaml are up to date"

@@ -39,7 +39,11 @@ func newManagerCommand() *cobra.Command {
 		Short: "Run the controllers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return manager.Run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), opts)
+			cfg, err := ctrl.GetConfig()
+			if err != nil {
+				return fmt.Errorf("failed to load kubeconfig: %w", err)
+			}
+			return manager.Run(ctrl.SetupSignalHandler(), cfg, opts)
 		},
 	}
 	opts.BindFlags(cmd.Flags())

@@ -8,10 +8,8 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/stackwright/stackwright/internal/manager"
-	"github.com/stackwright/stackwright/internal/scheme"
 )
 
 // Options configure a development environment.
@@ -59,17 +57,11 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	defer os.Remove(o.Kubeconfig)
 
-	s, err := scheme.New()
+	// manager.New, as in a cluster, so that every manager flag `stackwright dev` accepts
+	// (--watch-namespaces, say) takes effect here too.
+	mgr, err := manager.New(cfg, o.Manager)
 	if err != nil {
 		return err
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 s,
-		Metrics:                metricsserver.Options{BindAddress: o.Manager.MetricsAddr},
-		HealthProbeBindAddress: o.Manager.ProbeAddr,
-	})
-	if err != nil {
-		return fmt.Errorf("failed to create manager: %w", err)
 	}
 	if err := manager.Setup(ctx, mgr, o.Manager); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -10,11 +11,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -43,6 +47,9 @@ type Options struct {
 	PprofAddr               string
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// WatchNamespaces restricts every watch and cached read to these namespaces; empty
+	// means all namespaces.
+	WatchNamespaces []string
 
 	// DataDir holds the artifact store, work directories, PULUMI_HOME, the default
 	// file:// backend and the default secrets passphrase.
@@ -86,7 +93,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address Go's /debug/pprof endpoints bind to (empty: off). Never expose it beyond the pod.")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so that only one replica reconciles at a time.")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease (default: the pod's namespace).")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease (default: $POD_NAMESPACE, else the pod's service account namespace).")
+	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces whose Stacks, Programs and Updates are reconciled (default: all). The manager then needs no cluster-wide list or watch permission.")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for artifacts, work directories, PULUMI_HOME and the default file:// backend.")
 	fs.StringVar(&o.PulumiBin, "pulumi-bin", o.PulumiBin, "Directory holding the pulumi CLI, language hosts and providers (default: found on PATH).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Stacks reconciled in parallel (cheap: no engine runs happen in reconciles).")
@@ -102,42 +110,87 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.AddGoFlagSet(zapFlags)
 }
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+// Leader election's Lease and the events it records live in the manager's own namespace:
+// config/rbac/leader_election_role.yaml grants them there, not cluster-wide.
 
 // Run starts the manager and blocks until ctx is done.
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
-	s, err := scheme.New()
+	mgr, err := New(cfg, o)
 	if err != nil {
 		return err
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  s,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:  o.ProbeAddr,
-		PprofBindAddress:        o.PprofAddr,
-		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        "stackwright.dev",
-		LeaderElectionNamespace: o.LeaderElectionNamespace,
-		// Engine runs record their result after cancellation; give them the time.
-		GracefulShutdownTimeout: ptr(time.Minute),
-	})
-	if err != nil {
-		return fmt.Errorf("failed to create manager: %w", err)
 	}
 	if err := Setup(ctx, mgr, o); err != nil {
 		return err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("failed to add health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("failed to add ready check: %w", err)
 	}
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("failed to run manager: %w", err)
 	}
 	return nil
+}
+
+// New creates the controller-runtime manager the options describe, with its health and
+// readiness checks but no controllers: Setup adds those.
+func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
+	s, err := scheme.New()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  s,
+		Cache:                   o.cacheOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        "stackwright.dev",
+		LeaderElectionNamespace: cmp.Or(o.LeaderElectionNamespace, os.Getenv("POD_NAMESPACE")),
+		// Engine runs record their result after cancellation; give them the time.
+		GracefulShutdownTimeout: ptr(time.Minute),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("failed to add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("failed to add ready check: %w", err)
+	}
+	// Stacks elsewhere are silently ignored: say so once, where an operator looks first.
+	if ns := watchNamespaces(o.WatchNamespaces); len(ns) > 0 {
+		ctrl.Log.WithName("setup").Info("Reconciling only the watched namespaces", "namespaces", ns)
+	}
+	return mgr, nil
+}
+
+// cacheOptions confines the cache, and so every watch and cached read, to the watched
+// namespaces. Every object the manager caches is namespaced; the one cluster-scoped read
+// (the Namespace of a Stack being deleted) goes through the API reader, so a
+// namespace-scoped install needs nothing cluster-wide but `get namespaces`.
+func (o *Options) cacheOptions() cache.Options {
+	namespaces := watchNamespaces(o.WatchNamespaces)
+	if len(namespaces) == 0 {
+		return cache.Options{}
+	}
+	opts := cache.Options{DefaultNamespaces: map[string]cache.Config{}}
+	for _, ns := range namespaces {
+		opts.DefaultNamespaces[ns] = cache.Config{}
+	}
+	return opts
+}
+
+// watchNamespaces cleans the flag's values: "a, b,,a" and "a" "b" mean the same.
+func watchNamespaces(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for ns := range strings.SplitSeq(v, ",") {
+			if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(out, ns) {
+				out = append(out, ns)
+			}
+		}
+	}
+	return out
 }
 
 // Setup adds Stackwright's controllers and local executor to mgr.

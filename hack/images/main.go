@@ -1,0 +1,186 @@
+// Command images writes Stackwright's container images as OCI image-layout tar archives
+// (`ctr -n k8s.io images import FILE`) from the static binaries in --bin; `make images`
+// builds those first. No Docker daemon or registry is involved.
+package main
+
+import (
+	"debug/elf"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/stackwright/stackwright/internal/image"
+)
+
+const (
+	pauseRef = "registry.k8s.io/pause:3.10.1"
+	// pauseUser matches the upstream pause image; the kubelet may run it as that uid.
+	pauseUser   = "65535:65535"
+	nonrootUser = "65532:65532"
+	source      = "https://github.com/stackwright/stackwright"
+	binDir      = "/usr/local/bin"
+	dataDir     = "/var/lib/stackwright" // the manager's --data-dir default
+)
+
+// binaries are what both Stackwright images ship: the operator, the engine, the YAML
+// language host and the test provider (plugins are found on PATH, as none can be
+// downloaded at run time).
+var binaries = []string{"stackwright", "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"}
+
+func main() {
+	bin := flag.String("bin", "bin", "directory holding the static binaries")
+	out := flag.String("out", "dist", "directory to write the image archives to")
+	version := flag.String("version", "dev", "image tag and org.opencontainers.image.version")
+	pause := flag.String("pause", "", "path of a static pause binary; when set, also writes pause.tar as "+pauseRef)
+	flag.Parse()
+	if err := run(*bin, *out, *version, *pause); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin, out, version, pause string) error {
+	epoch, err := image.SourceDateEpoch()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("failed to create %s: %w", out, err)
+	}
+	// Next to the output, not in /tmp: layers are hundreds of megabytes and /tmp may be
+	// a small tmpfs.
+	scratch, err := os.MkdirTemp(out, ".layers-")
+	if err != nil {
+		return fmt.Errorf("failed to create scratch directory: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	b := image.NewBuilder(scratch, epoch)
+	if _, err := os.Stat(b.CABundle); err != nil {
+		fmt.Fprintf(os.Stderr, "warning: no CA bundle at %s; the images will trust no TLS server\n", b.CABundle)
+	}
+
+	var files []image.File
+	for _, name := range binaries {
+		src := filepath.Join(bin, name)
+		if err := checkStatic(src); err != nil {
+			return err
+		}
+		files = append(files, image.File{Source: src, Path: binDir + "/" + name, Mode: 0o755})
+	}
+	env := []string{
+		"PATH=" + binDir,
+		"HOME=/tmp",
+		"PULUMI_SKIP_UPDATE_CHECK=true",
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true",
+	}
+	dirs := []image.Dir{{Path: dataDir, Mode: 0o755, UID: image.NonrootUID, GID: image.NonrootGID}}
+	specs := []struct {
+		file string
+		spec image.Spec
+	}{
+		{"stackwright-" + version + ".tar", image.Spec{
+			Ref:        "localhost/stackwright:" + version,
+			Files:      files,
+			Dirs:       dirs,
+			User:       nonrootUser,
+			Env:        env,
+			Entrypoint: []string{binDir + "/stackwright"},
+			Cmd:        []string{"manager"},
+			WorkingDir: "/tmp",
+			Labels:     labels("stackwright", version, "Stackwright: a Kubernetes operator that reconciles Pulumi stacks"),
+		}},
+		// No Cmd yet: the runner subcommand is still to come, and the executor that
+		// starts runner pods passes its arguments explicitly.
+		{"stackwright-runner-" + version + ".tar", image.Spec{
+			Ref:        "localhost/stackwright-runner:" + version,
+			Files:      files,
+			Dirs:       dirs,
+			User:       nonrootUser,
+			Env:        env,
+			Entrypoint: []string{binDir + "/stackwright"},
+			WorkingDir: "/tmp",
+			Labels:     labels("stackwright-runner", version, "Stackwright runner: runs one Pulumi engine operation for a Stack"),
+		}},
+	}
+	if pause != "" {
+		if err := checkStatic(pause); err != nil {
+			return err
+		}
+		specs = append(specs, struct {
+			file string
+			spec image.Spec
+		}{"pause.tar", image.Spec{
+			Ref:        pauseRef,
+			Files:      []image.File{{Source: pause, Path: "/pause", Mode: 0o755}},
+			User:       pauseUser,
+			Entrypoint: []string{"/pause"},
+			Labels:     labels("pause", version, "Pod sandbox pause process, built from hack/pause"),
+		}})
+	}
+
+	for _, s := range specs {
+		img, err := b.Build(s.spec)
+		if err != nil {
+			return err
+		}
+		a, err := image.WriteArchive(filepath.Join(out, s.file), img)
+		if err != nil {
+			return err
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return fmt.Errorf("failed to hash %s: %w", img.Ref, err)
+		}
+		fmt.Printf("%s\t%s\tmanifest %s\tarchive %s\t%d bytes\n", a.Path, img.Ref, d, a.Digest, a.Size)
+	}
+	return nil
+}
+
+func labels(title, version, description string) map[string]string {
+	return map[string]string{
+		"org.opencontainers.image.title":       title,
+		"org.opencontainers.image.version":     version,
+		"org.opencontainers.image.source":      source,
+		"org.opencontainers.image.description": description,
+	}
+}
+
+// checkStatic refuses binaries that cannot run in the images, which have no libc or dynamic
+// loader: one linked dynamically (a build without CGO_ENABLED=0) would fail at exec with a
+// baffling "no such file or directory". It also refuses other architectures, since the
+// images are labelled with this program's.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("failed to open %s: %w (run `make images`, which builds it)", path, err)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to read %s as an ELF binary: %w", path, err)
+	}
+	defer f.Close()
+	if want, ok := machines[runtime.GOARCH]; ok && f.Machine != want {
+		return fmt.Errorf("failed to check %s: built for %v, want %v (GOARCH=%s)", path, f.Machine, want, runtime.GOARCH)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("failed to check %s: dynamically linked (it has an ELF interpreter); build it with CGO_ENABLED=0", path)
+		}
+	}
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		return fmt.Errorf("failed to read %s's dynamic section: %w", path, err)
+	}
+	if len(libs) > 0 {
+		return fmt.Errorf("failed to check %s: dynamically linked against %v; build it with CGO_ENABLED=0", path, libs)
+	}
+	return nil
+}
+
+var machines = map[string]elf.Machine{
+	"amd64": elf.EM_X86_64,
+	"arm64": elf.EM_AARCH64,
+}

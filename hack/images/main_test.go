@@ -1,0 +1,76 @@
+package main
+
+import (
+	"debug/elf"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckStatic_CheckStatic_RefusesWhatCannotRunWithoutLibc(t *testing.T) {
+	dir := t.TempDir()
+	static := filepath.Join(dir, "pause")
+	cmd := exec.Command("go", "build", "-o", static, "../pause")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ../pause: %v\n%s", err, out)
+	}
+	text := filepath.Join(dir, "script")
+	if err := os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name string
+		path string
+		want string // "" for success
+		is   error
+	}{
+		{name: "static", path: static},
+		{name: "dynamic", path: dynamicBinary(t), want: "dynamically linked"},
+		{name: "not ELF", path: text, want: "failed to read " + text + " as an ELF binary"},
+		{name: "missing", path: filepath.Join(dir, "nope"), want: "failed to open", is: fs.ErrNotExist},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkStatic(tt.path)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("checkStatic(%s) = %v; want nil", tt.path, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("checkStatic(%s) = %v; want an error containing %q", tt.path, err, tt.want)
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("checkStatic(%s) = %v; want errors.Is(err, %v)", tt.path, err, tt.is)
+			}
+		})
+	}
+}
+
+// dynamicBinary finds a dynamically linked executable on the host, which any distribution's
+// coreutils are.
+func dynamicBinary(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/bin/ls", "/usr/bin/ls", "/bin/cat", "/usr/bin/env"} {
+		f, err := elf.Open(p)
+		if err != nil {
+			continue
+		}
+		for _, prog := range f.Progs {
+			if prog.Type == elf.PT_INTERP {
+				f.Close()
+				return p
+			}
+		}
+		f.Close()
+	}
+	t.Skip("no dynamically linked executable on this host")
+	return ""
+}

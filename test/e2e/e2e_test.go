@@ -1,0 +1,237 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/scheme"
+	"github.com/stackwright/stackwright/internal/testing/repo"
+)
+
+func TestMain(m *testing.M) {
+	// The clients' own logging adds nothing to a test failure.
+	ctrllog.SetLogger(logr.Discard())
+	r, err := repo.Root()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	root = r
+	if os.Getenv("KUBECONFIG") == "" {
+		fmt.Fprintln(os.Stderr, "KUBECONFIG is not set: run the end-to-end tests with `make e2e`")
+		os.Exit(1)
+	}
+	code := m.Run()
+	// Helm leaves the CRDs it installed; the next run starts from a cluster without them.
+	if out, err := runErr("kubectl", "delete", "--ignore-not-found", "-f", "config/crd/bases"); err != nil {
+		fmt.Fprintf(os.Stderr, "failed to delete CRDs: %v\n%s", err, out)
+	}
+	os.Exit(code)
+}
+
+func newClient(t *testing.T) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatalf("failed to load kubeconfig: %v", err)
+	}
+	s, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatalf("failed to create client: %v", err)
+	}
+	return c
+}
+
+// TestInstall_YAML_StackSurvivesManagerRestart installs from deploy/install.yaml, runs
+// a Program Stack to Ready in a runner-less manager Pod, replaces the Pod and checks the
+// Stack stays Ready without a new update, deletes the Stack (destroying its files) and
+// uninstalls.
+func TestInstall_YAML_StackSurvivesManagerRestart(t *testing.T) {
+	g := NewWithT(t)
+	c := newClient(t)
+	run(t, "kubectl", "apply", "--server-side", "-f", "deploy/install.yaml")
+	t.Cleanup(func() {
+		if out, err := runErr("kubectl", "delete", "--ignore-not-found", "--wait", "-f", "deploy/install.yaml"); err != nil {
+			t.Errorf("uninstall: %v\n%s", err, out)
+		}
+	})
+	pod := waitManager(t, c)
+	assertRestricted(t, pod)
+
+	const ns = "e2e-yaml"
+	createNamespace(t, c, ns)
+	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	applyStack(t, ns)
+	waitStackReady(g, c, ns, "files")
+	dir := dataDir(g, c, "stackwright-data")
+	g.Expect(stackFiles(dir, ns)).To(ConsistOf("greeting.txt", "secrets/token.txt"))
+	greeting, err := os.ReadFile(filepath.Join(dir, "e2e-files", ns, "greeting.txt"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(greeting)).To(Equal("Hello from the cluster"))
+	before := updates(g, c, ns)
+
+	// A new manager Pod takes over from the state on the volume: nothing is re-applied.
+	g.Expect(c.Delete(context.Background(), pod)).To(Succeed())
+	next := waitManager(t, c)
+	g.Expect(next.Name).NotTo(Equal(pod.Name))
+	assertSettled(t, c, ns, before)
+
+	run(t, "kubectl", "delete", "-n", ns, "stack/files", "--timeout=5m")
+	g.Expect(stackFiles(dir, ns)).To(BeEmpty(), "destroyOnFinalize left files behind")
+}
+
+// TestInstall_Helm_UpgradeKeepsStack installs with the chart, runs a Stack to Ready,
+// upgrades the release with changed values and checks the Stack stays Ready with nothing
+// re-applied, then uninstalls.
+func TestInstall_Helm_UpgradeKeepsStack(t *testing.T) {
+	g := NewWithT(t)
+	c := newClient(t)
+	helmInstall(t, "install")
+	pod := waitManager(t, c)
+	assertRestricted(t, pod)
+
+	const ns = "e2e-helm"
+	createNamespace(t, c, ns)
+	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	applyStack(t, ns)
+	waitStackReady(g, c, ns, "files")
+	before := updates(g, c, ns)
+
+	helmInstall(t, "upgrade", "--set", "maxConcurrentUpdates=3", "--set", "logLevel=debug")
+	next := waitManager(t, c)
+	g.Expect(next.Name).NotTo(Equal(pod.Name), "the upgrade changed the Pod template")
+	g.Expect(strings.Join(next.Spec.Containers[0].Args, " ")).To(ContainSubstring("--max-concurrent-updates=3"))
+	assertSettled(t, c, ns, before)
+
+	run(t, "kubectl", "delete", "-n", ns, "stack/files", "--timeout=5m")
+}
+
+// TestInstall_Namespaced_IgnoresOtherNamespaces installs the chart scoped to one
+// namespace and checks that the manager reconciles Stacks there, cannot even read Stacks
+// elsewhere, and leaves them alone.
+func TestInstall_Namespaced_IgnoresOtherNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	c := newClient(t)
+	const watched, other = "e2e-tenant", "e2e-outside"
+	createNamespace(t, c, watched)
+	createNamespace(t, c, other)
+	t.Cleanup(func() { deleteNamespace(t, c, other) })
+	t.Cleanup(func() { deleteNamespace(t, c, watched) })
+	helmInstall(t, "install", "--set", "watchNamespaces={"+watched+"}")
+	waitManager(t, c)
+
+	sa := "system:serviceaccount:" + systemNamespace + ":stackwright-manager"
+	for _, check := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"list", "stacks.pulumi.com", "-n", watched}, "yes"},
+		{[]string{"list", "stacks.pulumi.com", "-n", other}, "no"},
+		{[]string{"list", "stacks.pulumi.com", "--all-namespaces"}, "no"},
+		{[]string{"get", "secrets", "-n", other}, "no"},
+	} {
+		out, _ := runErr("kubectl", append([]string{"auth", "can-i", "--as=" + sa}, check.args...)...)
+		g.Expect(strings.TrimSpace(out)).To(Equal(check.want), "can-i %v", check.args)
+	}
+
+	applyStack(t, watched)
+	applyStack(t, other)
+	waitStackReady(g, c, watched, "files")
+	var outside pulumiv1.Stack
+	g.Consistently(func(g Gomega) {
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: other, Name: "files"}, &outside)).To(Succeed())
+		g.Expect(outside.Finalizers).To(BeEmpty())
+		g.Expect(outside.Status.Conditions).To(BeEmpty())
+	}).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Succeed(), "a Stack outside the watched namespaces was touched")
+	run(t, "kubectl", "delete", "-n", watched, "stack/files", "--timeout=5m")
+}
+
+// helmInstall installs or upgrades the chart as release "stackwright" and uninstalls it
+// (and the CRDs, which Helm leaves) when the test ends.
+func helmInstall(t *testing.T, verb string, args ...string) {
+	t.Helper()
+	base := []string{verb, "stackwright", "charts/stackwright", "-n", systemNamespace, "--wait", "--timeout=5m"}
+	if verb == "install" {
+		base = append(base, "--create-namespace")
+		t.Cleanup(func() {
+			if out, err := runErr("helm", "uninstall", "stackwright", "-n", systemNamespace, "--wait", "--timeout=5m"); err != nil {
+				t.Errorf("helm uninstall: %v\n%s", err, out)
+			}
+			_, _ = runErr("kubectl", "delete", "namespace", systemNamespace, "--ignore-not-found", "--timeout=3m")
+		})
+	}
+	run(t, "helm", append(base, args...)...)
+}
+
+// assertSettled checks for a while that the Stack stays Ready and no Update is created.
+func assertSettled(t *testing.T, c client.Client, ns string, before []string) {
+	t.Helper()
+	NewWithT(t).Consistently(func(g Gomega) {
+		var stack pulumiv1.Stack
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "files"}, &stack)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(stack.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue())
+		g.Expect(updates(g, c, ns)).To(ConsistOf(before), "a new Update was created")
+	}).WithTimeout(20 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
+}
+
+// assertRestricted checks the manager Pod against the restricted Pod Security profile
+// and that it really runs as a non-root user with a read-only root filesystem.
+func assertRestricted(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	g := NewWithT(t)
+	psc := pod.Spec.SecurityContext
+	g.Expect(psc).NotTo(BeNil())
+	g.Expect(psc.RunAsNonRoot).To(HaveValue(BeTrue()))
+	g.Expect(psc.SeccompProfile).NotTo(BeNil())
+	g.Expect(psc.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+	for _, ctr := range pod.Spec.Containers {
+		sc := ctr.SecurityContext
+		g.Expect(sc).NotTo(BeNil(), ctr.Name)
+		g.Expect(sc.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()), ctr.Name)
+		g.Expect(sc.AllowPrivilegeEscalation).To(HaveValue(BeFalse()), ctr.Name)
+		g.Expect(sc.Capabilities).NotTo(BeNil(), ctr.Name)
+		g.Expect(sc.Capabilities.Drop).To(ContainElement(corev1.Capability("ALL")), ctr.Name)
+	}
+	// The kubelet reports the identity the container really got.
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.User != nil && st.User.Linux != nil {
+			g.Expect(st.User.Linux.UID).NotTo(BeZero(), st.Name)
+		}
+	}
+	// Admission agrees: a namespace enforcing "restricted" admits the same Pod spec.
+	ns := "e2e-psa-" + fmt.Sprint(time.Now().Unix())
+	c := newClient(t)
+	g.Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+	}}})).To(Succeed())
+	defer func() { _ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) }()
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}, Spec: *pod.Spec.DeepCopy()}
+	probe.Spec.NodeName, probe.Spec.Volumes = "", nil
+	probe.Spec.ServiceAccountName, probe.Spec.DeprecatedServiceAccount = "default", ""
+	for i := range probe.Spec.Containers {
+		probe.Spec.Containers[i].VolumeMounts = nil
+	}
+	err := c.Create(context.Background(), probe, client.DryRunAll)
+	g.Expect(err).NotTo(HaveOccurred(), "the restricted profile refuses the manager Pod")
+}

@@ -1,0 +1,452 @@
+package install
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/stackwright/stackwright/internal/testing/repo"
+)
+
+// render is one way of producing the install manifests, and what they must promise.
+type render struct {
+	name string
+	run  func(t *testing.T) []byte
+	// namespace holds the manager; watch is what it must be limited to (nil: everything).
+	namespace string
+	watch     []string
+}
+
+func TestManifests_Render_RestrictedPodAndScopedRBAC(t *testing.T) {
+	renders := []render{
+		{name: "kustomize config/default", run: kustomize("config/default"), namespace: "stackwright-system"},
+		{name: "checked-in deploy/install.yaml", run: readFile("deploy/install.yaml"), namespace: "stackwright-system"},
+		{name: "kustomize config/namespaced", run: kustomize("config/namespaced"), namespace: "stackwright-system", watch: []string{"stackwright-tenant"}},
+		{name: "helm defaults", run: helmTemplate(), namespace: "stackwright-system"},
+		{name: "helm watchNamespaces", run: helmTemplate("--set", "watchNamespaces={a,b}"), namespace: "stackwright-system", watch: []string{"a", "b"}},
+	}
+	generated := managerRules(t)
+	for _, r := range renders {
+		t.Run(r.name, func(t *testing.T) {
+			objs := parse(t, r.run(t))
+
+			var crds []string
+			for _, o := range objs.ofKind("CustomResourceDefinition") {
+				crds = append(crds, o.GetName())
+			}
+			slices.Sort(crds)
+			if diff := cmp.Diff([]string{"programs.pulumi.com", "stacks.pulumi.com", "updates.stackwright.dev"}, crds); diff != "" {
+				t.Errorf("CRDs (-want +got):\n%s", diff)
+			}
+
+			dep := checkDeployment(t, objs, r.namespace)
+			flag := "--watch-namespaces=" + strings.Join(r.watch, ",")
+			hasFlag := slices.ContainsFunc(dep.Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--watch-namespaces") })
+			if r.watch == nil && hasFlag {
+				t.Errorf("cluster-wide install passes --watch-namespaces: %v", dep.Spec.Template.Spec.Containers[0].Args)
+			}
+			if r.watch != nil && !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, flag) {
+				t.Errorf("args %v lack %s", dep.Spec.Template.Spec.Containers[0].Args, flag)
+			}
+
+			sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: dep.Spec.Template.Spec.ServiceAccountName, Namespace: r.namespace}
+			checkRBAC(t, objs, sa, r.watch, generated)
+		})
+	}
+}
+
+// checkDeployment checks the one manager Deployment against the restricted Pod Security
+// Standard, plus what the manager itself relies on: a read-only root with writable /tmp
+// and data directory, probes, one Pod at a time on the data volume, and time to shut down.
+func checkDeployment(t *testing.T, objs objects, namespace string) *appsv1.Deployment {
+	t.Helper()
+	deps := objs.ofKind("Deployment")
+	if len(deps) != 1 {
+		t.Fatalf("want 1 Deployment, got %d", len(deps))
+	}
+	dep := &appsv1.Deployment{}
+	convert(t, deps[0], dep)
+	if dep.Namespace != namespace {
+		t.Errorf("Deployment in namespace %q, want %q", dep.Namespace, namespace)
+	}
+	pod := dep.Spec.Template.Spec
+	wantPod := &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptrTo(true),
+		RunAsUser:      ptrTo[int64](65532),
+		RunAsGroup:     ptrTo[int64](65532),
+		FSGroup:        ptrTo[int64](65532),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if diff := cmp.Diff(wantPod, pod.SecurityContext); diff != "" {
+		t.Errorf("Pod securityContext (-want +got):\n%s", diff)
+	}
+	wantContainer := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptrTo(false),
+		ReadOnlyRootFilesystem:   ptrTo(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+	if len(pod.Containers) != 1 || len(pod.InitContainers) != 0 {
+		t.Fatalf("want exactly one container, got %d (+%d init)", len(pod.Containers), len(pod.InitContainers))
+	}
+	c := pod.Containers[0]
+	if diff := cmp.Diff(wantContainer, c.SecurityContext); diff != "" {
+		t.Errorf("container securityContext (-want +got):\n%s", diff)
+	}
+	if pod.HostNetwork || pod.HostPID || pod.HostIPC {
+		t.Error("the Pod shares a host namespace")
+	}
+	if dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("strategy %q, want Recreate (a ReadWriteOnce volume)", dep.Spec.Strategy.Type)
+	}
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g < 70 {
+		t.Errorf("terminationGracePeriodSeconds %v: engine runs get a minute to record their result", g)
+	}
+	if c.Args[0] != "manager" || !slices.Contains(c.Args, "--leader-elect") {
+		t.Errorf("args %v: want `manager ... --leader-elect`", c.Args)
+	}
+	for probe, want := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != want {
+			t.Errorf("no probe on %s", want)
+		}
+	}
+	if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() {
+		t.Errorf("resources %v: want requests and limits", c.Resources)
+	}
+	// Everything the manager writes must be a volume: the root file system is read-only.
+	volumes := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		volumes[v.Name] = v
+	}
+	mounts := map[string]corev1.VolumeSource{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = volumes[m.Name].VolumeSource
+	}
+	if v := mounts["/tmp"]; v.EmptyDir == nil {
+		t.Errorf("/tmp (HOME) is not an emptyDir: %+v", v)
+	}
+	if v := mounts["/var/lib/stackwright"]; v.PersistentVolumeClaim == nil {
+		t.Errorf("the data directory is not a PersistentVolumeClaim: %+v", v)
+	} else if len(objs.named("PersistentVolumeClaim", namespace, v.PersistentVolumeClaim.ClaimName)) != 1 {
+		t.Errorf("PersistentVolumeClaim %s is not part of the install", v.PersistentVolumeClaim.ClaimName)
+	}
+	return dep
+}
+
+// checkRBAC checks that sa holds the generated rules where it should and nowhere else:
+// cluster-wide without watch, or in each watched namespace (minus cluster-scoped
+// resources) with nothing cluster-wide but `get` on the watched Namespaces.
+func checkRBAC(t *testing.T, objs objects, sa rbacv1.Subject, watch []string, generated []rbacv1.PolicyRule) {
+	t.Helper()
+	clusterRules := boundRules(t, objs, sa, "ClusterRoleBinding", "")
+	if watch == nil {
+		if diff := cmp.Diff(generated, clusterRules); diff != "" {
+			t.Errorf("cluster-wide rules differ from config/rbac/role.yaml (-want +got):\n%s", diff)
+		}
+		return
+	}
+	wantCluster := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: watch, Verbs: []string{"get"}}}
+	if diff := cmp.Diff(wantCluster, clusterRules); diff != "" {
+		t.Errorf("cluster-wide rules of a namespaced install (-want +got):\n%s", diff)
+	}
+	var namespaced []rbacv1.PolicyRule
+	for _, r := range generated {
+		r.Resources = slices.DeleteFunc(slices.Clone(r.Resources), func(s string) bool { return s == "namespaces" })
+		if len(r.Resources) > 0 {
+			namespaced = append(namespaced, r)
+		}
+	}
+	for _, ns := range watch {
+		if diff := cmp.Diff(namespaced, boundRules(t, objs, sa, "RoleBinding", ns)); diff != "" {
+			t.Errorf("rules in watched namespace %s (-want +got):\n%s", ns, diff)
+		}
+	}
+}
+
+// boundRules collects the rules that bindings of kind bindingKind in namespace ns grant
+// to sa (roles in the install resolved by name).
+func boundRules(t *testing.T, objs objects, sa rbacv1.Subject, bindingKind, ns string) []rbacv1.PolicyRule {
+	t.Helper()
+	var rules []rbacv1.PolicyRule
+	for _, o := range objs.ofKind(bindingKind) {
+		if o.GetNamespace() != ns {
+			continue
+		}
+		var b rbacv1.RoleBinding // a ClusterRoleBinding has the same fields
+		convert(t, o, &b)
+		if !slices.Contains(b.Subjects, sa) {
+			continue
+		}
+		roleNS := ns
+		if b.RoleRef.Kind == "ClusterRole" {
+			roleNS = ""
+		}
+		roles := objs.named(b.RoleRef.Kind, roleNS, b.RoleRef.Name)
+		if len(roles) != 1 {
+			t.Errorf("%s %s/%s refers to %s %s, which is not in the install", bindingKind, ns, b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+			continue
+		}
+		var role rbacv1.Role
+		convert(t, roles[0], &role)
+		// Leader election is checked with the Deployment's namespace, not here.
+		if strings.HasSuffix(role.Name, "-leader-election") {
+			continue
+		}
+		rules = append(rules, role.Rules...)
+	}
+	return rules
+}
+
+// managerRules reads the rules controller-gen generated.
+func managerRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(readFile("config/rbac/role.yaml")(t), &role); err != nil {
+		t.Fatalf("failed to parse config/rbac/role.yaml: %v", err)
+	}
+	return role.Rules
+}
+
+func TestManifests_Render_LeaderElectionStaysInTheManagersNamespace(t *testing.T) {
+	renders := []render{
+		{name: "kustomize config/default", run: kustomize("config/default"), namespace: "stackwright-system"},
+		{name: "kustomize config/namespaced", run: kustomize("config/namespaced"), namespace: "stackwright-system"},
+		{name: "helm defaults", run: helmTemplate(), namespace: "stackwright-system"},
+	}
+	for _, r := range renders {
+		t.Run(r.name, func(t *testing.T) {
+			objs := parse(t, r.run(t))
+			var got []rbacv1.PolicyRule
+			for _, o := range objs.ofKind("Role") {
+				if strings.HasSuffix(o.GetName(), "-leader-election") {
+					if o.GetNamespace() != r.namespace {
+						t.Errorf("leader-election Role in %q, want %q", o.GetNamespace(), r.namespace)
+					}
+					var role rbacv1.Role
+					convert(t, o, &role)
+					got = append(got, role.Rules...)
+				}
+			}
+			want := []rbacv1.PolicyRule{
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+				// controller-runtime's leader election records core/v1 Events.
+				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("leader-election rules (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestChart_Lint_Passes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{name: "defaults"},
+		{name: "namespaced", args: []string{"--set", "watchNamespaces={a,b}"}},
+		{name: "no persistence, two replicas", args: []string{"--set", "persistence.enabled=false", "--set", "replicas=2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := helm(t, append([]string{"lint", "--strict", chartDir(t)}, tc.args...)...)
+			if err != nil {
+				t.Fatalf("helm lint: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+func TestChart_Template_SchemaRejectsBadValues(t *testing.T) {
+	tests := []struct {
+		name string
+		set  string
+		want string // in helm's error output
+	}{
+		{name: "replicas not a number", set: "replicas=abc", want: "replicas"},
+		{name: "maxConcurrentUpdates not a number", set: "maxConcurrentUpdates=two", want: "maxConcurrentUpdates"},
+		{name: "unknown top-level key", set: "replica=2", want: "replica"},
+		{name: "unknown nested key", set: "persistence.sise=2Gi", want: "sise"},
+		{name: "invalid namespace name", set: "watchNamespaces={Team_A}", want: "watchNamespaces"},
+		{name: "unknown log level", set: "logLevel=loud", want: "logLevel"},
+		{name: "two replicas on one ReadWriteOnce volume", set: "replicas=2", want: "ReadWriteMany"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, cmd := range []string{"lint", "template"} {
+				out, err := helm(t, cmd, chartDir(t), "--set", tc.set)
+				if err == nil {
+					t.Errorf("helm %s --set %s succeeded, want an error", cmd, tc.set)
+					continue
+				}
+				if !strings.Contains(out, tc.want) {
+					t.Errorf("helm %s --set %s: error does not mention %q:\n%s", cmd, tc.set, tc.want, out)
+				}
+			}
+		})
+	}
+}
+
+func TestChart_Template_PersistenceDisabledUsesEmptyDir(t *testing.T) {
+	objs := parse(t, helmTemplate("--set", "persistence.enabled=false")(t))
+	if pvcs := objs.ofKind("PersistentVolumeClaim"); len(pvcs) != 0 {
+		t.Errorf("persistence disabled still creates %d PersistentVolumeClaim(s)", len(pvcs))
+	}
+	var dep appsv1.Deployment
+	convert(t, objs.ofKind("Deployment")[0], &dep)
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.Name == "data" && v.EmptyDir == nil {
+			t.Errorf("data volume %+v, want an emptyDir", v.VolumeSource)
+		}
+	}
+}
+
+// objects is a rendered install.
+type objects []*unstructured.Unstructured
+
+func (objs objects) ofKind(kind string) objects {
+	var out objects
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (objs objects) named(kind, ns, name string) objects {
+	var out objects
+	for _, o := range objs.ofKind(kind) {
+		if o.GetNamespace() == ns && o.GetName() == name {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func parse(t *testing.T, manifests []byte) objects {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
+	var objs objects
+	for {
+		o := &unstructured.Unstructured{}
+		err := dec.Decode(&o.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatalf("failed to parse the rendered manifests: %v", err)
+		}
+		if len(o.Object) > 0 {
+			objs = append(objs, o)
+		}
+	}
+}
+
+func convert(t *testing.T, o *unstructured.Unstructured, into any) {
+	t.Helper()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
+		t.Fatalf("failed to convert %s %s: %v", o.GetKind(), o.GetName(), err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func root(t *testing.T) string {
+	t.Helper()
+	r, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func chartDir(t *testing.T) string { return filepath.Join(root(t), "charts", "stackwright") }
+
+// binary returns the path of a tool in ./bin. A developer without it gets a skip; CI must
+// have built it, so there it is a failure.
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	bin := filepath.Join(root(t), "bin")
+	if err := repo.RequireBinaries(bin, name); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	return filepath.Join(bin, name)
+}
+
+func readFile(rel string) func(t *testing.T) []byte {
+	return func(t *testing.T) []byte {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root(t), rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+}
+
+func kustomize(dir string) func(t *testing.T) []byte {
+	return func(t *testing.T) []byte {
+		t.Helper()
+		out, err := run(t, binary(t, "kubectl"), "kustomize", filepath.Join(root(t), dir))
+		if err != nil {
+			t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
+		}
+		return []byte(out)
+	}
+}
+
+func helmTemplate(args ...string) func(t *testing.T) []byte {
+	return func(t *testing.T) []byte {
+		t.Helper()
+		out, err := helm(t, append([]string{"template", "stackwright", chartDir(t), "--namespace", "stackwright-system", "--include-crds"}, args...)...)
+		if err != nil {
+			t.Fatalf("helm template: %v\n%s", err, out)
+		}
+		return []byte(out)
+	}
+}
+
+// helm runs ./bin/helm with its configuration and caches in a temporary directory, so
+// the developer's repositories and plugins play no part.
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	path := binary(t, "helm")
+	home := t.TempDir()
+	t.Setenv("HELM_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("HELM_CACHE_HOME", filepath.Join(home, "cache"))
+	t.Setenv("HELM_DATA_HOME", filepath.Join(home, "data"))
+	return run(t, path, args...)
+}
+
+// run returns stdout for success and stdout plus stderr for errors, which is where the
+// tools explain themselves.
+func run(t *testing.T, name string, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), name, args...)
+	cmd.Dir = root(t)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String() + stderr.String(), err
+	}
+	return stdout.String(), nil
+}
