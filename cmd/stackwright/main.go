@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/devenv"
+	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/executor/job"
 	"github.com/stackwright/stackwright/internal/manager"
 	"github.com/stackwright/stackwright/internal/version"
 )
@@ -28,7 +32,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newManagerCommand(), newDevCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), newDevCommand(), newRunnerCommand(), newVersionCommand())
 	return root
 }
 
@@ -75,6 +79,33 @@ func newDevCommand() *cobra.Command {
 	cmd.Flags().StringVar(&dev.Bin, "bin", dev.Bin, "Directory holding kube-apiserver, etcd, kubectl, pulumi and the plugins (make tools builds it).")
 	cmd.Flags().StringVar(&dev.CRDs, "crds", dev.CRDs, "Directory of CRD manifests to install.")
 	cmd.Flags().StringVar(&dev.Kubeconfig, "kubeconfig-out", dev.Kubeconfig, "Where to write the admin kubeconfig for kubectl.")
+	return cmd
+}
+
+func newRunnerCommand() *cobra.Command {
+	r := &job.PodRunner{
+		WorkFile:  filepath.Join(job.WorkDir, job.WorkFile),
+		TokenFile: filepath.Join(job.TokenDir, job.TokenFile),
+		Scratch:   job.ScratchDir,
+		Report:    10 * time.Minute,
+		Env:       engine.BaseEnv(),
+	}
+	var maxBytes int64 = 100 << 20
+	cmd := &cobra.Command{
+		Use:   "runner",
+		Short: "Run one Update in a runner Pod (started by the job executor)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r.Limits = artifact.Limits{MaxBytes: maxBytes}
+			return r.Run(ctrl.SetupSignalHandler())
+		},
+	}
+	cmd.Flags().StringVar(&r.WorkFile, "work", r.WorkFile, "The Update's work document (mounted from its work Secret).")
+	cmd.Flags().StringVar(&r.TokenFile, "token", r.TokenFile, "The projected ServiceAccount token presented to the manager.")
+	cmd.Flags().StringVar(&r.Scratch, "scratch", r.Scratch, "Writable directory for the work tree and PULUMI_HOME.")
+	cmd.Flags().DurationVar(&r.Report, "report-timeout", r.Report, "How long to keep offering the result to a manager that does not answer.")
+	cmd.Flags().StringSliceVar(&r.InheritEnv, "inherit-env", nil, "Variables of the Pod's environment the program sees besides PATH, HOME and TMPDIR.")
+	cmd.Flags().Int64Var(&maxBytes, "max-artifact-bytes", maxBytes, "Largest artifact accepted, in bytes (compressed and extracted).")
 	return cmd
 }
 

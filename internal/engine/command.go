@@ -21,6 +21,16 @@ import (
 // environment stay out; a Stack passes what its program needs through envRefs.
 var DefaultInheritEnv = []string{"PATH", "HOME", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR"}
 
+// BaseEnv is the environment every run of a manager or runner starts from: no update
+// checks, and no plugin downloads: plugins come from the image (or ./bin), and nothing
+// downloads code because a program asked for it.
+func BaseEnv() map[string]string {
+	return map[string]string{
+		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+	}
+}
+
 // command runs the pulumi CLI for the Automation API, which would otherwise start it with
 // this process's whole environment (os.Environ). It also undoes the Automation API's
 // --message=%q (v3.259): no shell removes those quotes, so the backend would record

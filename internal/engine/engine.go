@@ -87,7 +87,7 @@ type Request struct {
 	// Message is recorded with the update in the backend (up, refresh, destroy).
 	Message string
 	// Log receives the engine's progress output, secrets masked; nil discards it.
-	Log io.Writer
+	Log io.Writer `json:"-"`
 }
 
 // Output is one stack output. A secret output keeps its value here: callers decide where

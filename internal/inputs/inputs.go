@@ -40,9 +40,9 @@ type Options struct {
 	// for the same reason.
 	FSRoot string
 	// DefaultBackend is used when neither spec.backend, a PULUMI_BACKEND_URL variable nor
-	// a Pulumi access token says where state lives: a file:// URL under which each
-	// namespace gets its own directory, so that Stacks of different namespaces never share
-	// state however they name their stacks.
+	// a Pulumi access token says where state lives: a self-managed backend URL under which
+	// each namespace gets its own directory, so that Stacks of different namespaces never
+	// share state however they name their stacks.
 	DefaultBackend string
 	// DefaultPassphraseFile encrypts stack secrets when a self-managed backend is used
 	// with the passphrase provider and the Stack supplies no passphrase of its own.
@@ -144,7 +144,12 @@ func applyBackendDefaults(namespace string, spec *pulumiv1.StackSpec, env map[st
 		env[EnvBackendURL] = spec.Backend
 	}
 	if env[EnvBackendURL] == "" && env[EnvAccessToken] == "" && o.DefaultBackend != "" {
-		env[EnvBackendURL] = strings.TrimSuffix(o.DefaultBackend, "/") + "/" + namespace
+		// The namespace goes into the path, before any query (s3://bucket?region=x).
+		base, query, hasQuery := strings.Cut(o.DefaultBackend, "?")
+		env[EnvBackendURL] = strings.TrimSuffix(base, "/") + "/" + namespace
+		if hasQuery {
+			env[EnvBackendURL] += "?" + query
+		}
 	}
 	selfManaged := env[EnvBackendURL] != "" && !strings.HasPrefix(env[EnvBackendURL], "https://") && !strings.HasPrefix(env[EnvBackendURL], "http://")
 	passphraseProvider := spec.SecretsProvider == "" || spec.SecretsProvider == "passphrase"

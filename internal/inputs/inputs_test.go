@@ -112,6 +112,25 @@ func TestResolve_Backend_DefaultsLikePKO(t *testing.T) {
 	}
 }
 
+func TestResolve_DefaultBackend_NamespaceGoesBeforeQuery(t *testing.T) {
+	for _, tt := range []struct{ name, base, want string }{
+		{name: "plain", base: "s3://bucket", want: "s3://bucket/ns"},
+		{name: "trailingSlash", base: "s3://bucket/prefix/", want: "s3://bucket/prefix/ns"},
+		{name: "query", base: "s3://bucket?region=eu-west-1&endpoint=http://10.0.0.1:9000", want: "s3://bucket/ns?region=eu-west-1&endpoint=http://10.0.0.1:9000"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: pulumiv1.StackSpec{SecretsProvider: "awskms://alias/x"}}
+			got, err := Resolve(context.Background(), newReader(t), st, Options{DefaultBackend: tt.base})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Env[EnvBackendURL] != tt.want {
+				t.Errorf("backend = %q, want %q", got.Env[EnvBackendURL], tt.want)
+			}
+		})
+	}
+}
+
 func TestResolve_References_FailWithPreciseFaults(t *testing.T) {
 	fsRoot := t.TempDir()
 	if err := os.WriteFile(filepath.Join(fsRoot, "ok"), []byte("file-value"), 0o600); err != nil {

@@ -16,9 +16,13 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -30,6 +34,8 @@ import (
 	stackctrl "github.com/stackwright/stackwright/internal/controller/stack"
 	updatectrl "github.com/stackwright/stackwright/internal/controller/update"
 	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/executor"
+	"github.com/stackwright/stackwright/internal/executor/job"
 	"github.com/stackwright/stackwright/internal/executor/local"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/runner"
@@ -38,6 +44,7 @@ import (
 	"github.com/stackwright/stackwright/internal/source/flux"
 	"github.com/stackwright/stackwright/internal/source/git"
 	"github.com/stackwright/stackwright/internal/source/program"
+	"github.com/stackwright/stackwright/internal/version"
 )
 
 // Options are the manager's command-line settings.
@@ -59,7 +66,26 @@ type Options struct {
 
 	MaxConcurrentReconciles int
 	MaxConcurrentUpdates    int
-	MaxBackoff              time.Duration
+	// MaxConcurrentUpdatesPerNamespace bounds one namespace's share (Job executor).
+	MaxConcurrentUpdatesPerNamespace int
+
+	// Executor is "local" (engine runs in the manager) or "job" (a runner Job per Update).
+	Executor string
+	// DefaultBackend is the backend of Stacks that name none; empty means the manager's
+	// file:// backend with the local executor, and Pulumi's default with the Job executor.
+	DefaultBackend string
+	// Runner* configure the Job executor's runner Pods and the API they call back.
+	RunnerImage      string
+	RunnerPullPolicy string
+	RunnerDeadline   time.Duration
+	RunnerJobTTL     time.Duration
+	RunnerAPIAddr    string
+	RunnerAPIService string
+	RunnerAPIURL     string
+	// RunnerLostGrace is how long a finished runner may take to report; zero means 30s.
+	// Not a flag: tests shorten it.
+	RunnerLostGrace time.Duration
+	MaxBackoff      time.Duration
 	// RetryBase is the first retry delay; zero means 10s. Not a flag: tests shorten it.
 	RetryBase        time.Duration
 	StallAfter       int
@@ -71,6 +97,11 @@ type Options struct {
 	Zap zap.Options
 }
 
+const (
+	executorLocal = "local"
+	executorJob   = "job"
+)
+
 // DefaultOptions returns the settings used when no flag is given.
 func DefaultOptions() *Options {
 	return &Options{
@@ -80,6 +111,13 @@ func DefaultOptions() *Options {
 		MaxConcurrentReconciles: 10,
 		// Two engine runs saturate two cores; more only queue on the CPU.
 		MaxConcurrentUpdates: 2,
+		Executor:             "local",
+		RunnerImage:          "localhost/stackwright-runner:" + version.Version,
+		RunnerPullPolicy:     string(corev1.PullIfNotPresent),
+		RunnerDeadline:       time.Hour,
+		RunnerJobTTL:         10 * time.Minute,
+		RunnerAPIAddr:        ":9443",
+		RunnerAPIService:     "stackwright-runner-api",
 		MaxBackoff:           24 * time.Hour,
 		StallAfter:           3,
 		UpdateHistory:        10,
@@ -98,7 +136,17 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for artifacts, work directories, PULUMI_HOME and the default file:// backend.")
 	fs.StringVar(&o.PulumiBin, "pulumi-bin", o.PulumiBin, "Directory holding the pulumi CLI, language hosts and providers (default: found on PATH).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Stacks reconciled in parallel (cheap: no engine runs happen in reconciles).")
-	fs.IntVar(&o.MaxConcurrentUpdates, "max-concurrent-updates", o.MaxConcurrentUpdates, "Engine runs executed in parallel by the local executor.")
+	fs.IntVar(&o.MaxConcurrentUpdates, "max-concurrent-updates", o.MaxConcurrentUpdates, "Engine runs in parallel: in the manager (local executor) or runner Jobs at once (job executor).")
+	fs.IntVar(&o.MaxConcurrentUpdatesPerNamespace, "max-concurrent-updates-per-namespace", o.MaxConcurrentUpdatesPerNamespace, "Runner Jobs at once in one namespace (job executor; 0: no limit beyond --max-concurrent-updates).")
+	fs.StringVar(&o.Executor, "executor", o.Executor, "Where engine runs happen: local (in the manager) or job (one runner Job per Update, in the Stack's namespace, as its ServiceAccount).")
+	fs.StringVar(&o.DefaultBackend, "default-backend", o.DefaultBackend, "Backend of Stacks without spec.backend (default: the data directory's file:// backend with the local executor, Pulumi's default with the job executor).")
+	fs.StringVar(&o.RunnerImage, "runner-image", o.RunnerImage, "Image of runner Pods (job executor).")
+	fs.StringVar(&o.RunnerPullPolicy, "runner-image-pull-policy", o.RunnerPullPolicy, "Pull policy of the runner image (job executor).")
+	fs.DurationVar(&o.RunnerDeadline, "runner-deadline", o.RunnerDeadline, "Longest run of one runner Job (its activeDeadlineSeconds).")
+	fs.DurationVar(&o.RunnerJobTTL, "runner-job-ttl", o.RunnerJobTTL, "How long finished runner Jobs (and their Pods' logs) are kept.")
+	fs.StringVar(&o.RunnerAPIAddr, "runner-api-bind-address", o.RunnerAPIAddr, "Address of the HTTPS API runners fetch artifacts from and report results to (job executor).")
+	fs.StringVar(&o.RunnerAPIService, "runner-api-service", o.RunnerAPIService, "Service in the manager's namespace ($POD_NAMESPACE) in front of the runner API; runners reach it by its cluster IP.")
+	fs.StringVar(&o.RunnerAPIURL, "runner-api-url", o.RunnerAPIURL, "URL runners use for the runner API (overrides --runner-api-service).")
 	fs.DurationVar(&o.MaxBackoff, "retry-max-backoff", o.MaxBackoff, "Longest wait between retries of a failed update, unless a Stack sets retryMaxBackoffDurationSeconds.")
 	fs.IntVar(&o.StallAfter, "stall-after-failures", o.StallAfter, "Consecutive permanent failures after which a Stack stalls until its spec, references or source change.")
 	fs.IntVar(&o.UpdateHistory, "update-history", o.UpdateHistory, "Finished Updates kept per Stack (the latest is always kept).")
@@ -168,12 +216,18 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 // namespaces. Every object the manager caches is namespaced; the one cluster-scoped read
 // (the Namespace of a Stack being deleted) goes through the API reader, so a
 // namespace-scoped install needs nothing cluster-wide but `get namespaces`.
+//
+// Jobs are cached only when Stackwright made them (runner Jobs): a cluster's other Jobs
+// are none of its business and would cost memory.
 func (o *Options) cacheOptions() cache.Options {
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{job.LabelManagedBy: job.ManagedBy})},
+	}}
 	namespaces := watchNamespaces(o.WatchNamespaces)
 	if len(namespaces) == 0 {
-		return cache.Options{}
+		return opts
 	}
-	opts := cache.Options{DefaultNamespaces: map[string]cache.Config{}}
+	opts.DefaultNamespaces = map[string]cache.Config{}
 	for _, ns := range namespaces {
 		opts.DefaultNamespaces[ns] = cache.Config{}
 	}
@@ -206,12 +260,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	eng, err := engine.New(engine.Options{
 		Bin:        o.PulumiBin,
 		PulumiHome: dirs.pulumiHome,
-		Env: map[string]string{
-			"PULUMI_SKIP_UPDATE_CHECK": "true",
-			// Plugins come from the image (or ./bin): a manager must not download code
-			// because a program asked for it.
-			"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-		},
+		Env:        engine.BaseEnv(),
 	})
 	if err != nil {
 		return fmt.Errorf("failed to set up the pulumi engine: %w", err)
@@ -219,17 +268,49 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	in := inputs.Options{
 		AllowEnvRefs:          o.AllowEnvRefs,
 		FSRoot:                o.FSRefRoot,
-		DefaultBackend:        "file://" + dirs.state,
+		DefaultBackend:        cmp.Or(o.DefaultBackend, "file://"+dirs.state),
 		DefaultPassphraseFile: dirs.passphrase,
+	}
+	if o.Executor == executorJob {
+		// Runner Pods reach neither the manager's disk nor, for a tenant's sake, the
+		// passphrase the manager keeps for Stacks of every namespace.
+		in.DefaultBackend, in.DefaultPassphraseFile = o.DefaultBackend, ""
 	}
 	limits := artifact.Limits{MaxBytes: o.MaxArtifactBytes}
 	run := &runner.Runner{
 		Client: mgr.GetClient(), Engine: eng, Store: store, WorkRoot: dirs.work, Inputs: in,
 		Limits: limits,
 	}
-	exec := local.New(mgr.GetClient(), run, o.MaxConcurrentUpdates)
-	if err := mgr.Add(exec); err != nil {
+	// The local executor always runs: it performs detached Updates (destroys in terminating
+	// namespaces, where no Job can be created either).
+	localExec := local.New(mgr.GetClient(), run, o.MaxConcurrentUpdates)
+	if err := mgr.Add(localExec); err != nil {
 		return fmt.Errorf("failed to add local executor: %w", err)
+	}
+	var exec executor.Executor = localExec
+	switch o.Executor {
+	case executorLocal:
+	case executorJob:
+		jobs, err := job.New(mgr.GetClient(), mgr.GetAPIReader(), run, store, job.Options{
+			Pod: job.PodOptions{
+				Image: o.RunnerImage, PullPolicy: corev1.PullPolicy(o.RunnerPullPolicy),
+				Deadline: int64(o.RunnerDeadline.Seconds()), TTL: int32(o.RunnerJobTTL.Seconds()),
+				Resources: job.DefaultResources(), TokenExpiry: int64(max(o.RunnerDeadline, time.Hour).Seconds()) + 600,
+			},
+			MaxRunning: o.MaxConcurrentUpdates, MaxRunningPerNamespace: o.MaxConcurrentUpdatesPerNamespace,
+			BindAddress: o.RunnerAPIAddr, URL: o.RunnerAPIURL,
+			Service: o.RunnerAPIService, Namespace: os.Getenv("POD_NAMESPACE"),
+			CertDir: filepath.Join(o.DataDir, "tls"), LostGrace: o.RunnerLostGrace,
+		})
+		if err != nil {
+			return fmt.Errorf("failed to set up job executor: %w", err)
+		}
+		if err := jobs.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("failed to set up job executor: %w", err)
+		}
+		exec = jobs
+	default:
+		return fmt.Errorf("unknown executor %q: want %q or %q", o.Executor, executorLocal, executorJob)
 	}
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 	sources := source.Registry{
@@ -240,7 +321,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		},
 	}
 	stacks := &stackctrl.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources, Detached: exec,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources, Detached: localExec,
 		Recorder: mgr.GetEventRecorder("stackwright"), Now: time.Now,
 		Options: stackctrl.Options{
 			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, Inputs: in,

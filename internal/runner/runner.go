@@ -74,21 +74,33 @@ func (r *Runner) Claim(ctx context.Context, u *v1alpha1.Update, runner string) (
 // Run executes a claimed Update and records its outcome. The returned error is about
 // recording; the operation's own failure is in the Update's status.
 func (r *Runner) Run(ctx context.Context, u *v1alpha1.Update) error {
-	log := ctrl.LoggerFrom(ctx).WithValues("update", u.Name, "type", u.Spec.Type)
 	base := u.DeepCopy()
 	res, err := r.Execute(ctx, u)
+	var outputs map[string]engine.Output
 	if err == nil {
-		name, serr := r.writeOutputs(ctx, u, res.Outputs)
+		outputs = res.Outputs
+	}
+	return r.Record(ctx, base, u, outputs)
+}
+
+// Record stores the result of a finished run of u: its status (u's, patched over base)
+// and, for a successful run that produces them, its outputs in a Secret owned by u. It
+// serves both executors: the Job executor's runner Pods hand their result to the manager,
+// which records it here.
+func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, outputs map[string]engine.Output) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("update", u.Name, "type", u.Spec.Type)
+	// The run may have outlived ctx (shutdown); its result must still be recorded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
+		name, serr := r.writeOutputs(ctx, u, outputs)
 		if serr != nil {
 			// The operation happened; losing its outputs must not make it look failed.
 			log.Error(serr, "Failed to write outputs Secret")
 		}
 		u.Status.OutputsSecretName = name
 	}
-	// The run may have outlived ctx (shutdown); its result must still be recorded.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if perr := r.Client.Status().Patch(pctx, u, client.MergeFrom(base), client.FieldOwner(fieldManager)); perr != nil {
+	if perr := r.Client.Status().Patch(ctx, u, client.MergeFrom(base), client.FieldOwner(fieldManager)); perr != nil {
 		return fmt.Errorf("failed to record result of Update %s: %w", u.Name, perr)
 	}
 	log.Info("Update finished", "phase", u.Status.Phase, "message", u.Status.Message)
@@ -100,19 +112,12 @@ func (r *Runner) Run(ctx context.Context, u *v1alpha1.Update) error {
 func (r *Runner) Execute(ctx context.Context, u *v1alpha1.Update) (engine.Result, error) {
 	tail := engine.NewTail(v1alpha1.MaxLogTailLength)
 	res, err := r.run(ctx, u, tail)
-	finish(u, res, err, tail.String(), time.Now())
+	Finish(u, res, err, tail.String(), time.Now())
 	return res, err
 }
 
 func (r *Runner) run(ctx context.Context, u *v1alpha1.Update, tail *engine.Tail) (engine.Result, error) {
-	stack := &pulumiv1.Stack{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.StackName}, stack); err != nil {
-		if apierrors.IsNotFound(err) {
-			return engine.Result{}, fault.Stall(v1alpha1.ReasonPermanentFailure, "Stack %q not found", u.Spec.StackName)
-		}
-		return engine.Result{}, fmt.Errorf("failed to get Stack %s: %w", u.Spec.StackName, err)
-	}
-	in, err := inputs.Resolve(ctx, r.Client, stack, r.Inputs)
+	stack, req, err := r.Request(ctx, u)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -120,18 +125,35 @@ func (r *Runner) run(ctx context.Context, u *v1alpha1.Update, tail *engine.Tail)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	if err := ensureFileBackend(in.Env[inputs.EnvBackendURL]); err != nil {
+	if err := EnsureFileBackend(req.Env[inputs.EnvBackendURL]); err != nil {
 		return engine.Result{}, err
+	}
+	req.WorkDir, req.Log = dir, tail
+	return r.Engine.Run(ctx, req)
+}
+
+// Request resolves what an engine run of u needs, except its work directory and log: the
+// operation, and the Stack's inputs (config, secrets, environment) read with the manager's
+// rights. The Job executor hands it to a runner Pod, which has none.
+func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Stack, engine.Request, error) {
+	stack := &pulumiv1.Stack{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.StackName}, stack); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, engine.Request{}, fault.Stall(v1alpha1.ReasonPermanentFailure, "Stack %q not found", u.Spec.StackName)
+		}
+		return nil, engine.Request{}, fmt.Errorf("failed to get Stack %s: %w", u.Spec.StackName, err)
+	}
+	in, err := inputs.Resolve(ctx, r.Client, stack, r.Inputs)
+	if err != nil {
+		return nil, engine.Request{}, err
 	}
 	req := engine.Request{
 		Operation:       engine.Operation(u.Spec.Type),
-		WorkDir:         dir,
 		Stack:           stack.Spec.Stack,
 		SecretsProvider: stack.Spec.SecretsProvider,
 		Config:          make(map[string]engine.ConfigValue, len(in.Config)),
 		Env:             in.Env,
 		CreateStack:     !stack.Spec.UseLocalStackOnly,
-		Log:             tail,
 	}
 	for k, v := range in.Config {
 		req.Config[k] = engine.ConfigValue(v)
@@ -140,7 +162,7 @@ func (r *Runner) run(ctx context.Context, u *v1alpha1.Update, tail *engine.Tail)
 		req.Refresh, req.ExpectNoChanges, req.Targets, req.TargetDependents = o.Refresh, o.ExpectNoChanges, o.Targets, o.TargetDependents
 		req.RemoveStack, req.Message = o.Remove, o.Message
 	}
-	return r.Engine.Run(ctx, req)
+	return stack, req, nil
 }
 
 // prepare extracts the Update's artifact, verifying its digest, into a fresh work directory
@@ -156,21 +178,27 @@ func (r *Runner) prepare(u *v1alpha1.Update, stack *pulumiv1.Stack) (string, err
 		}
 		return "", fmt.Errorf("failed to extract artifact %s: %w", u.Spec.ArtifactDigest, err)
 	}
-	dir := filepath.Join(work, filepath.FromSlash(u.Spec.ProjectDir))
+	return ProjectDir(work, u.Spec.ProjectDir, u.Spec.Revision)
+}
+
+// ProjectDir returns the project directory projectDir of an artifact extracted into work,
+// refusing one that leaves it or holds no Pulumi.yaml.
+func ProjectDir(work, projectDir, revision string) (string, error) {
+	dir := filepath.Join(work, filepath.FromSlash(projectDir))
 	if rel, err := filepath.Rel(work, dir); err != nil || strings.HasPrefix(rel, "..") {
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "project directory %q leaves the artifact", u.Spec.ProjectDir)
+		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "project directory %q leaves the artifact", projectDir)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "Pulumi.yaml")); err != nil {
 		if _, yerr := os.Stat(filepath.Join(dir, "Pulumi.yml")); yerr != nil {
-			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "no Pulumi.yaml in directory %q of revision %s", u.Spec.ProjectDir, u.Spec.Revision)
+			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "no Pulumi.yaml in directory %q of revision %s", projectDir, revision)
 		}
 	}
 	return dir, nil
 }
 
-// ensureFileBackend creates the directory of a file:// backend: pulumi refuses to log in
+// EnsureFileBackend creates the directory of a file:// backend: pulumi refuses to log in
 // to one that does not exist, and the default backend has a directory per namespace.
-func ensureFileBackend(url string) error {
+func EnsureFileBackend(url string) error {
 	path, ok := strings.CutPrefix(url, "file://")
 	if !ok || path == "" || strings.HasPrefix(path, "~") {
 		return nil
@@ -181,8 +209,8 @@ func ensureFileBackend(url string) error {
 	return nil
 }
 
-// finish fills u's status from the outcome of its run.
-func finish(u *v1alpha1.Update, res engine.Result, err error, logTail string, now time.Time) {
+// Finish fills u's status from the outcome of its run.
+func Finish(u *v1alpha1.Update, res engine.Result, err error, logTail string, now time.Time) {
 	end := metav1.NewTime(now)
 	u.Status.EndTime = &end
 	u.Status.LogTail = logTail

@@ -46,7 +46,7 @@ func TestFailure_Error_MapsToRetryReason(t *testing.T) {
 func TestFinish_Outcome_FillsStatusAndCondition(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	ok := &v1alpha1.Update{}
-	finish(ok, engine.Result{Message: "up succeeded: 2 created", Changes: map[string]int{"create": 2}}, nil, "log", now)
+	Finish(ok, engine.Result{Message: "up succeeded: 2 created", Changes: map[string]int{"create": 2}}, nil, "log", now)
 	if diff := cmp.Diff(map[string]int64{"create": 2}, ok.Status.Changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
@@ -58,7 +58,7 @@ func TestFinish_Outcome_FillsStatusAndCondition(t *testing.T) {
 	}
 
 	failed := &v1alpha1.Update{}
-	finish(failed, engine.Result{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "no Pulumi.yaml in %q", "sub"), "", now)
+	Finish(failed, engine.Result{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "no Pulumi.yaml in %q", "sub"), "", now)
 	c := apimeta.FindStatusCondition(failed.Status.Conditions, v1alpha1.ConditionComplete)
 	if failed.Status.Phase != v1alpha1.UpdatePhaseFailed || c == nil || c.Reason != v1alpha1.ReasonPermanentFailure || c.Message != `no Pulumi.yaml in "sub"` {
 		t.Errorf("status after failure = %+v, condition %+v", failed.Status, c)
@@ -68,14 +68,14 @@ func TestFinish_Outcome_FillsStatusAndCondition(t *testing.T) {
 func TestEnsureFileBackend_URL_CreatesOnlyLocalDirectories(t *testing.T) {
 	dir := t.TempDir() + "/state/ns"
 	for _, url := range []string{"", "https://api.pulumi.com", "s3://bucket", "file://~/state"} {
-		if err := ensureFileBackend(url); err != nil {
-			t.Errorf("ensureFileBackend(%q) = %v; want nil and nothing created", url, err)
+		if err := EnsureFileBackend(url); err != nil {
+			t.Errorf("EnsureFileBackend(%q) = %v; want nil and nothing created", url, err)
 		}
 	}
-	if err := ensureFileBackend("file://" + dir); err != nil {
+	if err := EnsureFileBackend("file://" + dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := ensureFileBackend("file://" + dir); err != nil {
+	if err := EnsureFileBackend("file://" + dir); err != nil {
 		t.Errorf("second call = %v; want it idempotent", err)
 	}
 }

@@ -235,3 +235,111 @@ func assertRestricted(t *testing.T, pod *corev1.Pod) {
 	err := c.Create(context.Background(), probe, client.DryRunAll)
 	g.Expect(err).NotTo(HaveOccurred(), "the restricted profile refuses the manager Pod")
 }
+
+// TestInstall_JobExecutor_RunnerPodPerUpdate installs the chart with the Job executor: a
+// Stack runs in short-lived runner Pods in its own namespace, which enforces the
+// restricted Pod Security profile, as its own ServiceAccount, with its state on a volume
+// of that namespace; deleting it destroys its files through another runner.
+func TestInstall_JobExecutor_RunnerPodPerUpdate(t *testing.T) {
+	g := NewWithT(t)
+	c := newClient(t)
+	helmInstall(t, "install", "--set", "executor=job")
+	waitManager(t, c)
+
+	const ns = "e2e-job"
+	g.Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+	}}})).To(Succeed())
+	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	run(t, "kubectl", "apply", "-n", ns, "-f", "config/samples/pulumi_v1_program_files.yaml")
+	manifest := `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: deployer
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: state
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: files-passphrase
+stringData:
+  passphrase: e2e-only
+---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: files
+spec:
+  stack: e2e
+  programRef:
+    name: files
+  backend: file:///state/backend
+  serviceAccountName: deployer
+  envRefs:
+    PULUMI_CONFIG_PASSPHRASE:
+      type: Secret
+      secret:
+        name: files-passphrase
+        key: passphrase
+    STACKWRIGHT_TESTING_ROOT:
+      type: Literal
+      literal:
+        value: /state/files
+  config:
+    message: Hello from a runner Pod
+  destroyOnFinalize: true
+  workspaceTemplate:
+    spec:
+      podTemplate:
+        spec:
+          volumes:
+          - name: state
+            persistentVolumeClaim:
+              claimName: state
+          containers:
+          - name: pulumi
+            volumeMounts:
+            - name: state
+              mountPath: /state
+`
+	path := filepath.Join(t.TempDir(), "stack.yaml")
+	g.Expect(os.WriteFile(path, []byte(manifest), 0o600)).To(Succeed())
+	run(t, "kubectl", "apply", "-n", ns, "-f", path)
+	NewWithT(t).Eventually(func(g Gomega) { waitStackReadyOnce(g, c, ns, "files") }).
+		WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "Stack not Ready\n%s", describeNamespace(ns))
+
+	// One runner Pod per Update, as the Stack's ServiceAccount, none left running.
+	ups := updates(g, c, ns)
+	g.Expect(ups).To(HaveLen(1))
+	var pods corev1.PodList
+	g.Expect(c.List(context.Background(), &pods, client.InNamespace(ns))).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1), "runner Pods")
+	g.Expect(pods.Items[0].Spec.ServiceAccountName).To(Equal("deployer"))
+	NewWithT(t).Eventually(func(g Gomega) {
+		var p corev1.Pod
+		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(&pods.Items[0]), &p)).To(Succeed())
+		g.Expect(p.Status.Phase).To(Equal(corev1.PodSucceeded))
+	}).WithTimeout(time.Minute).Should(Succeed(), "the runner Pod did not finish")
+
+	var pvc corev1.PersistentVolumeClaim
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "state"}, &pvc)).To(Succeed())
+	var pv corev1.PersistentVolume
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, &pv)).To(Succeed())
+	files := filepath.Join(pv.Spec.HostPath.Path, "files")
+	greeting, err := os.ReadFile(filepath.Join(files, "greeting.txt"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(greeting)).To(Equal("Hello from a runner Pod"))
+
+	run(t, "kubectl", "delete", "-n", ns, "stack/files", "--timeout=5m")
+	_, err = os.Stat(filepath.Join(files, "greeting.txt"))
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "destroy left greeting.txt behind")
+}

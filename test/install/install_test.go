@@ -159,7 +159,11 @@ func checkRBAC(t *testing.T, objs objects, sa rbacv1.Subject, watch []string, ge
 		}
 		return
 	}
-	wantCluster := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: watch, Verbs: []string{"get"}}}
+	wantCluster := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: watch, Verbs: []string{"get"}},
+		// The job executor authenticates runner Pods; TokenReviews are cluster-scoped.
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+	}
 	if diff := cmp.Diff(wantCluster, clusterRules); diff != "" {
 		t.Errorf("cluster-wide rules of a namespaced install (-want +got):\n%s", diff)
 	}
@@ -245,6 +249,8 @@ func TestManifests_Render_LeaderElectionStaysInTheManagersNamespace(t *testing.T
 				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 				// controller-runtime's leader election records core/v1 Events.
 				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+				// The job executor reads its runner API Service's cluster IP.
+				{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get"}},
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("leader-election rules (-want +got):\n%s", diff)

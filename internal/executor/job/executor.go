@@ -1,0 +1,548 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/executor"
+	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/runner"
+)
+
+// fieldManager identifies the Job executor's writes.
+const fieldManager = "stackwright-job-executor"
+
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+
+// Runner is what the executor needs of *runner.Runner: the manager resolves a run's
+// inputs and records its result; the runner Pod only runs the engine.
+type Runner interface {
+	Claim(ctx context.Context, u *v1alpha1.Update, runner string) (bool, error)
+	Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Stack, engine.Request, error)
+	Record(ctx context.Context, base, u *v1alpha1.Update, outputs map[string]engine.Output) error
+}
+
+// Options configure the Job executor.
+type Options struct {
+	Pod PodOptions
+	// MaxRunning bounds the runner Jobs running at once, cluster-wide.
+	MaxRunning int
+	// MaxRunningPerNamespace bounds them per namespace, so one tenant cannot take every
+	// slot; 0 means MaxRunning.
+	MaxRunningPerNamespace int
+	// BindAddress is where the runner API listens.
+	BindAddress string
+	// URL is how runners reach the runner API; empty means https://<cluster IP of
+	// Service>:<port of BindAddress>.
+	URL string
+	// Service and Namespace name the runner API's Service, used when URL is empty.
+	Service, Namespace string
+	// CertDir keeps the runner API's certificate across restarts.
+	CertDir string
+	// LostGrace is how long a finished Job's Update may wait for its result (in flight
+	// through the API) before it is declared lost.
+	LostGrace time.Duration
+}
+
+// Executor runs each Update in a Job of its own, in the Stack's namespace, as the Stack's
+// ServiceAccount. It implements executor.Executor and manager.Runnable.
+type Executor struct {
+	client client.Client
+	reader client.Reader
+	runner Runner
+	opts   Options
+	server *server
+	cert   []byte
+	url    string
+	now    func() time.Time
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []queued
+	queued  map[types.NamespacedName]bool
+	running map[types.NamespacedName]string // Update → namespace, Jobs started and not finished
+	stopped bool
+}
+
+type queued struct {
+	key       types.NamespacedName
+	namespace string
+}
+
+var _ executor.Executor = (*Executor)(nil)
+
+// New returns a Job executor; SetupWithManager registers it.
+func New(c client.Client, reader client.Reader, r Runner, store *artifact.Store, o Options) (*Executor, error) {
+	cert, certPEM, err := loadOrCreateCert(o.CertDir)
+	if err != nil {
+		return nil, err
+	}
+	if o.LostGrace == 0 {
+		o.LostGrace = 30 * time.Second
+	}
+	e := &Executor{
+		client: c, reader: reader, runner: r, opts: o, cert: certPEM, url: o.URL, now: time.Now,
+		queued: map[types.NamespacedName]bool{}, running: map[types.NamespacedName]string{},
+	}
+	e.cond = sync.NewCond(&e.mu)
+	e.server = &server{client: c, reader: reader, store: store, cert: cert, addr: o.BindAddress, record: e.record, tokens: newTokenCache()}
+	return e, nil
+}
+
+// SetupWithManager adds the executor, its runner API and the watch on runner Jobs.
+func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(e); err != nil {
+		return err
+	}
+	if err := mgr.Add(e.server); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("runnerjob").
+		For(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[LabelManagedBy] == ManagedBy
+		}))).
+		Complete(ctrlFunc(e.reconcileJob))
+}
+
+// Submit implements executor.Executor.
+func (e *Executor) Submit(u *v1alpha1.Update) {
+	key := client.ObjectKeyFromObject(u)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.queued[key] || e.running[key] != "" {
+		return
+	}
+	e.queued[key] = true
+	e.queue = append(e.queue, queued{key: key, namespace: u.Namespace})
+	e.cond.Signal()
+}
+
+// Owns implements executor.Executor: the Job executor watches its own runners (their
+// Jobs) and declares them lost itself, with the reason the Job gives.
+func (e *Executor) Owns(r string) bool { return strings.HasPrefix(r, "job/") }
+
+// Start implements manager.Runnable. It counts the runners still running from before a
+// restart, then starts Jobs as slots free up, and sweeps for runners whose Job vanished.
+func (e *Executor) Start(ctx context.Context) error {
+	if e.url == "" {
+		url, err := e.discoverURL(ctx)
+		if err != nil {
+			return err
+		}
+		e.url = url
+	}
+	if err := e.adopt(ctx); err != nil {
+		return err
+	}
+	log := ctrl.LoggerFrom(ctx).WithName("job-executor")
+	log.Info("Starting Job executor", "runnerAPI", e.url, "maxRunning", e.opts.MaxRunning, "maxRunningPerNamespace", e.perNamespace())
+	var wg sync.WaitGroup
+	wg.Go(func() { e.sweep(ctx) })
+	wg.Go(func() {
+		for {
+			q, ok := e.next()
+			if !ok {
+				return
+			}
+			if err := e.start(ctrl.LoggerInto(ctx, log.WithValues("update", q.key.String())), q.key); err != nil {
+				log.Error(err, "Failed to start runner", "update", q.key.String())
+			}
+		}
+	})
+	<-ctx.Done()
+	e.mu.Lock()
+	e.stopped = true
+	e.cond.Broadcast()
+	e.mu.Unlock()
+	wg.Wait()
+	return nil
+}
+
+func (e *Executor) perNamespace() int {
+	if e.opts.MaxRunningPerNamespace > 0 {
+		return e.opts.MaxRunningPerNamespace
+	}
+	return e.opts.MaxRunning
+}
+
+// next blocks until a queued Update fits in the global and its namespace's budget, and
+// reserves its slot. Queue order is kept within each namespace; a namespace at its limit
+// does not hold back the others.
+func (e *Executor) next() (queued, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for {
+		if e.stopped {
+			return queued{}, false
+		}
+		if len(e.running) < e.opts.MaxRunning {
+			perNS := map[string]int{}
+			for _, ns := range e.running {
+				perNS[ns]++
+			}
+			for i, q := range e.queue {
+				if perNS[q.namespace] >= e.perNamespace() {
+					continue
+				}
+				e.queue = append(e.queue[:i], e.queue[i+1:]...)
+				delete(e.queued, q.key)
+				e.running[q.key] = q.namespace
+				return q, true
+			}
+		}
+		e.cond.Wait()
+	}
+}
+
+func (e *Executor) release(key types.NamespacedName) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.running[key]; ok {
+		delete(e.running, key)
+		e.cond.Broadcast()
+	}
+}
+
+// Running reports the runner Jobs counted against the budget, for metrics and tests.
+func (e *Executor) Running() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.running)
+}
+
+// start claims the Update, then creates its work Secret and Job. The claim comes first:
+// it is the one write that only one manager can win, so a Job is never created twice for
+// an Update; a crash after it leaves a Running Update without a Job, which the sweep
+// declares lost and the Stack retries.
+func (e *Executor) start(ctx context.Context, key types.NamespacedName) error {
+	u := &v1alpha1.Update{}
+	if err := e.client.Get(ctx, key, u); err != nil {
+		e.release(key)
+		return client.IgnoreNotFound(err)
+	}
+	claimed, err := e.runner.Claim(ctx, u, runnerIdentity(u))
+	if err != nil || !claimed {
+		e.release(key)
+		return err
+	}
+	if err := e.createJob(ctx, u); err != nil {
+		e.release(key)
+		return e.fail(ctx, u, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Started runner Job", "job", jobName(u))
+	return nil
+}
+
+func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
+	stack, req, err := e.runner.Request(ctx, u)
+	if err != nil {
+		return err
+	}
+	tmpl, err := parseWorkspaceTemplate(stack.Spec.WorkspaceTemplate)
+	if err != nil {
+		return fault.Stall(pulumiv1.ReasonInvalidSpec, "%v", err)
+	}
+	work := &Work{
+		Namespace: u.Namespace, Update: u.Name, UpdateUID: string(u.UID),
+		ArtifactDigest: u.Spec.ArtifactDigest, ProjectDir: u.Spec.ProjectDir, Revision: u.Spec.Revision,
+		ManagerURL: e.url, Request: req,
+	}
+	job, secret, err := buildJob(u, stack, work, e.cert, e.opts.Pod, tmpl)
+	if err != nil {
+		return err
+	}
+	if err := e.client.Create(ctx, secret, client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to create work Secret %s: %w", secret.Name, err)
+	}
+	if err := e.client.Create(ctx, job, client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to create runner Job %s: %w", job.Name, err)
+	}
+	return nil
+}
+
+// fail ends an Update that could not start, with the reason the error carries.
+func (e *Executor) fail(ctx context.Context, u *v1alpha1.Update, cause error) error {
+	base := u.DeepCopy()
+	runner.Finish(u, engine.Result{}, cause, "", e.now())
+	return e.runner.Record(ctx, base, u, nil)
+}
+
+// record applies a runner's reported result to its Update. It is called by the runner
+// API for an authenticated runner of u.
+func (e *Executor) record(ctx context.Context, u *v1alpha1.Update, res *Result) error {
+	st := res.Status
+	if st.Phase != v1alpha1.UpdatePhaseSucceeded && st.Phase != v1alpha1.UpdatePhaseFailed {
+		return fmt.Errorf("runner reported phase %q", st.Phase)
+	}
+	base := u.DeepCopy()
+	u = u.DeepCopy()
+	// The runner reports the outcome; who ran it and when it started are the manager's.
+	u.Status.Phase, u.Status.Result, u.Status.Message = st.Phase, st.Result, st.Message
+	u.Status.LogTail, u.Status.Changes, u.Status.Permalink, u.Status.EndTime = st.LogTail, st.Changes, st.Permalink, st.EndTime
+	if u.Status.EndTime == nil {
+		u.Status.EndTime = &metav1.Time{Time: e.now()}
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionComplete); c != nil {
+		cond := *c
+		cond.ObservedGeneration = u.Generation
+		apimeta.SetStatusCondition(&u.Status.Conditions, cond)
+	}
+	var outputs map[string]engine.Output
+	if st.Phase == v1alpha1.UpdatePhaseSucceeded {
+		outputs = res.Outputs
+	}
+	if err := e.runner.Record(ctx, base, u, outputs); err != nil {
+		return err
+	}
+	e.cleanup(ctx, u)
+	e.release(client.ObjectKeyFromObject(u))
+	return nil
+}
+
+// cleanup deletes the work Secret as soon as the run is over: it holds the Stack's
+// secrets. The Job stays for its TTL, for `kubectl logs`.
+func (e *Executor) cleanup(ctx context.Context, u *v1alpha1.Update) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: u.Namespace, Name: workSecretName(u)}}
+	if err := e.client.Delete(ctx, s); err != nil && !apierrors.IsNotFound(err) {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to delete work Secret", "secret", s.Name)
+	}
+}
+
+// discoverURL finds the runner API Service's cluster IP: Pods in other namespaces reach
+// it by IP whether or not the cluster runs DNS.
+func (e *Executor) discoverURL(ctx context.Context) (string, error) {
+	if e.opts.Service == "" || e.opts.Namespace == "" {
+		return "", fmt.Errorf("the Job executor needs --runner-api-url, or --runner-api-service and the manager's namespace ($POD_NAMESPACE)")
+	}
+	svc := &corev1.Service{}
+	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: e.opts.Namespace, Name: e.opts.Service}, svc); err != nil {
+		return "", fmt.Errorf("failed to get runner API Service %s/%s: %w", e.opts.Namespace, e.opts.Service, err)
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Ports) == 0 {
+		return "", fmt.Errorf("runner API Service %s/%s has no cluster IP and port", e.opts.Namespace, e.opts.Service)
+	}
+	return fmt.Sprintf("https://%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), nil
+}
+
+// adopt counts the runner Jobs of a previous manager against the budget.
+func (e *Executor) adopt(ctx context.Context) error {
+	var list v1alpha1.UpdateList
+	if err := e.client.List(ctx, &list); err != nil {
+		return fmt.Errorf("failed to list Updates: %w", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, u := range list.Items {
+		if u.Status.Phase == v1alpha1.UpdatePhaseRunning && u.Status.Runner == runnerIdentity(&u) {
+			e.running[client.ObjectKeyFromObject(&u)] = u.Namespace
+		}
+	}
+	return nil
+}
+
+// sweep declares lost the running Updates whose Job is gone (deleted by hand, or never
+// created because the manager crashed right after the claim).
+func (e *Executor) sweep(ctx context.Context) {
+	t := time.NewTicker(e.opts.LostGrace)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.mu.Lock()
+		keys := make([]types.NamespacedName, 0, len(e.running))
+		for k := range e.running {
+			keys = append(keys, k)
+		}
+		e.mu.Unlock()
+		for _, key := range keys {
+			e.checkJobExists(ctx, key)
+		}
+	}
+}
+
+func (e *Executor) checkJobExists(ctx context.Context, key types.NamespacedName) {
+	u := &v1alpha1.Update{}
+	if err := e.client.Get(ctx, key, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			e.release(key)
+		}
+		return
+	}
+	if u.Status.Phase != v1alpha1.UpdatePhaseRunning || u.Status.Runner != runnerIdentity(u) {
+		// Not started yet (claim pending) or finished: nothing to check.
+		if u.Status.Finished() {
+			e.release(key)
+		}
+		return
+	}
+	if u.Status.StartTime != nil && e.now().Sub(u.Status.StartTime.Time) < e.opts.LostGrace {
+		return
+	}
+	err := e.reader.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: jobName(u)}, &batchv1.Job{})
+	if apierrors.IsNotFound(err) {
+		e.markLost(ctx, u, "its runner Job was deleted before it reported a result")
+	}
+}
+
+// reconcileJob follows a runner Job to its end. A runner that reports its result exits 0
+// after the manager has recorded it; a Job that ends any other way lost its runner.
+func (e *Executor) reconcileJob(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	j := &batchv1.Job{}
+	if err := e.client.Get(ctx, req.NamespacedName, j); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	finished, failed, reason := jobOutcome(j)
+	if !finished {
+		return ctrl.Result{}, nil
+	}
+	owner := metav1.GetControllerOf(j)
+	if owner == nil || owner.Kind != "Update" {
+		return ctrl.Result{}, nil
+	}
+	u := &v1alpha1.Update{}
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: owner.Name}, u); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	key := client.ObjectKeyFromObject(u)
+	if u.UID != owner.UID || u.Status.Phase != v1alpha1.UpdatePhaseRunning || u.Status.Runner != runnerIdentity(u) {
+		e.release(key)
+		return ctrl.Result{}, nil
+	}
+	// The result may be on its way through the API server and the cache.
+	if end := jobEnd(j); end != nil && e.now().Sub(end.Time) < e.opts.LostGrace {
+		return ctrl.Result{RequeueAfter: e.opts.LostGrace - e.now().Sub(end.Time)}, nil
+	}
+	if !failed {
+		reason = "its runner exited without its result reaching the manager"
+	} else if reason == "" {
+		reason = e.podFailure(ctx, u)
+	}
+	e.markLost(ctx, u, reason)
+	return ctrl.Result{}, nil
+}
+
+// jobOutcome reads a Job's terminal condition.
+func jobOutcome(j *batchv1.Job) (finished, failed bool, reason string) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, false, ""
+		case batchv1.JobFailed:
+			if c.Reason == batchv1.JobReasonDeadlineExceeded {
+				return true, true, fmt.Sprintf("its runner exceeded the deadline of %ds", ptrValue(j.Spec.ActiveDeadlineSeconds))
+			}
+			return true, true, ""
+		}
+	}
+	return false, false, ""
+}
+
+func jobEnd(j *batchv1.Job) *metav1.Time {
+	if j.Status.CompletionTime != nil {
+		return j.Status.CompletionTime
+	}
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobComplete) && c.Status == corev1.ConditionTrue {
+			return &c.LastTransitionTime
+		}
+	}
+	return nil
+}
+
+// podFailure says how the runner Pod of u ended, from what the kubelet recorded.
+func (e *Executor) podFailure(ctx context.Context, u *v1alpha1.Update) string {
+	var pods corev1.PodList
+	if err := e.reader.List(ctx, &pods, client.InNamespace(u.Namespace), client.MatchingLabels{LabelUpdateUID: string(u.UID)}); err != nil || len(pods.Items) == 0 {
+		return "its runner Pod was deleted or evicted before it reported a result"
+	}
+	p := pods.Items[0]
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return fmt.Sprintf("its runner Pod was disrupted (%s: %s)", c.Reason, c.Message)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			if t.Reason == "OOMKilled" {
+				limit := ""
+				for _, c := range p.Spec.Containers {
+					if m, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && c.Name == cs.Name {
+						limit = " of " + m.String()
+					}
+				}
+				return "its runner ran out of memory (limit" + limit + ") and was killed"
+			}
+			msg := strings.TrimSpace(t.Message)
+			if len(msg) > 512 {
+				msg = msg[len(msg)-512:]
+			}
+			return fmt.Sprintf("its runner exited with code %d (%s): %s", t.ExitCode, t.Reason, msg)
+		}
+	}
+	if p.DeletionTimestamp != nil {
+		return "its runner Pod was deleted before it reported a result"
+	}
+	return fmt.Sprintf("its runner Pod ended in phase %s: %s", p.Status.Phase, p.Status.Message)
+}
+
+// markLost fails an Update whose runner ended without a result. RunnerLost is transient:
+// the Stack retries under its normal backoff.
+func (e *Executor) markLost(ctx context.Context, u *v1alpha1.Update, why string) {
+	base := u.DeepCopy()
+	u = u.DeepCopy()
+	now := metav1.NewTime(e.now())
+	msg := fmt.Sprintf("runner %s lost: %s; it will be retried", u.Status.Runner, why)
+	u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, msg, &now
+	apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionComplete, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRunnerLost,
+		Message: msg, ObservedGeneration: u.Generation,
+	})
+	// The optimistic lock loses to a result recorded in the meantime.
+	if err := e.client.Status().Patch(ctx, u, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldManager)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to mark Update lost", "update", u.Name)
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("Runner lost", "update", u.Name, "reason", why)
+	e.cleanup(ctx, u)
+	e.release(client.ObjectKeyFromObject(u))
+}
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// ctrlFunc adapts a function to reconcile.Reconciler.
+type ctrlFunc func(context.Context, ctrl.Request) (ctrl.Result, error)
+
+func (f ctrlFunc) Reconcile(ctx context.Context, r ctrl.Request) (ctrl.Result, error) {
+	return f(ctx, r)
+}

@@ -1,0 +1,140 @@
+package job_test
+
+import (
+	"bytes"
+	"crypto/tls"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/executor/job"
+)
+
+func TestExecutor_Run_StackReadyThroughRunnerJob(t *testing.T) {
+	s := newScenario(t)
+	s.filesStack("web", nil)
+	st := s.waitReady("web")
+
+	b, err := os.ReadFile(filepath.Join(s.files, "web.txt"))
+	s.g.Expect(err).NotTo(HaveOccurred(), "the runner did not create the file")
+	s.g.Expect(string(b)).To(Equal("from a runner"))
+	s.g.Expect(st.Status.Outputs).To(HaveKey("path"))
+
+	ups := s.updates()
+	s.g.Expect(ups).To(HaveLen(1))
+	u := ups[0]
+	s.g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseSucceeded))
+	s.g.Expect(u.Status.Runner).To(HavePrefix("job/" + s.ns + "/"))
+	s.g.Expect(u.Status.OutputsSecretName).NotTo(BeEmpty(), "the manager records the outputs the runner reported")
+
+	var jobs batchv1.JobList
+	s.g.Expect(k8s.List(t.Context(), &jobs, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(jobs.Items).To(HaveLen(1), "one Job per Update")
+	pod := jobs.Items[0].Spec.Template.Spec
+	s.g.Expect(pod.ServiceAccountName).To(Equal("default"))
+	s.g.Expect(*pod.Containers[0].SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+
+	// The work Secret holds the Stack's secrets: it goes as soon as the result is in.
+	s.eventually(func(g Gomega) {
+		var secrets corev1.SecretList
+		g.Expect(k8s.List(t.Context(), &secrets, client.InNamespace(s.ns), client.MatchingLabels{job.LabelManagedBy: job.ManagedBy})).To(Succeed())
+		g.Expect(secrets.Items).To(BeEmpty())
+	})
+}
+
+func TestServer_Requests_OnlyTheUpdatesOwnRunner(t *testing.T) {
+	s := newScenario(t)
+	s.filesStack("held", map[string]string{skipAnnotation: "true"})
+	var u v1alpha1.Update
+	s.eventually(func(g Gomega) {
+		ups := s.updates()
+		g.Expect(ups).To(HaveLen(1))
+		u = ups[0]
+		g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning))
+	})
+	// A Pod of the tenant's own, with a valid token for the runner audience, but not
+	// created by the runner Job.
+	impostor := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "impostor"},
+		Spec:       corev1.PodSpec{ServiceAccountName: "default", Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+	}
+	s.create(impostor)
+	token, err := boundToken(t.Context(), kubelet.cs, impostor, job.TokenAudience)
+	s.g.Expect(err).NotTo(HaveOccurred())
+	wrongAudience, err := boundToken(t.Context(), kubelet.cs, impostor, "https://kubernetes.default.svc")
+	s.g.Expect(err).NotTo(HaveOccurred())
+
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test checks the server's answers, not its identity
+	for _, tc := range []struct {
+		name, method, path, token string
+		want                      int
+	}{
+		{name: "no token", method: http.MethodGet, path: "/v1/artifacts/" + u.Spec.ArtifactDigest, want: http.StatusUnauthorized},
+		{name: "token for another audience", method: http.MethodGet, path: "/v1/artifacts/" + u.Spec.ArtifactDigest, token: wrongAudience, want: http.StatusUnauthorized},
+		{name: "other Pod reads artifact", method: http.MethodGet, path: "/v1/artifacts/" + u.Spec.ArtifactDigest, token: token, want: http.StatusForbidden},
+		{name: "other Pod writes result", method: http.MethodPost, path: "/v1/results/" + s.ns + "/" + u.Name, token: token, want: http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), tc.method, apiURL+tc.path, bytes.NewReader([]byte(`{"updateUID":"`+string(u.UID)+`","status":{"phase":"Succeeded"}}`)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+	s.g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(&u), &u)).To(Succeed())
+	s.g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning), "a forged result was recorded")
+}
+
+func TestExecutor_LostRunner_JobDeletedFailsUpdateAndStackRetries(t *testing.T) {
+	s := newScenario(t)
+	s.filesStack("lost", map[string]string{skipAnnotation: "true"})
+	var first v1alpha1.Update
+	s.eventually(func(g Gomega) {
+		ups := s.updates()
+		g.Expect(ups).To(HaveLen(1))
+		first = ups[0]
+		g.Expect(first.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning))
+	})
+	var jobs batchv1.JobList
+	s.g.Expect(k8s.List(t.Context(), &jobs, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(jobs.Items).To(HaveLen(1))
+	// The runner never reports; its Job goes (deleted by hand, or by a node's loss).
+	s.g.Expect(k8s.Delete(t.Context(), &jobs.Items[0], client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	s.eventually(func(g Gomega) {
+		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(&first), &first)).To(Succeed())
+		g.Expect(first.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
+		c := apimeta.FindStatusCondition(first.Status.Conditions, v1alpha1.ConditionComplete)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonRunnerLost))
+		g.Expect(c.Message).To(ContainSubstring("Job was deleted"))
+	})
+	// The Stack retries with a new Update, which a working node runs.
+	st := &pulumiv1.Stack{}
+	s.g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: s.ns, Name: "lost"}, st)).To(Succeed())
+	base := st.DeepCopy()
+	delete(st.Annotations, skipAnnotation)
+	s.g.Expect(k8s.Patch(t.Context(), st, client.MergeFrom(base))).To(Succeed())
+	s.waitReady("lost")
+	s.g.Expect(len(s.updates())).To(BeNumerically(">=", 2))
+}

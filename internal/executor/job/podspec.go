@@ -1,0 +1,217 @@
+package job
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// Labels on runner Jobs, their Pods and work Secrets.
+const (
+	LabelUpdate    = "stackwright.dev/update"
+	LabelUpdateUID = "stackwright.dev/update-uid"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "stackwright"
+	containerName  = "runner"
+	// runnerUID is the image's non-root user.
+	runnerUID = int64(65532)
+)
+
+// PodOptions are the install-wide settings of runner Pods.
+type PodOptions struct {
+	// Image is the runner image (`stackwright runner` and the engine).
+	Image string
+	// PullPolicy is the runner image's pull policy.
+	PullPolicy corev1.PullPolicy
+	// Deadline bounds a run: the Job's activeDeadlineSeconds.
+	Deadline int64
+	// TTL is how long a finished Job is kept (ttlSecondsAfterFinished).
+	TTL int32
+	// Resources of the runner container, unless the Stack's workspaceTemplate sets them.
+	Resources corev1.ResourceRequirements
+	// TokenExpiry is the lifetime of the token the runner presents to the manager.
+	TokenExpiry int64
+}
+
+// jobName is the runner Job's name for u: a Job's name ends up in a label of its Pods,
+// so it must stay within 63 characters, and distinct Updates need distinct names.
+func jobName(u *v1alpha1.Update) string {
+	sum := sha256.Sum256([]byte(u.Name))
+	suffix := "-" + hex.EncodeToString(sum[:])[:8]
+	name := u.Name
+	if len(name)+len(suffix) > 63 {
+		name = strings.TrimRight(name[:63-len(suffix)], "-.")
+	}
+	return name + suffix
+}
+
+// workSecretName is the name of u's work Secret.
+func workSecretName(u *v1alpha1.Update) string { return jobName(u) + "-work" }
+
+// runnerIdentity is the status.runner of an Update that a runner Job performs.
+func runnerIdentity(u *v1alpha1.Update) string {
+	return "job/" + u.Namespace + "/" + jobName(u)
+}
+
+// buildJob returns the runner Job of u and its work Secret. Both are owned by u, so they
+// go when the Update is pruned. The Pod meets the restricted Pod Security profile and runs
+// as the Stack's ServiceAccount; everything Stackwright gives it comes through volumes the
+// kubelet mounts, so that ServiceAccount needs no rights.
+func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert []byte, o PodOptions, tmpl *workspaceOverlay) (*batchv1.Job, *corev1.Secret, error) {
+	w, err := json.Marshal(work)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to encode work of Update %s: %w", u.Name, err)
+	}
+	owner := metav1.NewControllerRef(u, v1alpha1.GroupVersion.WithKind("Update"))
+	labels := map[string]string{
+		LabelUpdate:              truncateLabel(u.Name),
+		LabelUpdateUID:           string(u.UID),
+		v1alpha1.StackLabel:      truncateLabel(u.Spec.StackName),
+		LabelManagedBy:           ManagedBy,
+		"app.kubernetes.io/name": "stackwright-runner",
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: workSecretName(u), Namespace: u.Namespace, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{*owner},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{WorkFile: w, ManagerCertFile: managerCert},
+	}
+
+	sa := stack.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	resources := o.Resources
+	image := o.Image
+	var env []corev1.EnvVar
+	var nodeSelector map[string]string
+	var tolerations []corev1.Toleration
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if tmpl != nil {
+		if tmpl.ServiceAccountName != "" {
+			sa = tmpl.ServiceAccountName
+		}
+		if tmpl.Image != "" {
+			image = tmpl.Image
+		}
+		if tmpl.Resources != nil {
+			resources = *tmpl.Resources
+		}
+		env, nodeSelector, tolerations = tmpl.Env, tmpl.NodeSelector, tmpl.Tolerations
+		volumes, mounts = tmpl.Volumes, tmpl.VolumeMounts
+	}
+	args := []string{"runner", "--work=" + path.Join(WorkDir, WorkFile)}
+	if len(env) > 0 {
+		names := make([]string, 0, len(env))
+		for _, e := range env {
+			names = append(names, e.Name)
+		}
+		args = append(args, "--inherit-env="+strings.Join(names, ","))
+	}
+	mode := int32(0o440)
+	pod := corev1.PodSpec{
+		RestartPolicy:      corev1.RestartPolicyNever,
+		ServiceAccountName: sa,
+		// SIGTERM reaches the runner, which interrupts the engine so it can release the
+		// stack's lock; a minute is the engine's own grace.
+		TerminationGracePeriodSeconds: ptr(int64(70)),
+		NodeSelector:                  nodeSelector,
+		Tolerations:                   tolerations,
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr(true),
+			RunAsUser:      ptr(runnerUID),
+			RunAsGroup:     ptr(runnerUID),
+			FSGroup:        ptr(runnerUID),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Containers: []corev1.Container{{
+			Name:            containerName,
+			Image:           image,
+			ImagePullPolicy: o.PullPolicy,
+			Args:            args,
+			Env: append([]corev1.EnvVar{
+				{Name: "HOME", Value: ScratchDir},
+				{Name: "TMPDIR", Value: ScratchDir},
+			}, env...),
+			WorkingDir:               ScratchDir,
+			Resources:                resources,
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			SecurityContext: &corev1.SecurityContext{
+				AllowPrivilegeEscalation: ptr(false),
+				ReadOnlyRootFilesystem:   ptr(true),
+				RunAsNonRoot:             ptr(true),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			VolumeMounts: append([]corev1.VolumeMount{
+				{Name: "scratch", MountPath: ScratchDir},
+				{Name: "work", MountPath: WorkDir, ReadOnly: true},
+				{Name: "token", MountPath: TokenDir, ReadOnly: true},
+			}, mounts...),
+		}},
+		Volumes: append([]corev1.Volume{
+			{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: "work", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: secret.Name, DefaultMode: &mode,
+			}}},
+			{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				DefaultMode: &mode,
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+					Audience: TokenAudience, ExpirationSeconds: ptr(o.TokenExpiry), Path: TokenFile,
+				}}},
+			}}},
+		}, volumes...),
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: jobName(u), Namespace: u.Namespace, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{*owner},
+		},
+		Spec: batchv1.JobSpec{
+			// One attempt: a retry is a new Update, decided by the Stack controller with
+			// what it knows (backoff, stalls), never a silent second run of the same one.
+			BackoffLimit:            ptr(int32(0)),
+			ActiveDeadlineSeconds:   ptr(o.Deadline),
+			TTLSecondsAfterFinished: ptr(o.TTL),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       pod,
+			},
+		},
+	}
+	return job, secret, nil
+}
+
+// truncateLabel keeps a name within a label value's 63 characters; the UID label is
+// what identifies an Update exactly.
+func truncateLabel(s string) string {
+	if len(s) <= 63 {
+		return s
+	}
+	return strings.TrimRight(s[:63], "-._")
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// DefaultResources bound a runner that its Stack does not size: the engine and its
+// plugins need a few hundred megabytes.
+func DefaultResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+	}
+}

@@ -1,0 +1,296 @@
+package job_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/executor/job"
+	"github.com/stackwright/stackwright/internal/manager"
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
+	"github.com/stackwright/stackwright/internal/testing/repo"
+)
+
+// One real manager with the Job executor serves the package. envtest has no kubelet: the
+// test's kubelet stand-in turns each runner Job into a Pod object, gets it a token bound
+// to that Pod from the real API server, and runs the real runner (PodRunner, real pulumi)
+// with the Job's mounted files, as the kubelet would.
+var (
+	env     *kubetest.Env
+	k8s     client.Client
+	apiURL  string
+	kubelet *fakeKubelet
+)
+
+// skipAnnotation on a Stack keeps the stand-in kubelet from running its runners.
+const skipAnnotation = "test.stackwright.dev/no-kubelet"
+
+func TestMain(m *testing.M) { kubetest.Main(m, &env, startManager) }
+
+func startManager(e *kubetest.Env) (func(), error) {
+	bin, err := repo.Bin()
+	if err != nil {
+		return nil, err
+	}
+	if err := repo.RequireBinaries(bin, "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"); err != nil {
+		return nil, err
+	}
+	// The runner finds pulumi and its plugins on PATH, as in its image.
+	if err := os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+		return nil, err
+	}
+	data, err := os.MkdirTemp("", "stackwright-job-suite-")
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	apiURL = "https://" + addr
+
+	opts := withOptions(data, bin, addr)
+	mgr, err := manager.New(e.Config, opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := manager.Setup(ctx, mgr, opts); err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	k8s = e.Client
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	kubelet = &fakeKubelet{client: e.Client, cs: cs, dir: data, ran: map[string]bool{}}
+	go kubelet.run(ctx)
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		}
+		_ = os.RemoveAll(data)
+	}, nil
+}
+
+func withOptions(data, bin, addr string) *manager.Options {
+	opts := manager.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.DataDir, opts.PulumiBin = data, bin
+	opts.Executor = "job"
+	opts.RunnerAPIAddr, opts.RunnerAPIURL = addr, "https://"+addr
+	// The runners of this suite run on this machine, so a file:// backend is shared.
+	opts.DefaultBackend = "file://" + filepath.Join(data, "state")
+	opts.RetryBase, opts.RunnerLostGrace = time.Second, 2*time.Second
+	return opts
+}
+
+// fakeKubelet runs runner Jobs the way a node would, minus containers.
+type fakeKubelet struct {
+	client client.Client
+	cs     kubernetes.Interface
+	dir    string
+	mu     sync.Mutex
+	ran    map[string]bool
+}
+
+func (k *fakeKubelet) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		var jobs batchv1.JobList
+		if err := k.client.List(ctx, &jobs, client.MatchingLabels{job.LabelManagedBy: job.ManagedBy}); err == nil {
+			for i := range jobs.Items {
+				j := &jobs.Items[i]
+				k.mu.Lock()
+				seen := k.ran[string(j.UID)]
+				k.ran[string(j.UID)] = true
+				k.mu.Unlock()
+				if !seen && !k.skipped(ctx, j) {
+					go k.runJob(ctx, j)
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (k *fakeKubelet) skipped(ctx context.Context, j *batchv1.Job) bool {
+	st := &pulumiv1.Stack{}
+	if err := k.client.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Labels[v1alpha1.StackLabel]}, st); err != nil {
+		return false
+	}
+	return st.Annotations[skipAnnotation] == "true"
+}
+
+// runJob creates the Job's Pod, mounts its files and runs the runner.
+func (k *fakeKubelet) runJob(ctx context.Context, j *batchv1.Job) {
+	pod, token, err := k.startPod(ctx, j)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fake kubelet: %v\n", err)
+		return
+	}
+	dir, err := k.mount(ctx, j, pod, token)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fake kubelet: %v\n", err)
+		return
+	}
+	r := &job.PodRunner{
+		WorkFile: filepath.Join(dir, "work", job.WorkFile), TokenFile: filepath.Join(dir, "token"),
+		Scratch: filepath.Join(dir, "scratch"), Limits: artifact.Limits{MaxBytes: 10 << 20},
+		Env: engine.BaseEnv(), Report: time.Minute,
+	}
+	if err := r.Run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "fake kubelet: runner of %s: %v\n", j.Name, err)
+	}
+}
+
+// startPod creates the Pod the Job controller would, and a token bound to it with the
+// runner audience, as the kubelet's projected volume would hold.
+func (k *fakeKubelet) startPod(ctx context.Context, j *batchv1.Job) (*corev1.Pod, string, error) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: j.Name + "-", Namespace: j.Namespace, Labels: j.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))},
+		},
+		Spec: j.Spec.Template.Spec,
+	}
+	if err := k.client.Create(ctx, pod); err != nil {
+		return nil, "", fmt.Errorf("failed to create Pod of %s: %w", j.Name, err)
+	}
+	token, err := boundToken(ctx, k.cs, pod, job.TokenAudience)
+	return pod, token, err
+}
+
+func boundToken(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, audience string) (string, error) {
+	tr, err := cs.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, pod.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			Audiences:      []string{audience},
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("failed to get token for Pod %s: %w", pod.Name, err)
+	}
+	return tr.Status.Token, nil
+}
+
+func (k *fakeKubelet) mount(ctx context.Context, j *batchv1.Job, pod *corev1.Pod, token string) (string, error) {
+	dir := filepath.Join(k.dir, "pods", string(pod.UID))
+	var secretName string
+	for _, v := range j.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			secretName = v.Secret.SecretName
+		}
+	}
+	sec := &corev1.Secret{}
+	if err := k.client.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: secretName}, sec); err != nil {
+		return "", fmt.Errorf("failed to get work Secret %s: %w", secretName, err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "work"), 0o700); err != nil {
+		return "", err
+	}
+	for name, data := range sec.Data {
+		if err := os.WriteFile(filepath.Join(dir, "work", name), data, 0o600); err != nil {
+			return "", err
+		}
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600)
+}
+
+// scenario is one test's namespace, with its default ServiceAccount (envtest runs no
+// controller that would create it) and its provider files' directory.
+type scenario struct {
+	t     *testing.T
+	g     Gomega
+	ns    string
+	files string
+}
+
+func newScenario(t *testing.T) *scenario {
+	s := &scenario{t: t, g: NewWithT(t), ns: env.Namespace(t), files: t.TempDir()}
+	s.create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	return s
+}
+
+func (s *scenario) create(obj client.Object) {
+	s.t.Helper()
+	obj.SetNamespace(s.ns)
+	if err := k8s.Create(s.t.Context(), obj); err != nil {
+		s.t.Fatalf("failed to create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// filesStack creates a Program writing one file and a Stack running it.
+func (s *scenario) filesStack(name string, annotations map[string]string) {
+	p := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	p.Program.Resources = map[string]pulumiv1.Resource{"f": {
+		Type: "stackwright-testing:index:File",
+		Properties: map[string]apiextensionsv1.JSON{
+			"path": {Raw: []byte(`"` + name + `.txt"`)}, "content": {Raw: []byte(`"from a runner"`)},
+		},
+	}}
+	p.Program.Outputs = map[string]apiextensionsv1.JSON{"path": {Raw: []byte(`"${f.path}"`)}}
+	s.create(p)
+	s.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-pass"}, StringData: map[string]string{"p": "test-only"}})
+	st := &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Spec: pulumiv1.StackSpec{
+			Stack: "dev", ProgramRef: &pulumiv1.ProgramReference{Name: name}, DestroyOnFinalize: true,
+			EnvRefs: map[string]pulumiv1.ResourceRef{
+				"STACKWRIGHT_TESTING_ROOT": {Type: pulumiv1.ResourceSelectorLiteral, ResourceSelector: pulumiv1.ResourceSelector{Literal: &pulumiv1.LiteralRef{Value: s.files}}},
+				"PULUMI_CONFIG_PASSPHRASE": {Type: pulumiv1.ResourceSelectorSecret, ResourceSelector: pulumiv1.ResourceSelector{
+					Secret: &pulumiv1.SecretSelector{Name: name + "-pass", Key: "p"},
+				}},
+			},
+		},
+	}
+	s.create(st)
+}
+
+func (s *scenario) eventually(f func(g Gomega)) {
+	s.t.Helper()
+	s.g.Eventually(f).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+}
+
+func (s *scenario) waitReady(name string) *pulumiv1.Stack {
+	s.t.Helper()
+	st := &pulumiv1.Stack{}
+	s.eventually(func(g Gomega) {
+		g.Expect(k8s.Get(s.t.Context(), client.ObjectKey{Namespace: s.ns, Name: name}, st)).To(Succeed())
+		c := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "Ready: %s", c.Message)
+	})
+	return st
+}
+
+func (s *scenario) updates() []v1alpha1.Update {
+	var list v1alpha1.UpdateList
+	s.g.Expect(k8s.List(s.t.Context(), &list, client.InNamespace(s.ns))).To(Succeed())
+	return list.Items
+}
