@@ -21,6 +21,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/scheme"
 	"github.com/stackwright/stackwright/internal/testing/repo"
 )
@@ -342,4 +343,145 @@ spec:
 	run(t, "kubectl", "delete", "-n", ns, "stack/files", "--timeout=5m")
 	_, err = os.Stat(filepath.Join(files, "greeting.txt"))
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "destroy left greeting.txt behind")
+}
+
+// TestInstall_JobExecutor_KilledRunnerIsRetried kills a runner Pod in the middle of an up:
+// the Update ends Failed with RunnerLost, the next runner removes the lock the dead one
+// left in the file:// backend, and the Stack converges without re-creating what the first
+// run had created.
+func TestInstall_JobExecutor_KilledRunnerIsRetried(t *testing.T) {
+	g := NewWithT(t)
+	c := newClient(t)
+	helmInstall(t, "install", "--set", "executor=job")
+	waitManager(t, c)
+
+	const ns = "e2e-job-kill"
+	createNamespace(t, c, ns)
+	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	manifest := `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: state
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: pass
+stringData:
+  passphrase: e2e-only
+---
+apiVersion: pulumi.com/v1
+kind: Program
+metadata:
+  name: slow
+program:
+  resources:
+    before:
+      type: stackwright-testing:index:File
+      properties:
+        path: before.txt
+        content: created before the runner died
+    nap:
+      type: stackwright-testing:index:Sleep
+      properties:
+        seconds: 30
+      options:
+        dependsOn:
+        - ${before}
+    after:
+      type: stackwright-testing:index:File
+      properties:
+        path: after.txt
+        content: created after the nap
+      options:
+        dependsOn:
+        - ${nap}
+---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: slow
+spec:
+  stack: e2e
+  programRef:
+    name: slow
+  backend: file:///state/backend
+  envRefs:
+    PULUMI_CONFIG_PASSPHRASE:
+      type: Secret
+      secret:
+        name: pass
+        key: passphrase
+    STACKWRIGHT_TESTING_ROOT:
+      type: Literal
+      literal:
+        value: /state/files
+  workspaceTemplate:
+    spec:
+      podTemplate:
+        spec:
+          volumes:
+          - name: state
+            persistentVolumeClaim:
+              claimName: state
+          containers:
+          - name: pulumi
+            volumeMounts:
+            - name: state
+              mountPath: /state
+`
+	path := filepath.Join(t.TempDir(), "stack.yaml")
+	g.Expect(os.WriteFile(path, []byte(manifest), 0o600)).To(Succeed())
+	run(t, "kubectl", "apply", "-n", ns, "-f", path)
+
+	// Once the first file exists, the runner is in the middle of the nap.
+	var files string
+	NewWithT(t).Eventually(func(g Gomega) {
+		var pvc corev1.PersistentVolumeClaim
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "state"}, &pvc)).To(Succeed())
+		g.Expect(pvc.Spec.VolumeName).NotTo(BeEmpty())
+		var pv corev1.PersistentVolume
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, &pv)).To(Succeed())
+		files = filepath.Join(pv.Spec.HostPath.Path, "files")
+		_, err := os.Stat(filepath.Join(files, "before.txt"))
+		g.Expect(err).NotTo(HaveOccurred())
+	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the first run never started\n%s", describeNamespace(ns))
+	first := updates(g, c, ns)
+	g.Expect(first).To(HaveLen(1))
+	// SIGKILL, as the OOM killer or a node's loss would: no chance to release the lock.
+	// (Deleting the Pod would send SIGTERM, and the runner would cancel cleanly.)
+	g.Expect(killRunners()).To(Equal(1), "runner processes killed")
+
+	NewWithT(t).Eventually(func(g Gomega) {
+		var u v1alpha1.Update
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: first[0]}, &u)).To(Succeed())
+		g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
+		cond := meta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonRunnerLost), cond.Message)
+	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the killed runner's Update did not end RunnerLost\n%s", describeNamespace(ns))
+
+	NewWithT(t).Eventually(func(g Gomega) { waitStackReadyOnce(g, c, ns, "slow") }).
+		WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "Stack did not converge after the lost runner\n%s", describeNamespace(ns))
+	var list v1alpha1.UpdateList
+	g.Expect(c.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	var last *v1alpha1.Update
+	for i := range list.Items {
+		if u := &list.Items[i]; u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
+			last = u
+		}
+	}
+	g.Expect(last).NotTo(BeNil())
+	g.Expect(last.Status.LogTail).To(ContainSubstring("removed lock"), "the retry did not heal the dead runner's lock")
+	// "before" was created by the killed run and is in the state: the retry keeps it.
+	g.Expect(last.Status.Changes["create"]).To(BeNumerically("<=", 2), "changes %v: the retry re-created what the first run had made", last.Status.Changes)
+	for _, f := range []string{"before.txt", "after.txt"} {
+		_, err := os.Stat(filepath.Join(files, f))
+		g.Expect(err).NotTo(HaveOccurred(), f)
+	}
 }

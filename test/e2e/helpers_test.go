@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,4 +241,23 @@ func stackFiles(dir, ns string) []string {
 		return nil
 	})
 	return files
+}
+
+// killRunners SIGKILLs the runner processes on this node (the test runs on the node) and
+// returns how many it killed. The runner is its container's PID 1, so the engine
+// processes it started die with it.
+func killRunners() int {
+	n := 0
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte("runner\x00--work=/var/run/stackwright/work/")) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid); err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
 }

@@ -261,10 +261,14 @@ func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
 	if err != nil {
 		return fault.Stall(pulumiv1.ReasonInvalidSpec, "%v", err)
 	}
+	stale, err := e.goneRunners(ctx, u)
+	if err != nil {
+		return err
+	}
 	work := &Work{
 		Namespace: u.Namespace, Update: u.Name, UpdateUID: string(u.UID),
 		ArtifactDigest: u.Spec.ArtifactDigest, ProjectDir: u.Spec.ProjectDir, Revision: u.Spec.Revision,
-		ManagerURL: e.url, Request: req,
+		ManagerURL: e.url, Request: req, StaleLockHosts: stale,
 	}
 	job, secret, err := buildJob(u, stack, work, e.cert, e.opts.Pod, tmpl)
 	if err != nil {
@@ -277,6 +281,36 @@ func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
 		return fmt.Errorf("failed to create runner Job %s: %w", job.Name, err)
 	}
 	return nil
+}
+
+// goneRunners lists the host-name prefixes of the Stack's earlier runners that are proven
+// gone: their Update is finished and no Pod of theirs is left that has not terminated. A
+// runner killed mid-update leaves its lock in a self-managed backend; the next runner may
+// remove exactly those locks.
+func (e *Executor) goneRunners(ctx context.Context, u *v1alpha1.Update) ([]string, error) {
+	var prev v1alpha1.UpdateList
+	if err := e.client.List(ctx, &prev, client.InNamespace(u.Namespace), client.MatchingLabels{v1alpha1.StackLabel: u.Spec.StackName}); err != nil {
+		return nil, fmt.Errorf("failed to list Updates of Stack %s: %w", u.Spec.StackName, err)
+	}
+	var hosts []string
+	for i := range prev.Items {
+		p := &prev.Items[i]
+		if p.UID == u.UID || !p.Status.Finished() || p.Status.Runner != runnerIdentity(p) {
+			continue
+		}
+		var pods corev1.PodList
+		if err := e.reader.List(ctx, &pods, client.InNamespace(u.Namespace), client.MatchingLabels{LabelUpdateUID: string(p.UID)}); err != nil {
+			return nil, fmt.Errorf("failed to list runner Pods of Update %s: %w", p.Name, err)
+		}
+		alive := false
+		for _, pod := range pods.Items {
+			alive = alive || (pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed)
+		}
+		if !alive {
+			hosts = append(hosts, jobName(p)+"-")
+		}
+	}
+	return hosts, nil
 }
 
 // fail ends an Update that could not start, with the reason the error carries.

@@ -103,7 +103,15 @@ func (p *PodRunner) execute(ctx context.Context, hc *http.Client, w *Work, tail 
 	}
 	req := w.Request
 	// A file:// backend here is a volume of the runner Pod (workspaceTemplate).
-	if err := runner.EnsureFileBackend(req.Env[inputs.EnvBackendURL]); err != nil {
+	backend := req.Env[inputs.EnvBackendURL]
+	if err := runner.EnsureFileBackend(backend); err != nil {
+		return engine.Result{}, err
+	}
+	removed, err := engine.ClearStaleLocks(backend, w.StaleLockHosts)
+	for _, l := range removed {
+		fmt.Fprintf(tail, "removed lock %s of a runner that is gone\n", l)
+	}
+	if err != nil {
 		return engine.Result{}, err
 	}
 	req.WorkDir, req.Log = dir, tail

@@ -42,6 +42,9 @@ type Work struct {
 	Revision       string         `json:"revision,omitempty"`
 	ManagerURL     string         `json:"managerURL"`
 	Request        engine.Request `json:"request"`
+	// StaleLockHosts are host-name prefixes of earlier runners of this Stack that the
+	// manager has seen end: locks they left in a file:// backend may be removed.
+	StaleLockHosts []string `json:"staleLockHosts,omitempty"`
 }
 
 // Result is what a runner reports: the Update's status as the runner filled it in
