@@ -485,3 +485,109 @@ spec:
 		g.Expect(err).NotTo(HaveOccurred(), f)
 	}
 }
+
+// TestInstall_JobExecutor_StacksActAsTheirServiceAccount runs the same program, which
+// creates a ConfigMap with the Pod's in-cluster credentials, in two namespaces: where the
+// Stack's ServiceAccount may create ConfigMaps it succeeds; where it may not, the Update
+// fails with the API server's Forbidden.
+func TestInstall_JobExecutor_StacksActAsTheirServiceAccount(t *testing.T) {
+	g := NewWithT(t)
+	c := newClient(t)
+	helmInstall(t, "install", "--set", "executor=job")
+	waitManager(t, c)
+
+	tenant := func(ns string, mayWrite bool) {
+		createNamespace(t, c, ns)
+		t.Cleanup(func() { deleteNamespace(t, c, ns) })
+		manifest := `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: deployer
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: pass
+stringData:
+  passphrase: e2e-only
+---
+apiVersion: pulumi.com/v1
+kind: Program
+metadata:
+  name: cm
+program:
+  resources:
+    made:
+      type: stackwright-testing:index:ConfigMap
+      properties:
+        name: made-by-stack
+        data:
+          by: the Stack's own ServiceAccount
+---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: cm
+spec:
+  stack: e2e
+  programRef:
+    name: cm
+  serviceAccountName: deployer
+  # State in the runner's scratch directory: enough for one run, which is all this test needs.
+  backend: file:///tmp/state
+  envRefs:
+    PULUMI_CONFIG_PASSPHRASE:
+      type: Secret
+      secret:
+        name: pass
+        key: passphrase
+`
+		if mayWrite {
+			manifest += `---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: configmap-writer
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, create, patch, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: deployer-writes-configmaps
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: configmap-writer
+subjects:
+- kind: ServiceAccount
+  name: deployer
+`
+		}
+		path := filepath.Join(t.TempDir(), ns+".yaml")
+		g.Expect(os.WriteFile(path, []byte(manifest), 0o600)).To(Succeed())
+		run(t, "kubectl", "apply", "-n", ns, "-f", path)
+	}
+	tenant("e2e-may-write", true)
+	tenant("e2e-may-not", false)
+
+	NewWithT(t).Eventually(func(g Gomega) { waitStackReadyOnce(g, c, "e2e-may-write", "cm") }).
+		WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace("e2e-may-write"))
+	var cm corev1.ConfigMap
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "e2e-may-write", Name: "made-by-stack"}, &cm)).To(Succeed())
+	g.Expect(cm.Data).To(HaveKeyWithValue("by", "the Stack's own ServiceAccount"))
+
+	NewWithT(t).Eventually(func(g Gomega) {
+		var list v1alpha1.UpdateList
+		g.Expect(c.List(context.Background(), &list, client.InNamespace("e2e-may-not"))).To(Succeed())
+		g.Expect(list.Items).NotTo(BeEmpty())
+		u := list.Items[0]
+		g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
+		g.Expect(u.Status.Message).To(ContainSubstring(`cannot create resource "configmaps"`))
+		g.Expect(u.Status.Message).To(ContainSubstring("system:serviceaccount:e2e-may-not:deployer"))
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace("e2e-may-not"))
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: "e2e-may-not", Name: "made-by-stack"}, &cm)
+	g.Expect(err).To(HaveOccurred(), "a Stack without the right created a ConfigMap")
+}

@@ -1,0 +1,82 @@
+package provider
+
+import (
+	"encoding/pem"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pulumi/pulumi-go-provider/infer"
+)
+
+// fakeAPIServer answers like the API server for a ServiceAccount that may create
+// ConfigMaps in its own namespace "team" and nowhere else.
+func fakeAPIServer(t *testing.T) {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer sa-token" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.Method == http.MethodPost && r.URL.Path == "/api/v1/namespaces/team/configmaps" {
+			_, _ = w.Write([]byte(`{"metadata":{"uid":"uid-1"}}`))
+			return
+		}
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"kind":"Status","reason":"Forbidden","message":"configmaps is forbidden: User \"system:serviceaccount:team:default\" cannot create resource \"configmaps\" in the namespace \"other\""}`))
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	host, port, _ := net.SplitHostPort(u.Host)
+	dir := t.TempDir()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	for name, content := range map[string]string{"token": "sa-token\n", "namespace": "team", "ca.crt": string(ca)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(ServiceAccountDirEnvVar, dir)
+	t.Setenv("KUBERNETES_SERVICE_HOST", host)
+	t.Setenv("KUBERNETES_SERVICE_PORT", port)
+}
+
+func TestConfigMap_Create_UsesPodIdentity(t *testing.T) {
+	fakeAPIServer(t)
+	for _, tc := range []struct {
+		name, namespace, wantErr, wantUID string
+	}{
+		{name: "own namespace by default", wantUID: "uid-1"},
+		{name: "other namespace forbidden", namespace: "other", wantErr: "Forbidden: configmaps is forbidden"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := (&ConfigMap{}).Create(t.Context(), infer.CreateRequest[ConfigMapArgs]{
+				Name: "cm", Inputs: ConfigMapArgs{Name: "cm", Namespace: tc.namespace, Data: map[string]string{"a": "1"}},
+			})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v; want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Output.UID != tc.wantUID || resp.Output.Namespace != "team" {
+				t.Errorf("state = %+v", resp.Output)
+			}
+		})
+	}
+}
+
+func TestConfigMap_Create_OutsideAPodFailsClearly(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	_, err := (&ConfigMap{}).Create(t.Context(), infer.CreateRequest[ConfigMapArgs]{Inputs: ConfigMapArgs{Name: "cm"}})
+	if err == nil || !strings.Contains(err.Error(), "no in-cluster credentials") {
+		t.Fatalf("error = %v", err)
+	}
+}
