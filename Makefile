@@ -125,6 +125,11 @@ e2e: cluster ## End-to-end tests against the one-node cluster (make cluster): in
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 
 ##@ Benchmarks
+.PHONY: bench-executors
+bench-executors: cluster ## Benchmark the local and job executors on the one-node cluster (make cluster): apply → Ready, a fleet, Pod start overhead.
+	$(CLUSTER) load --bin $(BIN) $(CLUSTER_IMAGES)
+	KUBECONFIG=$$($(CLUSTER) kubeconfig) go run ./bench/cmd/executors -runs $(or $(BENCH_RUNS),5) -fleet $(or $(BENCH_N),20)
+
 .PHONY: bench
 bench: tools build ## Benchmark: engine floor, apply→Ready latency, a fleet of BENCH_N (100) Stacks, BENCH_IDLE (5m) idle, git fleet; results in bench/results/.
 	go run ./bench/cmd/fleet

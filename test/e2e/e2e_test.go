@@ -258,16 +258,7 @@ kind: ServiceAccount
 metadata:
   name: deployer
 ---
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata:
-  name: state
-spec:
-  accessModes: [ReadWriteOnce]
-  resources:
-    requests:
-      storage: 1Gi
----
+` + stateClaimYAML + `---
 apiVersion: v1
 kind: Secret
 metadata:
@@ -298,20 +289,7 @@ spec:
   config:
     message: Hello from a runner Pod
   destroyOnFinalize: true
-  workspaceTemplate:
-    spec:
-      podTemplate:
-        spec:
-          volumes:
-          - name: state
-            persistentVolumeClaim:
-              claimName: state
-          containers:
-          - name: pulumi
-            volumeMounts:
-            - name: state
-              mountPath: /state
-`
+` + stateMountYAML
 	path := filepath.Join(t.TempDir(), "stack.yaml")
 	g.Expect(os.WriteFile(path, []byte(manifest), 0o600)).To(Succeed())
 	run(t, "kubectl", "apply", "-n", ns, "-f", path)
@@ -331,11 +309,7 @@ spec:
 		g.Expect(p.Status.Phase).To(Equal(corev1.PodSucceeded))
 	}).WithTimeout(time.Minute).Should(Succeed(), "the runner Pod did not finish")
 
-	var pvc corev1.PersistentVolumeClaim
-	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "state"}, &pvc)).To(Succeed())
-	var pv corev1.PersistentVolume
-	g.Expect(c.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, &pv)).To(Succeed())
-	files := filepath.Join(pv.Spec.HostPath.Path, "files")
+	files := filepath.Join(claimHostPath(g, c, ns, "state"), "files")
 	greeting, err := os.ReadFile(filepath.Join(files, "greeting.txt"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(greeting)).To(Equal("Hello from a runner Pod"))
@@ -358,16 +332,7 @@ func TestInstall_JobExecutor_KilledRunnerIsRetried(t *testing.T) {
 	const ns = "e2e-job-kill"
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
-	manifest := `apiVersion: v1
-kind: PersistentVolumeClaim
-metadata:
-  name: state
-spec:
-  accessModes: [ReadWriteOnce]
-  resources:
-    requests:
-      storage: 1Gi
----
+	manifest := stateClaimYAML + `---
 apiVersion: v1
 kind: Secret
 metadata:
@@ -421,20 +386,7 @@ spec:
       type: Literal
       literal:
         value: /state/files
-  workspaceTemplate:
-    spec:
-      podTemplate:
-        spec:
-          volumes:
-          - name: state
-            persistentVolumeClaim:
-              claimName: state
-          containers:
-          - name: pulumi
-            volumeMounts:
-            - name: state
-              mountPath: /state
-`
+` + stateMountYAML
 	path := filepath.Join(t.TempDir(), "stack.yaml")
 	g.Expect(os.WriteFile(path, []byte(manifest), 0o600)).To(Succeed())
 	run(t, "kubectl", "apply", "-n", ns, "-f", path)
@@ -442,12 +394,7 @@ spec:
 	// Once the first file exists, the runner is in the middle of the nap.
 	var files string
 	NewWithT(t).Eventually(func(g Gomega) {
-		var pvc corev1.PersistentVolumeClaim
-		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "state"}, &pvc)).To(Succeed())
-		g.Expect(pvc.Spec.VolumeName).NotTo(BeEmpty())
-		var pv corev1.PersistentVolume
-		g.Expect(c.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, &pv)).To(Succeed())
-		files = filepath.Join(pv.Spec.HostPath.Path, "files")
+		files = filepath.Join(claimHostPath(g, c, ns, "state"), "files")
 		_, err := os.Stat(filepath.Join(files, "before.txt"))
 		g.Expect(err).NotTo(HaveOccurred())
 	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the first run never started\n%s", describeNamespace(ns))
@@ -591,3 +538,33 @@ subjects:
 	err := c.Get(context.Background(), client.ObjectKey{Namespace: "e2e-may-not", Name: "made-by-stack"}, &cm)
 	g.Expect(err).To(HaveOccurred(), "a Stack without the right created a ConfigMap")
 }
+
+// stateClaimYAML is a claim for a Stack's state, and stateMountYAML the end of a Stack
+// spec that mounts it at /state in its runner Pods (file:// backends under the Job
+// executor live on such a volume).
+const (
+	stateClaimYAML = `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: state
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+`
+	stateMountYAML = `  workspaceTemplate:
+    spec:
+      podTemplate:
+        spec:
+          volumes:
+          - name: state
+            persistentVolumeClaim:
+              claimName: state
+          containers:
+          - name: pulumi
+            volumeMounts:
+            - name: state
+              mountPath: /state
+`
+)

@@ -222,9 +222,15 @@ func describeManager() string {
 
 // dataDir is the host directory behind the manager's data volume.
 func dataDir(g Gomega, c client.Client, claim string) string {
+	return claimHostPath(g, c, systemNamespace, claim)
+}
+
+// claimHostPath is the node directory behind a bound claim (the test runs on the node,
+// and the node's volumes are host paths).
+func claimHostPath(g Gomega, c client.Client, ns, claim string) string {
 	var pvc corev1.PersistentVolumeClaim
-	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: systemNamespace, Name: claim}, &pvc)).To(Succeed())
-	g.Expect(pvc.Spec.VolumeName).NotTo(BeEmpty(), "claim %s not bound", claim)
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: claim}, &pvc)).To(Succeed())
+	g.Expect(pvc.Spec.VolumeName).NotTo(BeEmpty(), "claim %s/%s not bound", ns, claim)
 	var pv corev1.PersistentVolume
 	g.Expect(c.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, &pv)).To(Succeed())
 	g.Expect(pv.Spec.HostPath).NotTo(BeNil())

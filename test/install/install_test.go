@@ -288,6 +288,8 @@ func TestChart_Template_SchemaRejectsBadValues(t *testing.T) {
 		{name: "maxConcurrentUpdates not a number", set: "maxConcurrentUpdates=two", want: "maxConcurrentUpdates"},
 		{name: "unknown top-level key", set: "replica=2", want: "replica"},
 		{name: "unknown nested key", set: "persistence.sise=2Gi", want: "sise"},
+		{name: "unknown executor", set: "executor=pods", want: "executor"},
+		{name: "runner deadline not a duration", set: "runner.deadline=forever", want: "deadline"},
 		{name: "invalid namespace name", set: "watchNamespaces={Team_A}", want: "watchNamespaces"},
 		{name: "unknown log level", set: "logLevel=loud", want: "logLevel"},
 		{name: "two replicas on one ReadWriteOnce volume", set: "replicas=2", want: "ReadWriteMany"},
@@ -455,4 +457,33 @@ func run(t *testing.T, name string, args ...string) (string, error) {
 		return stdout.String() + stderr.String(), err
 	}
 	return stdout.String(), nil
+}
+
+func TestChart_Template_JobExecutorWiresRunnerAPI(t *testing.T) {
+	objs := parse(t, helmTemplate("--set", "executor=job", "--set", "maxConcurrentUpdatesPerNamespace=3", "--set", "runner.apiPort=9555")(t))
+	dep := checkDeployment(t, objs, "stackwright-system")
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{
+		"--executor=job", "--max-concurrent-updates-per-namespace=3", "--runner-api-bind-address=:9555",
+		"--runner-api-service=stackwright-runner-api", "--runner-image=localhost/stackwright-runner:v0.1.0",
+	} {
+		if !slices.Contains(args, want) {
+			t.Errorf("manager args %v lack %s", args, want)
+		}
+	}
+	var found bool
+	for _, o := range objs.ofKind("Service") {
+		if o.GetName() == "stackwright-runner-api" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no runner API Service stackwright-runner-api")
+	}
+	// The local executor (the default) has no runner API to expose.
+	for _, o := range parse(t, helmTemplate()(t)).ofKind("Service") {
+		if o.GetName() == "stackwright-runner-api" {
+			t.Error("executor=local renders a runner API Service")
+		}
+	}
 }

@@ -1,0 +1,297 @@
+// Command executors benchmarks the two executors on the one-node cluster of `make cluster`
+// (`make bench-executors`): Stackwright is installed with its Helm chart, once with
+// executor=local and once with executor=job, and for each it measures apply → Ready of
+// single Stacks one after another, then a fleet of Stacks applied at once. For the Job
+// executor it also splits each run into what Kubernetes adds (Job created → runner
+// container started) and the rest. Results go to bench/results/<date>-executors.md.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/bench"
+	"github.com/stackwright/stackwright/internal/executor/job"
+	"github.com/stackwright/stackwright/internal/scheme"
+)
+
+func main() {
+	runs := flag.Int("runs", 5, "single Stacks applied one after another, per executor")
+	fleet := flag.Int("fleet", 20, "Stacks applied at once, per executor")
+	parallel := flag.Int("parallel", 2, "maxConcurrentUpdates of the install")
+	out := flag.String("out", "bench/results", "directory for the results file")
+	flag.Parse()
+	if err := run(*runs, *fleet, *parallel, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	executor string
+	single   []time.Duration
+	overhead []time.Duration // Job created → runner started (job only)
+	fleetN   int
+	fleet    time.Duration
+}
+
+func run(runs, fleet, parallel int, out string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return fmt.Errorf("failed to load kubeconfig (run with make bench-executors): %w", err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	s, err := scheme.New()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	var results []result
+	for _, executor := range []string{"local", "job"} {
+		r, err := measure(ctx, c, executor, runs, fleet, parallel)
+		if err != nil {
+			return fmt.Errorf("executor %s: %w", executor, err)
+		}
+		results = append(results, r)
+	}
+	report := render(results, runs, parallel)
+	fmt.Print(report)
+	path := filepath.Join(out, time.Now().UTC().Format("2006-01-02")+"-executors.md")
+	return os.WriteFile(path, []byte(report), 0o644)
+}
+
+func measure(ctx context.Context, c client.Client, executor string, runs, fleet, parallel int) (result, error) {
+	r := result{executor: executor, fleetN: fleet}
+	if _, err := sh("helm", "install", "stackwright", "charts/stackwright", "-n", "stackwright-system", "--create-namespace",
+		"--wait", "--timeout=5m", "--set", "executor="+executor, "--set", fmt.Sprintf("maxConcurrentUpdates=%d", parallel)); err != nil {
+		return r, err
+	}
+	defer func() {
+		_, _ = sh("helm", "uninstall", "stackwright", "-n", "stackwright-system", "--wait", "--timeout=5m")
+		_, _ = sh("kubectl", "delete", "namespace", "stackwright-system", "--wait", "--timeout=3m")
+	}()
+	// Leader election and caches: the first Stack must not pay for them.
+	time.Sleep(20 * time.Second)
+
+	ns := "bench-" + executor
+	if _, err := sh("kubectl", "create", "namespace", ns); err != nil {
+		return r, err
+	}
+	defer func() { _, _ = sh("kubectl", "delete", "namespace", ns, "--wait", "--timeout=5m") }()
+	if _, err := apply(ns, "pass", secretYAML); err != nil {
+		return r, err
+	}
+	for i := range runs {
+		name := fmt.Sprintf("single-%d", i)
+		start := time.Now()
+		if _, err := apply(ns, name, stackYAML(name)); err != nil {
+			return r, err
+		}
+		if err := waitReady(ctx, c, ns, []string{name}, 5*time.Minute); err != nil {
+			return r, err
+		}
+		r.single = append(r.single, time.Since(start))
+	}
+	names := make([]string, fleet)
+	var docs []string
+	for i := range fleet {
+		names[i] = fmt.Sprintf("fleet-%d", i)
+		docs = append(docs, stackYAML(names[i]))
+	}
+	start := time.Now()
+	if _, err := apply(ns, "fleet", strings.Join(docs, "---\n")); err != nil {
+		return r, err
+	}
+	if err := waitReady(ctx, c, ns, names, 30*time.Minute); err != nil {
+		return r, err
+	}
+	r.fleet = time.Since(start)
+	if executor == "job" {
+		r.overhead = podStartOverhead(ctx, c, ns)
+	}
+	return r, nil
+}
+
+// podStartOverhead is, for each runner Job, the time from its creation to its runner
+// container starting: scheduling, sandbox and volumes, container start.
+func podStartOverhead(ctx context.Context, c client.Client, ns string) []time.Duration {
+	var jobs batchv1.JobList
+	var pods corev1.PodList
+	if c.List(ctx, &jobs, client.InNamespace(ns)) != nil || c.List(ctx, &pods, client.InNamespace(ns)) != nil {
+		return nil
+	}
+	created := map[string]time.Time{}
+	for _, j := range jobs.Items {
+		created[j.Labels[job.LabelUpdateUID]] = j.CreationTimestamp.Time
+	}
+	var ds []time.Duration
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			var started metav1.Time
+			switch {
+			case cs.State.Terminated != nil:
+				started = cs.State.Terminated.StartedAt
+			case cs.State.Running != nil:
+				started = cs.State.Running.StartedAt
+			}
+			if c, ok := created[p.Labels[job.LabelUpdateUID]]; ok && !started.IsZero() {
+				ds = append(ds, started.Sub(c))
+			}
+		}
+	}
+	return ds
+}
+
+func waitReady(ctx context.Context, c client.Client, ns string, names []string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	pending := map[string]bool{}
+	for _, n := range names {
+		pending[n] = true
+	}
+	for len(pending) > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d Stacks not Ready after %s", len(pending), timeout)
+		}
+		var list pulumiv1.StackList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err == nil {
+			for _, st := range list.Items {
+				if apimeta.IsStatusConditionTrue(st.Status.Conditions, pulumiv1.ConditionReady) {
+					delete(pending, st.Name)
+				}
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return nil
+}
+
+var secretYAML = `apiVersion: v1
+kind: Secret
+metadata:
+  name: pass
+stringData:
+  passphrase: bench-only
+`
+
+// stackYAML is the bench program of `make bench` (a Random and two Files) with its state
+// in the engine's scratch directory: each Stack runs once, which is all that is measured.
+func stackYAML(name string) string {
+	return fmt.Sprintf(`apiVersion: pulumi.com/v1
+kind: Program
+metadata:
+  name: %[1]s
+program:
+  resources:
+    token:
+      type: stackwright-testing:index:Random
+      properties:
+        length: 16
+    a:
+      type: stackwright-testing:index:File
+      properties:
+        path: %[1]s/a.txt
+        content: a
+    b:
+      type: stackwright-testing:index:File
+      properties:
+        path: %[1]s/b.txt
+        content: ${token.result}
+---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: %[1]s
+spec:
+  stack: bench
+  programRef:
+    name: %[1]s
+  backend: file:///tmp/state/%[1]s
+  envRefs:
+    PULUMI_CONFIG_PASSPHRASE:
+      type: Secret
+      secret:
+        name: pass
+        key: passphrase
+    STACKWRIGHT_TESTING_ROOT:
+      type: Literal
+      literal:
+        value: /tmp/files
+`, name)
+}
+
+var applyMu sync.Mutex
+
+func apply(ns, name, doc string) (string, error) {
+	applyMu.Lock()
+	defer applyMu.Unlock()
+	f, err := os.CreateTemp("", "bench-"+name+"-*.yaml")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = os.Remove(f.Name()) }()
+	if _, err := f.WriteString(doc); err != nil {
+		return "", err
+	}
+	_ = f.Close()
+	return sh("kubectl", "apply", "-n", ns, "-f", f.Name())
+}
+
+func sh(name string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join("bin", name), args...)
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	if err := cmd.Run(); err != nil {
+		return b.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, b.String())
+	}
+	return b.String(), nil
+}
+
+func render(rs []result, runs, parallel int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Executors on the one-node cluster, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "Generated by `make bench-executors` (bench/cmd/executors) against `make cluster` on this machine: the chart installed with each executor, maxConcurrentUpdates=%d; the bench program of `make bench` (a Random and two Files), state in a file:// backend in the engine's scratch directory. Single: %d Stacks applied one after another, each timed from `kubectl apply` to Ready. Fleet: Stacks applied at once, timed until all are Ready. Percentiles are nearest-rank; ratios compare figures of this run only.\n\n", parallel, runs)
+	b.WriteString("| executor | single median | single p90 | fleet | fleet wall | fleet wall / (N × single median / parallelism) |\n| --- | --- | --- | --- | --- | --- |\n")
+	var local, jobMedian time.Duration
+	var overhead string
+	for _, r := range rs {
+		s := bench.Summarize(r.single)
+		ideal := time.Duration(int64(s.P50) * int64(r.fleetN) / int64(parallel))
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %.2f |\n", r.executor, s.P50.Round(10*time.Millisecond), s.P90.Round(10*time.Millisecond),
+			r.fleetN, r.fleet.Round(100*time.Millisecond), bench.Ratio(r.fleet, ideal))
+		switch r.executor {
+		case "local":
+			local = s.P50
+		case "job":
+			jobMedian = s.P50
+			if len(r.overhead) > 0 {
+				o := bench.Summarize(r.overhead)
+				overhead = fmt.Sprintf("\nJob created → runner container started, over %d runner Pods: median %s, p90 %s.\n", len(r.overhead), o.P50.Round(10*time.Millisecond), o.P90.Round(10*time.Millisecond))
+			}
+		}
+	}
+	if local > 0 && jobMedian > 0 {
+		fmt.Fprintf(&b, "\nJob executor overhead per Update (single medians): %s (job / local = %.2f).\n", (jobMedian - local).Round(10*time.Millisecond), bench.Ratio(jobMedian, local))
+	}
+	b.WriteString(overhead)
+	return b.String()
+}
