@@ -37,6 +37,7 @@ func TestManifests_Render_RestrictedPodAndScopedRBAC(t *testing.T) {
 		{name: "kustomize config/default", run: kustomize("config/default"), namespace: "stackwright-system"},
 		{name: "checked-in deploy/install.yaml", run: readFile("deploy/install.yaml"), namespace: "stackwright-system"},
 		{name: "kustomize config/namespaced", run: kustomize("config/namespaced"), namespace: "stackwright-system", watch: []string{"stackwright-tenant"}},
+		{name: "kustomize config/job", run: kustomize("config/job"), namespace: "stackwright-system"},
 		{name: "helm defaults", run: helmTemplate(), namespace: "stackwright-system"},
 		{name: "helm watchNamespaces", run: helmTemplate("--set", "watchNamespaces={a,b}"), namespace: "stackwright-system", watch: []string{"a", "b"}},
 	}
@@ -459,26 +460,42 @@ func run(t *testing.T, name string, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-func TestChart_Template_JobExecutorWiresRunnerAPI(t *testing.T) {
-	objs := parse(t, helmTemplate("--set", "executor=job", "--set", "maxConcurrentUpdatesPerNamespace=3", "--set", "runner.apiPort=9555")(t))
-	dep := checkDeployment(t, objs, "stackwright-system")
-	args := dep.Spec.Template.Spec.Containers[0].Args
-	for _, want := range []string{
-		"--executor=job", "--max-concurrent-updates-per-namespace=3", "--runner-api-bind-address=:9555",
-		"--runner-api-service=stackwright-runner-api", "--runner-image=localhost/stackwright-runner:v0.1.0",
+func TestManifests_Render_JobExecutorWiresRunnerAPI(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T) []byte
+		args []string
+	}{
+		{name: "helm executor=job", run: helmTemplate("--set", "executor=job", "--set", "maxConcurrentUpdatesPerNamespace=3", "--set", "runner.apiPort=9555"), args: []string{
+			"--executor=job", "--max-concurrent-updates-per-namespace=3", "--runner-api-bind-address=:9555",
+			"--runner-api-service=stackwright-runner-api", "--runner-image=localhost/stackwright-runner:v0.1.0",
+		}},
+		{name: "kustomize config/job", run: kustomize("config/job"), args: []string{"--executor=job", "--runner-api-service=stackwright-runner-api"}},
 	} {
-		if !slices.Contains(args, want) {
-			t.Errorf("manager args %v lack %s", args, want)
-		}
-	}
-	var found bool
-	for _, o := range objs.ofKind("Service") {
-		if o.GetName() == "stackwright-runner-api" {
-			found = true
-		}
-	}
-	if !found {
-		t.Error("no runner API Service stackwright-runner-api")
+		t.Run(tc.name, func(t *testing.T) {
+			objs := parse(t, tc.run(t))
+			dep := checkDeployment(t, objs, "stackwright-system")
+			ctr := dep.Spec.Template.Spec.Containers[0]
+			for _, want := range tc.args {
+				if !slices.Contains(ctr.Args, want) {
+					t.Errorf("manager args %v lack %s", ctr.Args, want)
+				}
+			}
+			var svcPort string
+			for _, o := range objs.ofKind("Service") {
+				if o.GetName() == "stackwright-runner-api" {
+					var svc corev1.Service
+					convert(t, o, &svc)
+					svcPort = svc.Spec.Ports[0].TargetPort.String()
+				}
+			}
+			if svcPort != "runner-api" {
+				t.Fatalf("runner API Service targets port %q, want runner-api", svcPort)
+			}
+			if !slices.ContainsFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == "runner-api" }) {
+				t.Errorf("manager container ports %v lack runner-api", ctr.Ports)
+			}
+		})
 	}
 	// The local executor (the default) has no runner API to expose.
 	for _, o := range parse(t, helmTemplate()(t)).ofKind("Service") {
