@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -57,6 +58,15 @@ type Options struct {
 	// WatchNamespaces restricts every watch and cached read to these namespaces; empty
 	// means all namespaces.
 	WatchNamespaces []string
+	// WatchLabelSelector restricts the Stacks reconciled to those it matches (Flux's
+	// --watch-label-selector): several managers, each with its own selector and
+	// LeaderElectionID, share a fleet.
+	WatchLabelSelector string
+	// LeaderElectionID names the Lease; shards need distinct ones.
+	LeaderElectionID string
+	// SeveralPerProcess lets more than one manager run in this process (controller
+	// names are otherwise process-wide). Not a flag: tests run shards side by side.
+	SeveralPerProcess bool
 
 	// DataDir holds the artifact store, work directories, PULUMI_HOME, the default
 	// file:// backend and the default secrets passphrase.
@@ -111,6 +121,7 @@ func DefaultOptions() *Options {
 		MaxConcurrentReconciles: 10,
 		// Two engine runs saturate two cores; more only queue on the CPU.
 		MaxConcurrentUpdates: 2,
+		LeaderElectionID:     "stackwright.dev",
 		Executor:             "local",
 		RunnerImage:          "localhost/stackwright-runner:" + version.Version,
 		RunnerPullPolicy:     string(corev1.PullIfNotPresent),
@@ -132,6 +143,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address Go's /debug/pprof endpoints bind to (empty: off). Never expose it beyond the pod.")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease (default: $POD_NAMESPACE, else the pod's service account namespace).")
+	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Label selector of the Stacks this manager reconciles (default: all), to shard a fleet over several manager Deployments; give each shard its own --leader-election-id.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease; every shard of a fleet needs its own.")
 	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces whose Stacks, Programs and Updates are reconciled (default: all). The manager then needs no cluster-wide list or watch permission.")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for artifacts, work directories, PULUMI_HOME and the default file:// backend.")
 	fs.StringVar(&o.PulumiBin, "pulumi-bin", o.PulumiBin, "Directory holding the pulumi CLI, language hosts and providers (default: found on PATH).")
@@ -184,17 +197,22 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	cacheOpts, err := o.cacheOptions()
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  s,
-		Cache:                   o.cacheOptions(),
+		Cache:                   cacheOpts,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        "stackwright.dev",
+		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: cmp.Or(o.LeaderElectionNamespace, os.Getenv("POD_NAMESPACE")),
 		// Engine runs record their result after cancellation; give them the time.
 		GracefulShutdownTimeout: ptr(time.Minute),
+		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr(o.SeveralPerProcess)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create manager: %w", err)
@@ -219,19 +237,29 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 //
 // Jobs are cached only when Stackwright made them (runner Jobs): a cluster's other Jobs
 // are none of its business and would cost memory.
-func (o *Options) cacheOptions() cache.Options {
+//
+// A label selector confines the cached Stacks: everything else a manager does starts from a
+// Stack it sees (the Update and Job handlers check the Stack is in the cache).
+func (o *Options) cacheOptions() (cache.Options, error) {
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{job.LabelManagedBy: job.ManagedBy})},
 	}}
+	if o.WatchLabelSelector != "" {
+		sel, err := labels.Parse(o.WatchLabelSelector)
+		if err != nil {
+			return cache.Options{}, fmt.Errorf("failed to parse --watch-label-selector %q: %w", o.WatchLabelSelector, err)
+		}
+		opts.ByObject[&pulumiv1.Stack{}] = cache.ByObject{Label: sel}
+	}
 	namespaces := watchNamespaces(o.WatchNamespaces)
 	if len(namespaces) == 0 {
-		return opts
+		return opts, nil
 	}
 	opts.DefaultNamespaces = map[string]cache.Config{}
 	for _, ns := range namespaces {
 		opts.DefaultNamespaces[ns] = cache.Config{}
 	}
-	return opts
+	return opts, nil
 }
 
 // watchNamespaces cleans the flag's values: "a, b,,a" and "a" "b" mean the same.

@@ -29,7 +29,11 @@ func TestOptions_BindFlags_WatchNamespacesRestrictTheCache(t *testing.T) {
 				t.Fatalf("failed to parse %v: %v", tc.args, err)
 			}
 			var got []string
-			for ns := range o.cacheOptions().DefaultNamespaces {
+			opts, err := o.cacheOptions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for ns := range opts.DefaultNamespaces {
 				got = append(got, ns)
 			}
 			slices.Sort(got)

@@ -33,6 +33,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// A Stack this manager does not see is another shard's (--watch-label-selector): its
+	// Updates are that shard's to run and to watch.
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.StackName}, &pulumiv1.Stack{}); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
 	switch u.Status.Phase {
 	case "", v1alpha1.UpdatePhasePending:
 		if !ownedByItsStack(u) {

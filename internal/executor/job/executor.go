@@ -386,7 +386,7 @@ func (e *Executor) adopt(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, u := range list.Items {
-		if u.Status.Phase == v1alpha1.UpdatePhaseRunning && u.Status.Runner == runnerIdentity(&u) {
+		if u.Status.Phase == v1alpha1.UpdatePhaseRunning && u.Status.Runner == runnerIdentity(&u) && e.ownsStack(ctx, &u) {
 			e.running[client.ObjectKeyFromObject(&u)] = u.Namespace
 		}
 	}
@@ -460,7 +460,7 @@ func (e *Executor) reconcileJob(ctx context.Context, req ctrl.Request) (ctrl.Res
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	key := client.ObjectKeyFromObject(u)
-	if u.UID != owner.UID || u.Status.Phase != v1alpha1.UpdatePhaseRunning || u.Status.Runner != runnerIdentity(u) {
+	if u.UID != owner.UID || u.Status.Phase != v1alpha1.UpdatePhaseRunning || u.Status.Runner != runnerIdentity(u) || !e.ownsStack(ctx, u) {
 		e.release(key)
 		return ctrl.Result{}, nil
 	}
@@ -475,6 +475,13 @@ func (e *Executor) reconcileJob(ctx context.Context, req ctrl.Request) (ctrl.Res
 	}
 	e.markLost(ctx, u, reason)
 	return ctrl.Result{}, nil
+}
+
+// ownsStack reports whether u's Stack is this manager's: another shard's runners are that
+// shard's to watch.
+func (e *Executor) ownsStack(ctx context.Context, u *v1alpha1.Update) bool {
+	err := e.client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.StackName}, &pulumiv1.Stack{})
+	return err == nil
 }
 
 // jobOutcome reads a Job's terminal condition.
