@@ -55,26 +55,7 @@ func TestManager_WatchNamespaces_ReconcilesOnlyWatchedNamespaces(t *testing.T) {
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.LeaderElection, opts.LeaderElectionNamespace = true, system
 	opts.WatchNamespaces = []string{watched}
-	mgr, err := manager.New(cfg, opts)
-	g.Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(manager.Setup(ctx, mgr, opts)).To(Succeed())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Logf("manager stopped: %v", err)
-			}
-		// Bounded: controller-runtime v0.25's Start never returns when cancelled before its
-		// caches synced (kubernetes-sigs/controller-runtime#3440), which is exactly what a
-		// missing permission causes; the test must fail, not hang.
-		case <-time.After(90 * time.Second):
-			t.Error("the manager did not stop within 90s of cancellation")
-		}
-	})
+	startManager(t, cfg, opts)
 
 	created := map[string]*pulumiv1.Stack{}
 	for _, ns := range []string{watched, other} {
@@ -106,6 +87,32 @@ func TestManager_WatchNamespaces_ReconcilesOnlyWatchedNamespaces(t *testing.T) {
 		g.Expect(st.Status.Conditions).To(BeEmpty())
 		g.Expect(st.ResourceVersion).To(Equal(created[other].ResourceVersion))
 	}).WithTimeout(5*time.Second).WithPolling(500*time.Millisecond).Should(Succeed(), "the Stack outside the watched namespaces was touched")
+}
+
+// startManager runs a manager with opts until the test ends.
+func startManager(t *testing.T, cfg *rest.Config, opts *manager.Options) {
+	t.Helper()
+	g := NewWithT(t)
+	mgr, err := manager.New(cfg, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	g.Expect(manager.Setup(ctx, mgr, opts)).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Logf("manager stopped: %v", err)
+			}
+		// Bounded: controller-runtime v0.25's Start never returns when cancelled before its
+		// caches synced (kubernetes-sigs/controller-runtime#3440), which is exactly what a
+		// missing permission causes; the test must fail, not hang.
+		case <-time.After(90 * time.Second):
+			t.Error("the manager did not stop within 90s of cancellation")
+		}
+	})
 }
 
 // grantNamespacedInstall creates the RBAC of a namespace-scoped install for the service

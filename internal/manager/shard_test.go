@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -33,23 +32,7 @@ func TestManager_WatchLabelSelector_ShardsTheFleet(t *testing.T) {
 		opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 		opts.WatchLabelSelector, opts.LeaderElectionID = "shard="+shard, "stackwright-shard-"+shard
 		opts.SeveralPerProcess = true
-		mgr, err := manager.New(env.Config, opts)
-		g.Expect(err).NotTo(HaveOccurred())
-		ctx, cancel := context.WithCancel(context.Background())
-		g.Expect(manager.Setup(ctx, mgr, opts)).To(Succeed())
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Logf("manager stopped: %v", err)
-				}
-			case <-time.After(90 * time.Second):
-				t.Error("a manager did not stop within 90s of cancellation")
-			}
-		})
+		startManager(t, env.Config, opts)
 	}
 
 	created := map[string]*pulumiv1.Stack{}
