@@ -222,13 +222,6 @@ func (e *Executor) release(key types.NamespacedName) {
 	}
 }
 
-// Running reports the runner Jobs counted against the budget, for metrics and tests.
-func (e *Executor) Running() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.running)
-}
-
 // start claims the Update, then creates its work Secret and Job. The claim comes first:
 // it is the one write that only one manager can win, so a Job is never created twice for
 // an Update; a crash after it leaves a Running Update without a Job, which the sweep

@@ -49,7 +49,7 @@ type pkoWorkspace struct {
 	} `json:"spec,omitempty"`
 }
 
-// runnerContainer is the container of PKO's workspace Pod whose settings map onto the
+// pkoContainer is the container of PKO's workspace Pod whose settings map onto the
 // runner container.
 const pkoContainer = "pulumi"
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,5 +224,3 @@ func processAlive(pid int) bool {
 	fields := strings.Fields(string(b))
 	return len(fields) < 3 || fields[2] != "Z"
 }
-
-var stdLogger = log.New(os.Stderr, "", log.LstdFlags)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"log"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,7 +37,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := l.writeConfigs(o.Node); err != nil {
 		return err
 	}
-	logger := stdLogger
+	logger := log.New(os.Stderr, "", log.LstdFlags)
 	var running []*process
 	defer func() {
 		logger.Printf("stopping")
