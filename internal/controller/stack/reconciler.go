@@ -147,11 +147,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, stack *pulumiv1.Stack,
 	}
 	switch {
 	case !stack.Spec.DestroyOnFinalize:
-		r.event(stack, corev1.EventTypeNormal, EventResourcesKept, "destroyOnFinalize is not set: the stack's resources are left in place")
-		return ctrl.Result{}, r.releaseFinalizer(ctx, stack, p)
+		return r.releaseFinalizer(ctx, stack, p, func() {
+			r.event(stack, corev1.EventTypeNormal, EventResourcesKept, "destroyOnFinalize is not set: the stack's resources are left in place")
+		})
 	case last == nil:
-		r.event(stack, corev1.EventTypeNormal, EventDestroyed, "No update ever ran: nothing to destroy")
-		return ctrl.Result{}, r.releaseFinalizer(ctx, stack, p)
+		return r.releaseFinalizer(ctx, stack, p, func() {
+			r.event(stack, corev1.EventTypeNormal, EventDestroyed, "No update ever ran: nothing to destroy")
+		})
 	}
 	in, err := inputs.Resolve(ctx, r.Client, stack, r.Options.Inputs)
 	if err != nil {
@@ -160,9 +162,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, stack *pulumiv1.Stack,
 			// stays missing: holding the finalizer would only block the namespace forever.
 			// The event may be refused there too, so the log says it as well.
 			msg := fmt.Sprintf("Namespace %s is being deleted and destroy cannot run (%v): the stack's resources were left in place; its state remains in the backend", stack.Namespace, err)
-			ctrl.LoggerFrom(ctx).Info("Releasing finalizer without destroy", "reason", EventResourcesKept, "detail", msg)
-			r.event(stack, corev1.EventTypeWarning, EventResourcesKept, "%s", msg)
-			return ctrl.Result{}, r.releaseFinalizer(ctx, stack, p)
+			return r.releaseFinalizer(ctx, stack, p, func() {
+				ctrl.LoggerFrom(ctx).Info("Released finalizer without destroy", "reason", EventResourcesKept, "detail", msg)
+				r.event(stack, corev1.EventTypeWarning, EventResourcesKept, "%s", msg)
+			})
 		}
 		return r.handleFault(stack, err, false)
 	}
@@ -171,18 +174,29 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, stack *pulumiv1.Stack,
 	if d.action != actionIdle {
 		return res, err
 	}
-	r.event(stack, corev1.EventTypeNormal, EventDestroyed, "Destroyed the stack's resources (Update %s)", stack.Status.LastUpdate.Name)
-	return ctrl.Result{}, r.releaseFinalizer(ctx, stack, p)
+	return r.releaseFinalizer(ctx, stack, p, func() {
+		r.event(stack, corev1.EventTypeNormal, EventDestroyed, "Destroyed the stack's resources (Update %s)", stack.Status.LastUpdate.Name)
+	})
 }
 
-func (r *Reconciler) releaseFinalizer(ctx context.Context, stack *pulumiv1.Stack, p *patcher) error {
+// releaseFinalizer removes the Stack's finalizer and then calls announce, only if this
+// reconcile was the one that removed it: a reconcile working from a cache that has not yet
+// seen the removal finds the Stack gone and says nothing twice.
+func (r *Reconciler) releaseFinalizer(ctx context.Context, stack *pulumiv1.Stack, p *patcher, announce func()) (ctrl.Result, error) {
 	// The status is written first: once the finalizer is gone the Stack may be too.
 	apimeta.RemoveStatusCondition(&stack.Status.Conditions, pulumiv1.ConditionReconciling)
 	if err := p.patchStatus(ctx, stack); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	controllerutil.RemoveFinalizer(stack, pulumiv1.StackFinalizer)
-	return p.patchFinalizers(ctx, stack)
+	if err := p.patchFinalizers(ctx, stack); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	announce()
+	return ctrl.Result{}, nil
 }
 
 // advance moves a Stack toward having run op on art with the given inputs: it starts an

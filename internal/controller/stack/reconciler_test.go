@@ -299,7 +299,7 @@ func TestStackReconciler_Delete_TerminatingNamespaceDoesNotDeadlock(t *testing.T
 	// Events are refused in a terminating namespace too; the log keeps the explanation.
 	var kept []string
 	for _, line := range strings.Split(kubetest.Logs.String(), "\n") {
-		if strings.Contains(line, "Releasing finalizer without destroy") && strings.Contains(line, s.ns) {
+		if strings.Contains(line, "Released finalizer without destroy") && strings.Contains(line, s.ns) {
 			kept = append(kept, line)
 		}
 	}
