@@ -85,7 +85,7 @@ demo: tools build ## Local demo: control plane + operator + the sample Stack rea
 .PHONY: images
 images: tools build ## Write the stackwright, stackwright-runner and pause images into dist/ as OCI archives for `ctr images import`.
 	CGO_ENABLED=0 go build -ldflags "-s -w" -o $(BIN)/pause ./hack/pause
-	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --pause $(BIN)/pause
+	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --pause $(BIN)/pause $(if $(wildcard $(BIN)/versitygw),--versitygw $(BIN)/versitygw)
 
 ##@ Testing
 .PHONY: test
@@ -103,10 +103,12 @@ fuzz: ## Fuzz the artifact extractor for FUZZ_TIME (CI's short budget; use 60s o
 
 ##@ Cluster
 CLUSTER := $(BIN)/stackwright-cluster
-CLUSTER_IMAGES = dist/pause.tar dist/stackwright-$(VERSION).tar dist/stackwright-runner-$(VERSION).tar
+# versitygw.tar (an S3 server for the e2e tests) is written by `make images` once
+# tools-cluster has built versitygw, which `make cluster` does first.
+CLUSTER_IMAGES = dist/pause.tar dist/stackwright-$(VERSION).tar dist/stackwright-runner-$(VERSION).tar dist/versitygw.tar
 
 .PHONY: tools-cluster
-tools-cluster: ## Build the node's tools (kubelet, kube-proxy, controller manager, scheduler, containerd) and apt-install runc, CNI plugins, iptables (root).
+tools-cluster: ## Build the node's tools (kubelet, kube-proxy, controller manager, scheduler, containerd, versitygw) and apt-install runc, CNI plugins, iptables (root).
 	@hack/tools.sh cluster
 
 .PHONY: cluster

@@ -70,6 +70,11 @@ tool_spec() {
 	golangci-lint)
 		echo "hack/tools/golangci-lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|golangci-lint|"
 		;;
+	versitygw)
+		local v
+		v=$(modversion "$root/hack/tools/versitygw/go.mod" github.com/versity/versitygw)
+		echo "hack/tools/versitygw|github.com/versity/versitygw/cmd/versitygw|versitygw|-X main.Version=$v|"
+		;;
 	provider)
 		echo "test/provider|./cmd/pulumi-resource-stackwright-testing|pulumi-resource-stackwright-testing|"
 		;;
@@ -81,7 +86,7 @@ tool_spec() {
 }
 
 all_tools=(k8s pulumi pulumi-yaml provider controller-gen golangci-lint helm)
-cluster_tools=(k8s k8s-node containerd)
+cluster_tools=(k8s k8s-node containerd versitygw)
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=("${all_tools[@]}")
 if [ "${tools[0]}" = cluster ]; then

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"debug/buildinfo"
 	"debug/elf"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 
 	"github.com/stackwright/stackwright/internal/image"
 )
@@ -24,6 +26,8 @@ const (
 	source      = "https://github.com/stackwright/stackwright"
 	binDir      = "/usr/local/bin"
 	dataDir     = "/var/lib/stackwright" // the manager's --data-dir default
+
+	versitygwModule = "github.com/versity/versitygw"
 )
 
 // binaries are what both Stackwright images ship: the operator, the engine, the YAML
@@ -36,14 +40,15 @@ func main() {
 	out := flag.String("out", "dist", "directory to write the image archives to")
 	version := flag.String("version", "dev", "image tag and org.opencontainers.image.version")
 	pause := flag.String("pause", "", "path of a static pause binary; when set, also writes pause.tar as "+pauseRef)
+	s3 := flag.String("versitygw", "", "path of a static versitygw binary; when set, also writes versitygw.tar as localhost/versitygw:<its module version> (the end-to-end tests' S3 server)")
 	flag.Parse()
-	if err := run(*bin, *out, *version, *pause); err != nil {
+	if err := run(*bin, *out, *version, *pause, *s3); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, out, version, pause string) error {
+func run(bin, out, version, pause, s3 string) error {
 	epoch, err := image.SourceDateEpoch()
 	if err != nil {
 		return err
@@ -122,6 +127,17 @@ func run(bin, out, version, pause string) error {
 		}})
 	}
 
+	if s3 != "" {
+		spec, err := versitygwSpec(s3)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, struct {
+			file string
+			spec image.Spec
+		}{"versitygw.tar", spec})
+	}
+
 	for _, s := range specs {
 		img, err := b.Build(s.spec)
 		if err != nil {
@@ -138,6 +154,36 @@ func run(bin, out, version, pause string) error {
 		fmt.Printf("%s\t%s\tmanifest %s\tarchive %s\t%d bytes\n", a.Path, img.Ref, d, a.Digest, a.Size)
 	}
 	return nil
+}
+
+// versitygwSpec is the image of the S3-compatible server the end-to-end tests run in the
+// cluster. Its tag is the versitygw module version the binary was built from, so a test
+// manifest and the binary cannot drift apart silently.
+func versitygwSpec(path string) (image.Spec, error) {
+	if err := checkStatic(path); err != nil {
+		return image.Spec{}, err
+	}
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return image.Spec{}, fmt.Errorf("failed to read build info of %s: %w", path, err)
+	}
+	version := ""
+	for _, m := range append([]*debug.Module{&info.Main}, info.Deps...) {
+		if m.Path == versitygwModule {
+			version = m.Version
+		}
+	}
+	if version == "" {
+		return image.Spec{}, fmt.Errorf("failed to find the version of %s in %s: not built from that module", versitygwModule, path)
+	}
+	return image.Spec{
+		Ref:        "localhost/versitygw:" + version,
+		Files:      []image.File{{Source: path, Path: binDir + "/versitygw", Mode: 0o755}},
+		User:       nonrootUser,
+		Entrypoint: []string{binDir + "/versitygw"},
+		WorkingDir: "/",
+		Labels:     labels("versitygw", version, "versitygw S3 gateway for Stackwright's end-to-end tests"),
+	}, nil
 }
 
 func labels(title, version, description string) map[string]string {

@@ -84,6 +84,10 @@ type Request struct {
 	TargetDependents bool
 	// RemoveStack removes the stack from the backend after a successful destroy.
 	RemoveStack bool
+	// StaleLockHosts are host-name prefixes of lock holders the caller has proven gone
+	// (runner Pods whose Jobs ended). When the operation finds the stack locked by such
+	// holders only, Run removes their locks and tries once more; any other lock stays.
+	StaleLockHosts []string
 	// Message is recorded with the update in the backend (up, refresh, destroy).
 	Message string
 	// Log receives the engine's progress output, secrets masked; nil discards it.
@@ -282,7 +286,15 @@ func (x *run) run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 
-	switch r.Operation {
+	res, err := x.operate(ctx, stack)
+	if err != nil && x.healStaleLock(ctx, stack, err) {
+		res, err = x.operate(ctx, stack)
+	}
+	return res, err
+}
+
+func (x *run) operate(ctx context.Context, stack auto.Stack) (Result, error) {
+	switch x.req.Operation {
 	case OpUp:
 		return x.up(ctx, stack)
 	case OpPreview:

@@ -1,65 +1,76 @@
 package engine
 
 import (
-	"encoding/json"
-	"errors"
+	"context"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 )
 
-// ClearStaleLocks removes the update locks of a self-managed file:// backend that were
-// taken by processes proven gone: those whose host name starts with one of hosts (a
-// runner Pod's host name is its Pod name, unique to one run). Only the caller can prove a
-// holder gone, and it must: removing a live holder's lock lets two updates corrupt one
-// stack. Other backends' locks are left alone (Pulumi Cloud releases a dead update's lease
-// by itself; object-store backends are not handled yet). It returns the removed locks'
-// paths relative to the backend.
-func ClearStaleLocks(backendURL string, hosts []string) ([]string, error) {
-	root, ok := strings.CutPrefix(backendURL, "file://")
-	if !ok || root == "" || len(hosts) == 0 {
-		return nil, nil
+// lockHolder matches one lock of a self-managed backend's "currently locked" error:
+// "  s3://bucket/.pulumi/locks/…/<uuid>.json: created by user@host (pid 12) at <time>".
+var (
+	lockHolder = regexp.MustCompile(`(?m)^\s*\S+: created by [^@\s]*@(\S+) \(pid \d+\)`)
+	lockCount  = regexp.MustCompile(`currently locked by (\d+) lock\(s\)`)
+)
+
+// staleLockHolders returns the holders named by a self-managed backend's lock conflict
+// when every one of them is a host the caller proved gone (StaleLockHosts are prefixes: a
+// runner Pod's host name is its Pod name, which starts with its Job's name). Anything
+// else (a live holder, a lock it cannot attribute, Pulumi Cloud's lease, which the service
+// releases by itself) yields nil: removing a live holder's lock lets two updates corrupt one
+// stack.
+func staleLockHolders(text string, stale []string) []string {
+	m := lockCount.FindStringSubmatch(text)
+	if m == nil || len(stale) == 0 {
+		return nil
 	}
-	root, _, _ = strings.Cut(root, "?")
-	locks := filepath.Join(root, ".pulumi", "locks")
-	var removed []string
-	err := filepath.WalkDir(locks, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || filepath.Ext(path) != ".json" {
+	n, _ := strconv.Atoi(m[1])
+	found := lockHolder.FindAllStringSubmatch(text, -1)
+	if n == 0 || len(found) != n {
+		return nil
+	}
+	hosts := make([]string, 0, n)
+	for _, f := range found {
+		if !hasAnyPrefix(f[1], stale) {
 			return nil
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		var lock struct {
-			Hostname string `json:"hostname"`
-		}
-		// A lock that names no holder cannot be proven stale: it stays.
-		if jerr := json.Unmarshal(b, &lock); jerr != nil || lock.Hostname == "" {
-			return nil //nolint:nilerr // see above
-		}
-		for _, h := range hosts {
-			if strings.HasPrefix(lock.Hostname, h) {
-				if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return err
-				}
-				rel, _ := filepath.Rel(root, path)
-				removed = append(removed, rel)
-				break
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return removed, fmt.Errorf("failed to clear stale locks in %s: %w", locks, err)
+		hosts = append(hosts, f[1])
 	}
-	return removed, nil
+	return hosts
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if p != "" && strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// healStaleLock removes the stack's locks after op failed on them, when all of them belong
+// to runners the caller proved gone, and reports whether op should be tried again. It works
+// the same for file://, s3://, gs:// and azblob:// backends: `pulumi cancel` on a
+// self-managed backend deletes the stack's lock files. That removes every lock of the
+// stack, so it runs only right after the CLI listed them all as stale; a new holder could
+// appear in between only by running outside Stackwright, which never runs two updates of
+// one Stack at once.
+func (x *run) healStaleLock(ctx context.Context, stack auto.Stack, err error) bool {
+	if len(x.req.StaleLockHosts) == 0 || Classify(err) != ClassConflict {
+		return false
+	}
+	hosts := staleLockHolders(err.Error(), x.req.StaleLockHosts)
+	if hosts == nil {
+		return false
+	}
+	if cerr := stack.Cancel(ctx); cerr != nil {
+		x.log.println(fmt.Sprintf("failed to remove the stale lock(s) of %s: %v", strings.Join(hosts, ", "), cerr))
+		return false
+	}
+	x.log.println(fmt.Sprintf("removed %d stale lock(s) held by runner(s) that are gone: %s", len(hosts), strings.Join(hosts, ", ")))
+	return true
 }

@@ -3,48 +3,76 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestClearStaleLocks_OnlyProvenGoneHolders(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, ".pulumi", "locks", "organization", "proj", "dev")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, host := range map[string]string{
-		"dead.json":  "web-abc-1-5f2e9a1b-x7k2p",
-		"alive.json": "web-abc-2-0c1d2e3f-q9w8e",
-		"other.json": "manager-6d4f",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(`{"pid":12,"username":"nonroot","hostname":"`+host+`"}`), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+func TestStaleLockHolders(t *testing.T) {
+	const two = "failed to update stack dev: the stack is currently locked by 2 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`.\n" +
+		"  s3://b/.pulumi/locks/organization/p/dev/1.json: created by nonroot@web-abc-1-5f2e9a1b-x7k2p (pid 12) at 2026-11-23T10:00:00Z\n" +
+		"  s3://b/.pulumi/locks/organization/p/dev/2.json: created by nonroot@web-abc-2-0c1d2e3f-q9w8e (pid 12) at 2026-11-23T10:01:00Z"
 	for _, tc := range []struct {
-		name    string
-		url     string
-		hosts   []string
-		removed []string
+		name  string
+		text  string
+		stale []string
+		want  []string
 	}{
-		{name: "s3 backend untouched", url: "s3://bucket", hosts: []string{"web-abc-1-5f2e9a1b-"}},
-		{name: "no proven holder", url: "file://" + root},
-		{name: "dead runner's lock removed", url: "file://" + root, hosts: []string{"web-abc-1-5f2e9a1b-"}, removed: []string{".pulumi/locks/organization/proj/dev/dead.json"}},
+		{name: "all holders gone", text: two, stale: []string{"web-abc-1-5f2e9a1b-", "web-abc-2-0c1d2e3f-"}, want: []string{"web-abc-1-5f2e9a1b-x7k2p", "web-abc-2-0c1d2e3f-q9w8e"}},
+		{name: "one holder alive", text: two, stale: []string{"web-abc-1-5f2e9a1b-"}},
+		{name: "nothing proven gone", text: two},
+		{name: "holder line missing", text: strings.SplitN(two, "\n", 3)[0] + "\n" + strings.SplitN(two, "\n", 3)[1], stale: []string{"web-abc-1-5f2e9a1b-"}},
+		{name: "pulumi cloud conflict", text: "[409] Conflict: Another update is currently in progress.", stale: []string{"web-"}},
+		{name: "empty prefix proves nothing", text: two, stale: []string{""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ClearStaleLocks(tc.url, tc.hosts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.removed, got); diff != "" {
-				t.Errorf("removed (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, staleLockHolders(tc.text, tc.stale)); diff != "" {
+				t.Errorf("staleLockHolders (-want +got):\n%s", diff)
 			}
 		})
 	}
-	left, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	if len(left) != 2 {
-		t.Errorf("locks left: %v; want alive.json and other.json", left)
+}
+
+// plantLock leaves a lock in the file:// backend as a runner killed mid-update would.
+func plantLock(t *testing.T, f *fixture, host string) string {
+	t.Helper()
+	dir := filepath.Join(strings.TrimPrefix(f.env.Backend, "file://"), ".pulumi", "locks", "organization", "enginetest", "dev")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "0b7c2d9e-1f3a-4c5b-8d6e-7f8a9b0c1d2e.json")
+	lock := `{"pid":7,"username":"nonroot","hostname":"` + host + `","timestamp":"2026-11-23T10:00:00Z"}`
+	if err := os.WriteFile(path, []byte(lock), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestEngine_Run_StaleLockOfGoneRunnerIsHealed(t *testing.T) {
+	t.Parallel()
+	f, _ := upFiles(t)
+	ctx := testContext(t)
+	lock := plantLock(t, f, "web-abc-1-5f2e9a1b-x7k2p")
+
+	r := f.request(OpUp)
+	r.StaleLockHosts = []string{"web-abc-2-0c1d2e3f-"} // another runner: this lock's holder is not proven gone
+	if _, err := f.eng.Run(ctx, r); Classify(err) != ClassConflict {
+		t.Fatalf("up on a lock of a holder not proven gone: Classify(%v) = %q; want Conflict", err, Classify(err))
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the lock of a holder not proven gone was removed: %v", err)
+	}
+
+	r.StaleLockHosts = []string{"web-abc-1-5f2e9a1b-"}
+	res := f.mustRun(ctx, r)
+	if got := res.Changes["same"]; got == 0 {
+		t.Errorf("up after healing: changes %v; want the existing resources unchanged", res.Changes)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("stale lock still there after healing: %v", err)
+	}
+	if !strings.Contains(f.log.String(), "removed 1 stale lock(s) held by runner(s) that are gone: web-abc-1-5f2e9a1b-x7k2p") {
+		t.Errorf("the log does not say which lock was removed:\n%s", f.log)
 	}
 }

@@ -321,8 +321,8 @@ spec:
 
 // TestInstall_JobExecutor_KilledRunnerIsRetried kills a runner Pod in the middle of an up:
 // the Update ends Failed with RunnerLost, the next runner removes the lock the dead one
-// left in the file:// backend, and the Stack converges without re-creating what the first
-// run had created.
+// left in the S3 backend (a versitygw server in the cluster), and the Stack converges
+// without re-creating what the first run had created.
 func TestInstall_JobExecutor_KilledRunnerIsRetried(t *testing.T) {
 	g := NewWithT(t)
 	c := newClient(t)
@@ -330,9 +330,11 @@ func TestInstall_JobExecutor_KilledRunnerIsRetried(t *testing.T) {
 	waitManager(t, c)
 
 	const ns = "e2e-job-kill"
+	s3 := startS3(t, c)
+	backend := s3.bucket(t, "state", "")
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
-	manifest := stateClaimYAML + `---
+	manifest := stateClaimYAML + "---\n" + s3CredentialsYAML + `---
 apiVersion: v1
 kind: Secret
 metadata:
@@ -375,9 +377,9 @@ spec:
   stack: e2e
   programRef:
     name: slow
-  backend: file:///state/backend
+  backend: ` + backend + `
   envRefs:
-    PULUMI_CONFIG_PASSPHRASE:
+` + s3EnvRefsYAML + `    PULUMI_CONFIG_PASSPHRASE:
       type: Secret
       secret:
         name: pass
@@ -424,13 +426,16 @@ spec:
 		}
 	}
 	g.Expect(last).NotTo(BeNil())
-	g.Expect(last.Status.LogTail).To(ContainSubstring("removed lock"), "the retry did not heal the dead runner's lock")
+	g.Expect(last.Status.LogTail).To(ContainSubstring("stale lock(s) held by runner(s) that are gone"), "the retry did not heal the dead runner's lock")
 	// "before" was created by the killed run and is in the state: the retry keeps it.
 	g.Expect(last.Status.Changes["create"]).To(BeNumerically("<=", 2), "changes %v: the retry re-created what the first run had made", last.Status.Changes)
 	for _, f := range []string{"before.txt", "after.txt"} {
 		_, err := os.Stat(filepath.Join(files, f))
 		g.Expect(err).NotTo(HaveOccurred(), f)
 	}
+	// The state is in the S3 server, and no lock is left there.
+	g.Expect(s3.objects("state", ".pulumi/stacks")).NotTo(BeEmpty(), "no stack state in the S3 backend")
+	g.Expect(s3.objects("state", ".pulumi/locks")).To(BeEmpty(), "locks left in the S3 backend")
 }
 
 // TestInstall_JobExecutor_StacksActAsTheirServiceAccount runs the same program, which
@@ -440,13 +445,19 @@ spec:
 func TestInstall_JobExecutor_StacksActAsTheirServiceAccount(t *testing.T) {
 	g := NewWithT(t)
 	c := newClient(t)
-	helmInstall(t, "install", "--set", "executor=job")
+	// The Stacks name no backend: the install's default, one prefix per namespace in a
+	// bucket of the in-cluster S3 server, applies.
+	s3 := startS3(t, c)
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	g.Expect(os.WriteFile(values, []byte("executor: job\ndefaultBackend: "+s3.bucket(t, "tenants", "")+"\n"), 0o600)).To(Succeed())
+	helmInstall(t, "install", "-f", values)
 	waitManager(t, c)
 
 	tenant := func(ns string, mayWrite bool) {
 		createNamespace(t, c, ns)
 		t.Cleanup(func() { deleteNamespace(t, c, ns) })
-		manifest := `apiVersion: v1
+		manifest := s3CredentialsYAML + `---
+apiVersion: v1
 kind: ServiceAccount
 metadata:
   name: deployer
@@ -480,10 +491,8 @@ spec:
   programRef:
     name: cm
   serviceAccountName: deployer
-  # State in the runner's scratch directory: enough for one run, which is all this test needs.
-  backend: file:///tmp/state
   envRefs:
-    PULUMI_CONFIG_PASSPHRASE:
+` + s3EnvRefsYAML + `    PULUMI_CONFIG_PASSPHRASE:
       type: Secret
       secret:
         name: pass
@@ -537,6 +546,7 @@ subjects:
 	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace("e2e-may-not"))
 	err := c.Get(context.Background(), client.ObjectKey{Namespace: "e2e-may-not", Name: "made-by-stack"}, &cm)
 	g.Expect(err).To(HaveOccurred(), "a Stack without the right created a ConfigMap")
+	g.Expect(s3.objects("tenants", "e2e-may-write/.pulumi/stacks")).NotTo(BeEmpty(), "the default backend has no state under the Stack's namespace")
 }
 
 // stateClaimYAML is a claim for a Stack's state, and stateMountYAML the end of a Stack

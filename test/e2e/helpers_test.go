@@ -122,14 +122,16 @@ func deleteNamespace(t *testing.T, c client.Client, name string) {
 	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(BeTrue(), "namespace %s not deleted", name)
 }
 
-// waitStackReadyOnce checks Ready=True at the Stack's current generation.
-func waitStackReadyOnce(g Gomega, c client.Client, ns, name string) {
+// waitStackReadyOnce checks Ready=True at the Stack's current generation and returns the
+// Stack.
+func waitStackReadyOnce(g Gomega, c client.Client, ns, name string) *pulumiv1.Stack {
 	var stack pulumiv1.Stack
 	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &stack)).To(Succeed())
 	ready := meta.FindStatusCondition(stack.Status.Conditions, pulumiv1.ConditionReady)
 	g.Expect(ready).NotTo(BeNil(), "no Ready condition yet")
 	g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "Ready: %s: %s", ready.Reason, ready.Message)
 	g.Expect(ready.ObservedGeneration).To(Equal(stack.Generation))
+	return &stack
 }
 
 // describeNamespace is what a failure in a tenant namespace needs to be acted on.

@@ -107,14 +107,7 @@ func (p *PodRunner) execute(ctx context.Context, hc *http.Client, w *Work, tail 
 	if err := runner.EnsureFileBackend(backend); err != nil {
 		return engine.Result{}, err
 	}
-	removed, err := engine.ClearStaleLocks(backend, w.StaleLockHosts)
-	for _, l := range removed {
-		fmt.Fprintf(tail, "removed lock %s of a runner that is gone\n", l)
-	}
-	if err != nil {
-		return engine.Result{}, err
-	}
-	req.WorkDir, req.Log = dir, tail
+	req.WorkDir, req.Log, req.StaleLockHosts = dir, tail, w.StaleLockHosts
 	return eng.Run(ctx, req)
 }
 

@@ -43,7 +43,8 @@ type Work struct {
 	ManagerURL     string         `json:"managerURL"`
 	Request        engine.Request `json:"request"`
 	// StaleLockHosts are host-name prefixes of earlier runners of this Stack that the
-	// manager has seen end: locks they left in a file:// backend may be removed.
+	// manager has seen end: locks they left in a self-managed backend may be removed
+	// (engine.Request.StaleLockHosts).
 	StaleLockHosts []string `json:"staleLockHosts,omitempty"`
 }
 

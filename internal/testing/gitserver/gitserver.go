@@ -3,6 +3,7 @@ package gitserver
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -116,6 +117,13 @@ type HTTPServer struct {
 // no authentication.
 func NewHTTPServer(t testing.TB, root string, users map[string]string) *HTTPServer {
 	t.Helper()
+	return NewHTTPServerOn(t, nil, root, users)
+}
+
+// NewHTTPServerOn is NewHTTPServer on l (e.g. an address inside a test's own network
+// namespace); nil means 127.0.0.1. The server owns l from then on.
+func NewHTTPServerOn(t testing.TB, l net.Listener, root string, users map[string]string) *HTTPServer {
+	t.Helper()
 	backend := "/usr/lib/git-core/git-http-backend"
 	if _, err := os.Stat(backend); err != nil {
 		t.Skipf("git-http-backend not available: %v", err)
@@ -127,7 +135,7 @@ func NewHTTPServer(t testing.TB, root string, users map[string]string) *HTTPServ
 		// The backend complains about missing repositories, which some tests ask for.
 		Stderr: io.Discard,
 	}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(users) > 0 {
 			u, p, ok := r.BasicAuth()
 			if want, known := users[u]; !ok || !known || want != p {
@@ -144,6 +152,11 @@ func NewHTTPServer(t testing.TB, root string, users map[string]string) *HTTPServ
 		}
 		cgiHandler.ServeHTTP(w, r)
 	}))
+	if l != nil {
+		_ = s.Listener.Close()
+		s.Listener = l
+	}
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }

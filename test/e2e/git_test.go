@@ -1,0 +1,179 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stackwright/stackwright/internal/testing/cluster"
+	"github.com/stackwright/stackwright/internal/testing/gitserver"
+)
+
+// listenOnNode opens a TCP listener on the node's address inside the cluster's network
+// namespace, where the manager's Pod can reach it and nothing outside the machine can.
+func listenOnNode(t *testing.T) net.Listener {
+	t.Helper()
+	type result struct {
+		l   net.Listener
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// The thread switches network namespace and is never unlocked, so the runtime
+		// discards it when this goroutine ends; the socket keeps its namespace.
+		runtime.LockOSThread()
+		f, err := os.Open("/var/run/netns/" + cluster.NetNS)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer func() { _ = f.Close() }()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- result{err: fmt.Errorf("failed to enter network namespace %s: %w", cluster.NetNS, err)}
+			return
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(cluster.NodeIP, "0"))
+		done <- result{l, err}
+	}()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("failed to listen on the node: %v", r.err)
+	}
+	return r.l
+}
+
+// configMapProgram is a Pulumi.yaml that writes value into a ConfigMap with the runner
+// Pod's credentials, so what each commit deployed is visible through the API.
+func configMapProgram(value string) string {
+	return `name: from-git
+runtime: yaml
+resources:
+  made:
+    type: stackwright-testing:index:ConfigMap
+    properties:
+      name: made-from-git
+      data:
+        commit: ` + value + `
+`
+}
+
+// TestInstall_JobExecutor_GitStackFollowsBranch runs a git Stack through runner Jobs: the
+// manager fetches the branch from a git server on the node, each commit is deployed by a
+// short-lived runner Pod, and a new commit is picked up by polling.
+func TestInstall_JobExecutor_GitStackFollowsBranch(t *testing.T) {
+	g := NewWithT(t)
+	c := newClient(t)
+	s3 := startS3(t, c)
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	g.Expect(os.WriteFile(values, []byte("executor: job\ndefaultBackend: "+s3.bucket(t, "git", "")+"\n"), 0o600)).To(Succeed())
+	helmInstall(t, "install", "-f", values)
+	waitManager(t, c)
+
+	repos := t.TempDir()
+	repo, first := gitserver.NewRepo(t, repos, "infra", map[string]string{"app/Pulumi.yaml": configMapProgram("first")})
+	srv := gitserver.NewHTTPServerOn(t, listenOnNode(t), repos, nil)
+
+	const ns = "e2e-git"
+	createNamespace(t, c, ns)
+	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	manifest := s3CredentialsYAML + `---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: deployer
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: configmap-writer
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, create, patch, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: deployer-writes-configmaps
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: configmap-writer
+subjects:
+- kind: ServiceAccount
+  name: deployer
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: pass
+stringData:
+  passphrase: e2e-only
+---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: infra
+spec:
+  stack: e2e
+  projectRepo: ` + srv.URL + `/infra.git
+  branch: main
+  repoDir: app
+  resyncFrequencySeconds: 10
+  serviceAccountName: deployer
+  destroyOnFinalize: true
+  envRefs:
+` + s3EnvRefsYAML + `    PULUMI_CONFIG_PASSPHRASE:
+      type: Secret
+      secret:
+        name: pass
+        key: passphrase
+`
+	path := filepath.Join(t.TempDir(), "stack.yaml")
+	g.Expect(os.WriteFile(path, []byte(manifest), 0o600)).To(Succeed())
+	run(t, "kubectl", "apply", "-n", ns, "-f", path)
+
+	deployed := func(commit, value string) {
+		t.Helper()
+		NewWithT(t).Eventually(func(g Gomega) {
+			st := waitStackReadyOnce(g, c, ns, "infra")
+			g.Expect(st.Status.LastUpdate).NotTo(BeNil())
+			g.Expect(st.Status.LastUpdate.LastSuccessfulCommit).To(Equal(commit))
+			var cm corev1.ConfigMap
+			g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "made-from-git"}, &cm)).To(Succeed())
+			g.Expect(cm.Data).To(HaveKeyWithValue("commit", value))
+		}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "commit %s not deployed\n%s", commit, describeNamespace(ns))
+	}
+	deployed(first, "first")
+	second := repo.Commit(map[string]string{"app/Pulumi.yaml": configMapProgram("second")})
+	deployed(second, "second")
+
+	// One runner Job per Update, and no Pod left running once the Stack is at rest.
+	g.Expect(updates(g, c, ns)).To(HaveLen(2))
+	NewWithT(t).Eventually(func(g Gomega) {
+		var pods corev1.PodList
+		g.Expect(c.List(context.Background(), &pods, client.InNamespace(ns))).To(Succeed())
+		for _, p := range pods.Items {
+			g.Expect(p.Status.Phase).To(BeElementOf(corev1.PodSucceeded, corev1.PodFailed), "Pod %s still %s", p.Name, p.Status.Phase)
+		}
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	listings, fetches := srv.Counts()[0], srv.Counts()[1]
+	g.Expect(fetches).To(BeNumerically(">=", 2), "the manager fetched each commit (listings %d)", listings)
+
+	run(t, "kubectl", "delete", "-n", ns, "stack/infra", "--timeout=5m")
+	var cm corev1.ConfigMap
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "made-from-git"}, &cm)
+	g.Expect(err).To(HaveOccurred(), "destroyOnFinalize left the ConfigMap behind")
+}

@@ -1,0 +1,156 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	s3Namespace = "e2e-s3"
+	// The image tag is the versitygw module version (hack/tools/versitygw); hack/images
+	// derives it from the binary, so the two cannot drift apart.
+	s3Image  = "localhost/versitygw:v1.8.0"
+	s3Access = "e2e-access-key"
+	s3Secret = "e2e-secret-key-not-for-production"
+	s3Port   = 7070
+	// s3UID is the image's non-root user; the bucket directories must be its own.
+	s3UID = 65532
+)
+
+// s3Server is an S3-compatible server (versitygw on a node directory) running in the
+// cluster, reached by its Service's cluster IP: Pods have no cluster DNS here.
+type s3Server struct {
+	endpoint string
+	dir      string
+}
+
+// startS3 runs the server for one test and removes it when the test ends.
+func startS3(t *testing.T, c client.Client) *s3Server {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chown(dir, s3UID, s3UID); err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(t, c, s3Namespace)
+	t.Cleanup(func() { deleteNamespace(t, c, s3Namespace) })
+	manifest := fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: s3
+spec:
+  selector:
+    matchLabels: {app: s3}
+  template:
+    metadata:
+      labels: {app: s3}
+    spec:
+      containers:
+      - name: versitygw
+        image: %[1]s
+        imagePullPolicy: Never
+        args: ["--port", ":%[2]d", "--access", "%[3]s", "--secret", "%[4]s", "posix", "--nometa", "/data"]
+        ports:
+        - containerPort: %[2]d
+        readinessProbe:
+          tcpSocket: {port: %[2]d}
+          periodSeconds: 1
+        volumeMounts:
+        - {name: data, mountPath: /data}
+      volumes:
+      - name: data
+        hostPath: {path: %[5]s, type: Directory}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: s3
+spec:
+  selector: {app: s3}
+  ports:
+  - port: %[2]d
+    targetPort: %[2]d
+`, s3Image, s3Port, s3Access, s3Secret, dir)
+	path := filepath.Join(t.TempDir(), "s3.yaml")
+	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "kubectl", "apply", "-n", s3Namespace, "-f", path)
+	s := &s3Server{dir: dir}
+	NewWithT(t).Eventually(func(g Gomega) {
+		var d appsv1.Deployment
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: s3Namespace, Name: "s3"}, &d)).To(Succeed())
+		g.Expect(d.Status.ReadyReplicas).To(Equal(int32(1)))
+		var svc corev1.Service
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: s3Namespace, Name: "s3"}, &svc)).To(Succeed())
+		g.Expect(svc.Spec.ClusterIP).NotTo(BeEmpty())
+		s.endpoint = fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, s3Port)
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "S3 server not ready\n%s", describeNamespace(s3Namespace))
+	return s
+}
+
+// bucket creates a bucket (a directory of the server's) and returns the backend URL of a
+// prefix in it.
+func (s *s3Server) bucket(t *testing.T, name, prefix string) string {
+	t.Helper()
+	dir := filepath.Join(s.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, s3UID, s3UID); err != nil {
+		t.Fatal(err)
+	}
+	url := "s3://" + name
+	if prefix != "" {
+		url += "/" + prefix
+	}
+	return url + "?endpoint=" + s.endpoint + "&region=us-east-1&use_path_style=true"
+}
+
+// objects lists the keys below prefix in a bucket, from the server's directory.
+func (s *s3Server) objects(bucket, prefix string) []string {
+	var keys []string
+	base := filepath.Join(s.dir, bucket)
+	_ = filepath.WalkDir(filepath.Join(base, prefix), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(base, path)
+			keys = append(keys, rel)
+		}
+		return nil
+	})
+	return keys
+}
+
+// s3CredentialsYAML is a Secret with the server's keys, and s3EnvRefsYAML the envRefs
+// entries (under a Stack's envRefs) that hand them to the program's backend.
+const (
+	s3CredentialsYAML = `apiVersion: v1
+kind: Secret
+metadata:
+  name: s3-credentials
+stringData:
+  accessKey: ` + s3Access + `
+  secretKey: ` + s3Secret + `
+`
+	s3EnvRefsYAML = `    AWS_ACCESS_KEY_ID:
+      type: Secret
+      secret:
+        name: s3-credentials
+        key: accessKey
+    AWS_SECRET_ACCESS_KEY:
+      type: Secret
+      secret:
+        name: s3-credentials
+        key: secretKey
+`
+)
