@@ -12,11 +12,13 @@ const (
 	SourceKindFlux SourceKind = "Flux"
 	// SourceKindProgram is a Program object (spec.programRef).
 	SourceKindProgram SourceKind = "Program"
+	// SourceKindImage is PKO's custom source: none of the above, and a program baked into
+	// the workspace image (spec.workspaceTemplate spec.image and spec.local.dir).
+	SourceKindImage SourceKind = "Image"
 )
 
-// SourceKind reports which source the spec selects. It returns "" when no
-// source or more than one is set; admission rejects such specs, so "" only
-// shows up for objects that bypassed validation.
+// SourceKind reports which source the spec selects. It returns "" when more than one is
+// set (admission rejects that) or none at all (admitted, as PKO does, and stalled).
 func (s *StackSpec) SourceKind() SourceKind {
 	var kind SourceKind
 	n := 0
@@ -31,6 +33,11 @@ func (s *StackSpec) SourceKind() SourceKind {
 	if s.ProgramRef != nil {
 		kind = SourceKindProgram
 		n++
+	}
+	if n == 0 {
+		if _, ok := s.WorkspaceProgram(); ok {
+			return SourceKindImage
+		}
 	}
 	if n != 1 {
 		return ""
@@ -78,4 +85,20 @@ func (s *StackSpec) ResyncPeriod() time.Duration {
 		return MinResyncPeriod
 	}
 	return d
+}
+
+// IdentityTokens returns spec.stackwright.identityTokens.
+func (s *StackSpec) IdentityTokens() []IdentityToken {
+	if s.Stackwright == nil {
+		return nil
+	}
+	return s.Stackwright.IdentityTokens
+}
+
+// Expiration returns the token's lifetime in seconds, defaulted as admission would.
+func (t *IdentityToken) Expiration() int64 {
+	if t.ExpirationSeconds == nil || *t.ExpirationSeconds == 0 {
+		return DefaultIdentityTokenExpirationSeconds
+	}
+	return *t.ExpirationSeconds
 }

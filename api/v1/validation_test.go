@@ -115,7 +115,7 @@ func TestSamples_Stacks_CoverEverySourceKind(t *testing.T) {
 			got[s.Spec.SourceKind()] = append(got[s.Spec.SourceKind()], s.Name)
 		}
 	}
-	for _, kind := range []pulumiv1.SourceKind{pulumiv1.SourceKindGit, pulumiv1.SourceKindFlux, pulumiv1.SourceKindProgram} {
+	for _, kind := range []pulumiv1.SourceKind{pulumiv1.SourceKindGit, pulumiv1.SourceKindFlux, pulumiv1.SourceKindProgram, pulumiv1.SourceKindImage} {
 		if len(got[kind]) == 0 {
 			t.Errorf("no sample Stack uses source kind %s; samples by kind: %v", kind, got)
 		}
@@ -174,7 +174,7 @@ spec:
   projectRepo: https://example.com/repo.git
   commit: abc123
   programRef: {name: prog}`,
-			want: "exactly one of spec.projectRepo, spec.fluxSource or spec.programRef must be set",
+			want: "at most one of spec.projectRepo, spec.fluxSource or spec.programRef may be set",
 		},
 		{
 			name: "threeSources",
@@ -185,22 +185,7 @@ spec:
   branch: main
   programRef: {name: prog}
   fluxSource: {sourceRef: {apiVersion: source.toolkit.fluxcd.io/v1, kind: GitRepository, name: repo}}`,
-			want: "exactly one of spec.projectRepo, spec.fluxSource or spec.programRef must be set",
-		},
-		{
-			name: "noSource",
-			body: `
-spec:
-  stack: dev`,
-			want: "exactly one of spec.projectRepo, spec.fluxSource or spec.programRef must be set",
-		},
-		{
-			name: "emptyProjectRepoIsNoSource",
-			body: `
-spec:
-  stack: dev
-  projectRepo: ""`,
-			want: "exactly one of spec.projectRepo, spec.fluxSource or spec.programRef must be set",
+			want: "at most one of spec.projectRepo, spec.fluxSource or spec.programRef may be set",
 		},
 		{
 			name: "commitAndBranch",
@@ -551,6 +536,136 @@ spec:
   stackwright: {suspend: "yes"}`,
 			want: "spec.stackwright.suspend: Invalid value: \"string\"",
 		},
+		{
+			name: "identityTokenWithoutAudience",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{announce: AWS}]`,
+			want: "spec.stackwright.identityTokens[0].audience: Required value",
+		},
+		{
+			name: "identityTokenEmptyAudience",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: ""}]`,
+			want: "spec.stackwright.identityTokens[0].audience: Invalid value",
+		},
+		{
+			name: "identityTokenAudienceTooLong",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: ` + strings.Repeat("a", 257) + `}]`,
+			want: "spec.stackwright.identityTokens[0].audience: Too long",
+		},
+		{
+			name: "identityTokenRunnerAudience",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: stackwright.dev/runner}]`,
+			want: "spec.stackwright.identityTokens[0]: Invalid value: audience stackwright.dev/runner is reserved for the runner's own token",
+		},
+		{
+			name: "identityTokenGoogleAudienceNotAProvider",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: https://sts.googleapis.com, announce: Google}]`,
+			want: "spec.stackwright.identityTokens[0]: Invalid value: announce: Google needs the workload identity provider's full resource name as audience (//iam.googleapis.com/...)",
+		},
+		{
+			name: "identityTokenExpiresTooSoon",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: sts.amazonaws.com, expirationSeconds: 599}]`,
+			want: "spec.stackwright.identityTokens[0].expirationSeconds: Invalid value: 599: spec.stackwright.identityTokens[0].expirationSeconds in body should be greater than or equal to 600",
+		},
+		{
+			name: "identityTokenExpiresTooLate",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: sts.amazonaws.com, expirationSeconds: 86401}]`,
+			want: "spec.stackwright.identityTokens[0].expirationSeconds: Invalid value: 86401: spec.stackwright.identityTokens[0].expirationSeconds in body should be less than or equal to 86400",
+		},
+		{
+			name: "identityTokenUnknownCloud",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: x, announce: GCP}]`,
+			want: `spec.stackwright.identityTokens[0].announce: Unsupported value: "GCP"`,
+		},
+		{
+			name: "identityTokenBadEnvName",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: x, env: MY-TOKEN}]`,
+			want: `spec.stackwright.identityTokens[0].env: Invalid value: "MY-TOKEN"`,
+		},
+		{
+			name: "identityTokensSameAudience",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: sts.amazonaws.com}, {audience: sts.amazonaws.com, expirationSeconds: 7200}]`,
+			want: "spec.stackwright.identityTokens: Invalid value: each audience may appear only once",
+		},
+		{
+			name: "identityTokensAnnounceOneCloudTwice",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: a, announce: AWS}, {audience: b, announce: Azure}, {audience: c, announce: AWS}]`,
+			want: "spec.stackwright.identityTokens: Invalid value: at most one token may announce each cloud (AWS, Azure, Google)",
+		},
+		{
+			name: "identityTokensSameEnv",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: a, env: TOKEN}, {audience: b, env: TOKEN}]`,
+			want: "spec.stackwright.identityTokens: Invalid value: each env name may appear only once",
+		},
+		{
+			name: "identityTokensTooMany",
+			body: `
+spec:
+  stack: dev
+  programRef: {name: prog}
+  stackwright:
+    identityTokens: [{audience: a}, {audience: b}, {audience: c}, {audience: d}, {audience: e}, {audience: f}, {audience: g}, {audience: h}, {audience: i}]`,
+			want: "spec.stackwright.identityTokens: Too many: 9: must have at most 8 items",
+		},
 	}
 	runInvalid(t, "pulumi.com/v1", "Stack", cases)
 }
@@ -727,6 +842,17 @@ stack: dev
 fluxSource: null
 gitAuth: null
 programRef: {name: prog}`},
+		{"pkoCustomSourceImageAndLocalDir", `
+stack: dev
+workspaceTemplate:
+  spec:
+    image: registry.example.com/infra-program:1.4.2
+    local: {dir: /share/source}`},
+		{"noSourceAdmittedAsPKODoes", `
+stack: dev`},
+		{"emptyProjectRepoIsNoSource", `
+stack: dev
+projectRepo: ""`},
 		{"fluxSourceWithDir", `
 stack: dev
 fluxSource:
@@ -813,6 +939,16 @@ driftDetection:
     - cron: "*/15 * * * *"
       autoRemediate: true
 stackwright: {suspend: true}`},
+		{"identityTokensForEveryCloud", `
+stack: dev
+programRef: {name: prog}
+stackwright:
+  identityTokens:
+    - {audience: sts.amazonaws.com, announce: AWS, expirationSeconds: 600}
+    - {audience: api://AzureADTokenExchange, announce: Azure, expirationSeconds: 86400}
+    - {audience: //iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/pool/providers/k8s, announce: Google, env: GOOGLE_TOKEN_FILE}
+    - {audience: vault, env: VAULT_JWT_FILE}
+    - {audience: other, announce: None}`},
 	}
 	ctx := testContext(t)
 	ns := env.Namespace(t)
@@ -828,6 +964,36 @@ stackwright: {suspend: true}`},
 				t.Errorf("refused: %v", err)
 			}
 		})
+	}
+}
+
+// An identity token that gives only its audience is stored with the documented defaults:
+// an hour's lifetime, announced to no cloud.
+func TestStack_Create_DefaultsIdentityTokens(t *testing.T) {
+	ctx := testContext(t)
+	st := &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Name: "tokens", Namespace: env.Namespace(t)},
+		Spec: pulumiv1.StackSpec{
+			Stack: "dev", ProgramRef: &pulumiv1.ProgramReference{Name: "prog"},
+			Stackwright: &pulumiv1.StackwrightSpec{IdentityTokens: []pulumiv1.IdentityToken{
+				{Audience: "sts.amazonaws.com"},
+				{Audience: "vault", ExpirationSeconds: ptr(int64(7200)), Announce: pulumiv1.AnnounceAWS, Env: "VAULT_JWT_FILE"},
+			}},
+		},
+	}
+	if err := env.Client.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	got := &pulumiv1.Stack{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(st), got); err != nil {
+		t.Fatal(err)
+	}
+	want := []pulumiv1.IdentityToken{
+		{Audience: "sts.amazonaws.com", ExpirationSeconds: ptr(int64(3600)), Announce: pulumiv1.AnnounceNone},
+		{Audience: "vault", ExpirationSeconds: ptr(int64(7200)), Announce: pulumiv1.AnnounceAWS, Env: "VAULT_JWT_FILE"},
+	}
+	if diff := cmp.Diff(want, got.Spec.IdentityTokens()); diff != "" {
+		t.Errorf("stored identityTokens (-want +got):\n%s", diff)
 	}
 }
 
@@ -1222,3 +1388,5 @@ func warningClient(t *testing.T) (*warningRecorder, client.Client) {
 	}
 	return w, c
 }
+
+func ptr[T any](v T) *T { return &v }

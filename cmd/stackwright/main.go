@@ -32,7 +32,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newManagerCommand(), newDevCommand(), newRunnerCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), newDevCommand(), newRunnerCommand(), newInstallRunnerCommand(), newVersionCommand())
 	return root
 }
 
@@ -107,6 +107,17 @@ func newRunnerCommand() *cobra.Command {
 	cmd.Flags().StringSliceVar(&r.InheritEnv, "inherit-env", nil, "Variables of the Pod's environment the program sees besides PATH, HOME and TMPDIR.")
 	cmd.Flags().Int64Var(&maxBytes, "max-artifact-bytes", maxBytes, "Largest artifact accepted, in bytes (compressed and extracted).")
 	return cmd
+}
+
+func newInstallRunnerCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "install-runner DEST",
+		Short: "Copy this binary to DEST (the init container of runner Pods that run a Stack's own image)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return job.InstallBinary(args[0])
+		},
+	}
 }
 
 func newVersionCommand() *cobra.Command {

@@ -45,6 +45,7 @@ import (
 	"github.com/stackwright/stackwright/internal/source/flux"
 	"github.com/stackwright/stackwright/internal/source/git"
 	"github.com/stackwright/stackwright/internal/source/program"
+	"github.com/stackwright/stackwright/internal/source/workspace"
 	"github.com/stackwright/stackwright/internal/version"
 )
 
@@ -348,11 +349,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 			Client: mgr.GetClient(), Store: store, Cache: git.NewCache(dirs.git), Limits: limits, Now: time.Now,
 		},
 	}
+	if o.Executor == executorJob {
+		// The program is in the Stack's image: only a runner Pod can run it.
+		sources[pulumiv1.SourceKindImage] = workspace.Resolver{}
+	}
 	stacks := &stackctrl.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources, Detached: localExec,
 		Recorder: mgr.GetEventRecorder("stackwright"), Now: time.Now,
 		Options: stackctrl.Options{
 			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, Inputs: in,
+			RunnerPods: o.Executor == executorJob,
 		},
 	}
 	if err := stacks.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {

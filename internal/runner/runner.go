@@ -121,6 +121,11 @@ func (r *Runner) run(ctx context.Context, u *v1alpha1.Update, tail *engine.Tail)
 	if err != nil {
 		return engine.Result{}, err
 	}
+	if len(stack.Spec.IdentityTokens()) > 0 {
+		// The Stack controller does not start such runs here; an Update created before the
+		// manager switched executors still must not run without its tokens.
+		return engine.Result{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.stackwright.identityTokens needs the job executor: the engine would run in the manager, without the tokens")
+	}
 	dir, err := r.prepare(u, stack)
 	if err != nil {
 		return engine.Result{}, err
@@ -171,6 +176,9 @@ func (r *Runner) prepare(u *v1alpha1.Update, stack *pulumiv1.Stack) (string, err
 	work := filepath.Join(r.WorkRoot, u.Namespace, string(stack.UID))
 	if err := os.RemoveAll(work); err != nil {
 		return "", fmt.Errorf("failed to clear work directory %s: %w", work, err)
+	}
+	if u.Spec.ArtifactDigest == "" {
+		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "the program of revision %s is baked into the Stack's workspace image, which only a runner Pod (the Job executor) can run", u.Spec.Revision)
 	}
 	if err := r.Store.Extract(u.Spec.ArtifactDigest, work, r.Limits); err != nil {
 		if errors.Is(err, os.ErrNotExist) {

@@ -33,8 +33,11 @@ func (r Registry) Resolve(ctx context.Context, stack *pulumiv1.Stack) (Artifact,
 	kind := stack.Spec.SourceKind()
 	res, ok := r[kind]
 	if !ok {
-		if kind == "" {
-			return Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "exactly one of spec.projectRepo, spec.fluxSource or spec.programRef must be set")
+		switch kind {
+		case "":
+			return Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "the Stack names no program: set one of spec.projectRepo, spec.fluxSource or spec.programRef, or a spec.workspaceTemplate with spec.image and spec.local.dir (a program baked into the image)")
+		case pulumiv1.SourceKindImage:
+			return Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "the program is baked into the workspace image (spec.workspaceTemplate spec.local.dir), which only the Job executor can run; this manager runs --executor=local")
 		}
 		return Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "%s sources are not supported by this manager", kind)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -64,13 +65,14 @@ func newClient(t *testing.T) client.Client {
 	return c
 }
 
-// TestInstall_YAML_StackSurvivesManagerRestart installs from deploy/install.yaml, runs
-// a Program Stack to Ready in a runner-less manager Pod, replaces the Pod and checks the
-// Stack stays Ready without a new update, deletes the Stack (destroying its files) and
-// uninstalls.
+// TestInstall_YAML_StackSurvivesManagerRestart installs from deploy/install.yaml (the Job
+// executor), runs a Stack to Ready in a runner Pod with its state in the in-cluster S3
+// server, replaces the manager Pod and checks the Stack stays Ready without a new update,
+// deletes the Stack (destroying what it made) and uninstalls.
 func TestInstall_YAML_StackSurvivesManagerRestart(t *testing.T) {
 	g := NewWithT(t)
 	c := newClient(t)
+	s3 := startS3(t, c)
 	run(t, "kubectl", "apply", "--server-side", "-f", "deploy/install.yaml")
 	t.Cleanup(func() {
 		if out, err := runErr("kubectl", "delete", "--ignore-not-found", "--wait", "-f", "deploy/install.yaml"); err != nil {
@@ -83,23 +85,25 @@ func TestInstall_YAML_StackSurvivesManagerRestart(t *testing.T) {
 	const ns = "e2e-yaml"
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
-	applyStack(t, ns)
-	waitStackReady(g, c, ns, "files")
-	dir := dataDir(g, c, "stackwright-data")
-	g.Expect(stackFiles(dir, ns)).To(ConsistOf("greeting.txt", "secrets/token.txt"))
-	greeting, err := os.ReadFile(filepath.Join(dir, "e2e-files", ns, "greeting.txt"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(greeting)).To(Equal("Hello from the cluster"))
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, configMapWriterYAML))
+	applyConfigMapStack(t, ns, s3.bucket(t, "yaml", ""), "Hello from the cluster")
+	NewWithT(t).Eventually(func(g Gomega) { waitStackReadyOnce(g, c, ns, "cm") }).
+		WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+	var cm corev1.ConfigMap
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "made-by-stack"}, &cm)).To(Succeed())
+	g.Expect(cm.Data).To(HaveKeyWithValue("by", "Hello from the cluster"))
+	g.Expect(s3.objects("yaml", ".pulumi/stacks")).NotTo(BeEmpty(), "no state in the S3 backend")
 	before := updates(g, c, ns)
 
-	// A new manager Pod takes over from the state on the volume: nothing is re-applied.
+	// A new manager Pod takes over: nothing is re-applied.
 	g.Expect(c.Delete(context.Background(), pod)).To(Succeed())
 	next := waitManager(t, c)
 	g.Expect(next.Name).NotTo(Equal(pod.Name))
-	assertSettled(t, c, ns, before)
+	assertSettled(t, c, ns, "cm", before)
 
-	run(t, "kubectl", "delete", "-n", ns, "stack/files", "--timeout=5m")
-	g.Expect(stackFiles(dir, ns)).To(BeEmpty(), "destroyOnFinalize left files behind")
+	run(t, "kubectl", "delete", "-n", ns, "stack/cm", "--timeout=5m")
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "made-by-stack"}, &cm)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "destroyOnFinalize left the ConfigMap behind: %v", err)
 }
 
 // TestInstall_Helm_UpgradeKeepsStack installs with the chart, runs a Stack to Ready,
@@ -108,7 +112,8 @@ func TestInstall_YAML_StackSurvivesManagerRestart(t *testing.T) {
 func TestInstall_Helm_UpgradeKeepsStack(t *testing.T) {
 	g := NewWithT(t)
 	c := newClient(t)
-	helmInstall(t, "install")
+	// The local executor in a cluster: engine runs in the manager Pod, state on its volume.
+	helmInstall(t, "install", "--set", "executor=local")
 	pod := waitManager(t, c)
 	assertRestricted(t, pod)
 
@@ -119,11 +124,11 @@ func TestInstall_Helm_UpgradeKeepsStack(t *testing.T) {
 	waitStackReady(g, c, ns, "files")
 	before := updates(g, c, ns)
 
-	helmInstall(t, "upgrade", "--set", "maxConcurrentUpdates=3", "--set", "logLevel=debug")
+	helmInstall(t, "upgrade", "--set", "executor=local", "--set", "maxConcurrentUpdates=3", "--set", "logLevel=debug")
 	next := waitManager(t, c)
 	g.Expect(next.Name).NotTo(Equal(pod.Name), "the upgrade changed the Pod template")
 	g.Expect(strings.Join(next.Spec.Containers[0].Args, " ")).To(ContainSubstring("--max-concurrent-updates=3"))
-	assertSettled(t, c, ns, before)
+	assertSettled(t, c, ns, "files", before)
 
 	run(t, "kubectl", "delete", "-n", ns, "stack/files", "--timeout=5m")
 }
@@ -139,7 +144,7 @@ func TestInstall_Namespaced_IgnoresOtherNamespaces(t *testing.T) {
 	createNamespace(t, c, other)
 	t.Cleanup(func() { deleteNamespace(t, c, other) })
 	t.Cleanup(func() { deleteNamespace(t, c, watched) })
-	helmInstall(t, "install", "--set", "watchNamespaces={"+watched+"}")
+	helmInstall(t, "install", "--set", "executor=local", "--set", "watchNamespaces={"+watched+"}")
 	waitManager(t, c)
 
 	sa := "system:serviceaccount:" + systemNamespace + ":stackwright-manager"
@@ -186,11 +191,11 @@ func helmInstall(t *testing.T, verb string, args ...string) {
 }
 
 // assertSettled checks for a while that the Stack stays Ready and no Update is created.
-func assertSettled(t *testing.T, c client.Client, ns string, before []string) {
+func assertSettled(t *testing.T, c client.Client, ns, name string, before []string) {
 	t.Helper()
 	NewWithT(t).Consistently(func(g Gomega) {
 		var stack pulumiv1.Stack
-		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "files"}, &stack)).To(Succeed())
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &stack)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(stack.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue())
 		g.Expect(updates(g, c, ns)).To(ConsistOf(before), "a new Update was created")
 	}).WithTimeout(20 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
@@ -453,81 +458,14 @@ func TestInstall_JobExecutor_StacksActAsTheirServiceAccount(t *testing.T) {
 	helmInstall(t, "install", "-f", values)
 	waitManager(t, c)
 
-	tenant := func(ns string, mayWrite bool) {
+	for ns, mayWrite := range map[string]bool{"e2e-may-write": true, "e2e-may-not": false} {
 		createNamespace(t, c, ns)
 		t.Cleanup(func() { deleteNamespace(t, c, ns) })
-		manifest := s3CredentialsYAML + `---
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: deployer
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: pass
-stringData:
-  passphrase: e2e-only
----
-apiVersion: pulumi.com/v1
-kind: Program
-metadata:
-  name: cm
-program:
-  resources:
-    made:
-      type: stackwright-testing:index:ConfigMap
-      properties:
-        name: made-by-stack
-        data:
-          by: the Stack's own ServiceAccount
----
-apiVersion: pulumi.com/v1
-kind: Stack
-metadata:
-  name: cm
-spec:
-  stack: e2e
-  programRef:
-    name: cm
-  serviceAccountName: deployer
-  envRefs:
-` + s3EnvRefsYAML + `    PULUMI_CONFIG_PASSPHRASE:
-      type: Secret
-      secret:
-        name: pass
-        key: passphrase
-`
 		if mayWrite {
-			manifest += `---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: configmap-writer
-rules:
-- apiGroups: [""]
-  resources: [configmaps]
-  verbs: [get, create, patch, delete]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: deployer-writes-configmaps
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: configmap-writer
-subjects:
-- kind: ServiceAccount
-  name: deployer
-`
+			run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, configMapWriterYAML))
 		}
-		path := filepath.Join(t.TempDir(), ns+".yaml")
-		g.Expect(os.WriteFile(path, []byte(manifest), 0o600)).To(Succeed())
-		run(t, "kubectl", "apply", "-n", ns, "-f", path)
+		applyConfigMapStack(t, ns, "", "the Stack's own ServiceAccount")
 	}
-	tenant("e2e-may-write", true)
-	tenant("e2e-may-not", false)
 
 	NewWithT(t).Eventually(func(g Gomega) { waitStackReadyOnce(g, c, "e2e-may-write", "cm") }).
 		WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace("e2e-may-write"))
@@ -547,6 +485,13 @@ subjects:
 	err := c.Get(context.Background(), client.ObjectKey{Namespace: "e2e-may-not", Name: "made-by-stack"}, &cm)
 	g.Expect(err).To(HaveOccurred(), "a Stack without the right created a ConfigMap")
 	g.Expect(s3.objects("tenants", "e2e-may-write/.pulumi/stacks")).NotTo(BeEmpty(), "the default backend has no state under the Stack's namespace")
+	// Deleted before their namespaces, so that each destroy runs in a runner Pod as its
+	// Stack's ServiceAccount.
+	for _, ns := range []string{"e2e-may-write", "e2e-may-not"} {
+		run(t, "kubectl", "delete", "-n", ns, "stack/cm", "--timeout=5m")
+	}
+	err = c.Get(context.Background(), client.ObjectKey{Namespace: "e2e-may-write", Name: "made-by-stack"}, &cm)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "destroyOnFinalize left the ConfigMap behind: %v", err)
 }
 
 // stateClaimYAML is a claim for a Stack's state, and stateMountYAML the end of a Stack

@@ -88,33 +88,8 @@ func TestInstall_JobExecutor_GitStackFollowsBranch(t *testing.T) {
 	const ns = "e2e-git"
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, configMapWriterYAML))
 	manifest := s3CredentialsYAML + `---
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: deployer
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: configmap-writer
-rules:
-- apiGroups: [""]
-  resources: [configmaps]
-  verbs: [get, create, patch, delete]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: deployer-writes-configmaps
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: configmap-writer
-subjects:
-- kind: ServiceAccount
-  name: deployer
----
 apiVersion: v1
 kind: Secret
 metadata:
@@ -141,9 +116,7 @@ spec:
         name: pass
         key: passphrase
 `
-	path := filepath.Join(t.TempDir(), "stack.yaml")
-	g.Expect(os.WriteFile(path, []byte(manifest), 0o600)).To(Succeed())
-	run(t, "kubectl", "apply", "-n", ns, "-f", path)
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, manifest))
 
 	deployed := func(commit, value string) {
 		t.Helper()

@@ -154,3 +154,98 @@ stringData:
         key: secretKey
 `
 )
+
+// configMapWriterYAML lets the ServiceAccount "deployer" write ConfigMaps in its namespace.
+const configMapWriterYAML = `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: deployer
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: configmap-writer
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, create, patch, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: deployer-writes-configmaps
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: configmap-writer
+subjects:
+- kind: ServiceAccount
+  name: deployer
+`
+
+// applyConfigMapStack applies, in ns, a Stack "cm" running as the ServiceAccount
+// "deployer" whose program creates the ConfigMap "made-by-stack" (data by=value) with the
+// runner Pod's credentials, its state in backend (or the install's default when empty)
+// reached with the S3 server's keys. The ServiceAccount's rights are the caller's to grant
+// (configMapWriterYAML).
+func applyConfigMapStack(t *testing.T, ns, backend, value string) {
+	t.Helper()
+	spec := ""
+	if backend != "" {
+		spec = "  backend: " + backend + "\n"
+	}
+	manifest := s3CredentialsYAML + `---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: deployer
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: pass
+stringData:
+  passphrase: e2e-only
+---
+apiVersion: pulumi.com/v1
+kind: Program
+metadata:
+  name: cm
+program:
+  resources:
+    made:
+      type: stackwright-testing:index:ConfigMap
+      properties:
+        name: made-by-stack
+        data:
+          by: "` + value + `"
+---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: cm
+spec:
+  stack: e2e
+  programRef:
+    name: cm
+  serviceAccountName: deployer
+  destroyOnFinalize: true
+` + spec + `  envRefs:
+` + s3EnvRefsYAML + `    PULUMI_CONFIG_PASSPHRASE:
+      type: Secret
+      secret:
+        name: pass
+        key: passphrase
+`
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, manifest))
+}
+
+// writeManifest writes YAML to a file for kubectl apply -f.
+func writeManifest(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

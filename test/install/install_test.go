@@ -37,7 +37,7 @@ func TestManifests_Render_RestrictedPodAndScopedRBAC(t *testing.T) {
 		{name: "kustomize config/default", run: kustomize("config/default"), namespace: "stackwright-system"},
 		{name: "checked-in deploy/install.yaml", run: readFile("deploy/install.yaml"), namespace: "stackwright-system"},
 		{name: "kustomize config/namespaced", run: kustomize("config/namespaced"), namespace: "stackwright-system", watch: []string{"stackwright-tenant"}},
-		{name: "kustomize config/job", run: kustomize("config/job"), namespace: "stackwright-system"},
+		{name: "kustomize config/local", run: kustomize("config/local"), namespace: "stackwright-system"},
 		{name: "helm defaults", run: helmTemplate(), namespace: "stackwright-system"},
 		{name: "helm watchNamespaces", run: helmTemplate("--set", "watchNamespaces={a,b}"), namespace: "stackwright-system", watch: []string{"a", "b"}},
 	}
@@ -466,11 +466,13 @@ func TestManifests_Render_JobExecutorWiresRunnerAPI(t *testing.T) {
 		run  func(*testing.T) []byte
 		args []string
 	}{
-		{name: "helm executor=job", run: helmTemplate("--set", "executor=job", "--set", "maxConcurrentUpdatesPerNamespace=3", "--set", "runner.apiPort=9555"), args: []string{
+		{name: "helm defaults", run: helmTemplate("--set", "maxConcurrentUpdatesPerNamespace=3", "--set", "runner.apiPort=9555"), args: []string{
 			"--executor=job", "--max-concurrent-updates-per-namespace=3", "--runner-api-bind-address=:9555",
 			"--runner-api-service=stackwright-runner-api", "--runner-image=localhost/stackwright-runner:v0.1.0",
 		}},
-		{name: "kustomize config/job", run: kustomize("config/job"), args: []string{"--executor=job", "--runner-api-service=stackwright-runner-api"}},
+		{name: "kustomize config/default", run: kustomize("config/default"), args: []string{"--executor=job", "--runner-api-service=stackwright-runner-api"}},
+		{name: "checked-in deploy/install.yaml", run: readFile("deploy/install.yaml"), args: []string{"--executor=job", "--runner-api-service=stackwright-runner-api"}},
+		{name: "kustomize config/namespaced", run: kustomize("config/namespaced"), args: []string{"--executor=job", "--runner-api-service=stackwright-runner-api"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := parse(t, tc.run(t))
@@ -497,10 +499,35 @@ func TestManifests_Render_JobExecutorWiresRunnerAPI(t *testing.T) {
 			}
 		})
 	}
-	// The local executor (the default) has no runner API to expose.
-	for _, o := range parse(t, helmTemplate()(t)).ofKind("Service") {
-		if o.GetName() == "stackwright-runner-api" {
-			t.Error("executor=local renders a runner API Service")
-		}
+}
+
+// The local executor has no runner API to expose, and its --executor=local comes last, so
+// it is the one the manager's flag parsing keeps.
+func TestManifests_Render_LocalExecutorHasNoRunnerAPI(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T) []byte
+	}{
+		{name: "helm executor=local", run: helmTemplate("--set", "executor=local")},
+		{name: "kustomize config/local", run: kustomize("config/local")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := parse(t, tc.run(t))
+			for _, o := range objs.ofKind("Service") {
+				if o.GetName() == "stackwright-runner-api" {
+					t.Error("the local executor's install renders a runner API Service")
+				}
+			}
+			args := checkDeployment(t, objs, "stackwright-system").Spec.Template.Spec.Containers[0].Args
+			var last string
+			for _, a := range args {
+				if v, ok := strings.CutPrefix(a, "--executor="); ok {
+					last = v
+				}
+			}
+			if last != "local" {
+				t.Errorf("manager args %v: the executor in effect is %q, want local", args, last)
+			}
+		})
 	}
 }

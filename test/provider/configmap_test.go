@@ -18,17 +18,28 @@ import (
 // ConfigMaps in its own namespace "team" and nowhere else.
 func fakeAPIServer(t *testing.T) {
 	t.Helper()
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer sa-token" {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
+	fakeInCluster(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/api/v1/namespaces/team/configmaps" {
 			_, _ = w.Write([]byte(`{"metadata":{"uid":"uid-1"}}`))
 			return
 		}
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = w.Write([]byte(`{"kind":"Status","reason":"Forbidden","message":"configmaps is forbidden: User \"system:serviceaccount:team:default\" cannot create resource \"configmaps\" in the namespace \"other\""}`))
+	}))
+}
+
+// fakeInCluster runs api as the API server over TLS and gives the process the in-cluster
+// credentials of a Pod in namespace "team" whose ServiceAccount token is "sa-token": the
+// address, the CA and the token. Requests without that token are refused before api sees
+// them.
+func fakeInCluster(t *testing.T, api http.Handler) {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer sa-token" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		api.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)

@@ -2,7 +2,7 @@
 // provider that exists only to exercise Stackwright end to end against the
 // real Pulumi engine.
 //
-// The package owns four custom resources, all served under the
+// The package owns six custom resources, all served under the
 // "stackwright-testing:index:" token prefix:
 //
 //   - File writes a file below a root directory. Its Read reports the file as
@@ -12,8 +12,12 @@
 //   - Flaky fails a configurable number of times before succeeding, counting
 //     attempts in a file so the count survives provider restarts.
 //   - Sleep blocks for a configurable duration, honouring cancellation.
+//   - ConfigMap manages a ConfigMap with the in-cluster credentials of the Pod
+//     the provider runs in.
+//   - TokenReview has the API server review a token file (a projected
+//     ServiceAccount token) for an audience, with those same credentials.
 //
-// Every path a resource touches is relative to the directory named by the
+// Every path File and Flaky touch is relative to the directory named by the
 // STACKWRIGHT_TESTING_ROOT environment variable (see [RootEnvVar]); absolute
 // paths and paths that escape the root are rejected in Check.
 //

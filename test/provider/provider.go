@@ -24,6 +24,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&Flaky{}),
 			infer.Resource(&Sleep{}),
 			infer.Resource(&ConfigMap{}),
+			infer.Resource(&TokenReview{}),
 		).
 		Build()
 }

@@ -50,7 +50,15 @@ type Options struct {
 	UpdateHistory int
 	// Inputs configures how config and environment references are resolved.
 	Inputs inputs.Options
+	// RunnerPods is set when Updates run in runner Pods (the Job executor). Only there can
+	// the API server's identity tokens be projected; elsewhere a Stack asking for them is
+	// stalled rather than run without them.
+	RunnerPods bool
 }
+
+// identityTokensNeedJob is why a Stack with identity tokens does not run under the local
+// executor.
+const identityTokensNeedJob = "spec.stackwright.identityTokens needs the job executor: the local executor runs the engine in the manager, where no ServiceAccount token of the Stack can be mounted; run the manager with --executor=job, or remove identityTokens"
 
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks/status,verbs=get;update;patch
@@ -116,6 +124,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, stack *pulumiv1.Stack,
 		return ctrl.Result{}, nil
 	}
 	clearSuspended(stack)
+	if len(stack.Spec.IdentityTokens()) > 0 && !r.Options.RunnerPods {
+		markStalled(stack, pulumiv1.ReasonInvalidSpec, identityTokensNeedJob)
+		return ctrl.Result{}, nil
+	}
 
 	art, in, res, err := r.resolve(ctx, stack)
 	if err != nil || in == nil {
@@ -154,6 +166,23 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, stack *pulumiv1.Stack,
 		return r.releaseFinalizer(ctx, stack, p, func() {
 			r.event(stack, corev1.EventTypeNormal, EventDestroyed, "No update ever ran: nothing to destroy")
 		})
+	}
+	if why := runnerPodOnly(stack, last); why != "" {
+		// A destroy without the tokens the Stack asks for, or without its image, is not the
+		// destroy it asked for. No runner Pod can be created in a terminating namespace, so
+		// there it can never run: as with missing Secrets, holding the finalizer would only
+		// block the namespace forever.
+		if r.namespaceTerminating(ctx, stack.Namespace) {
+			msg := fmt.Sprintf("Namespace %s is being deleted and destroy cannot run (%s, and none can be created there): the stack's resources were left in place; its state remains in the backend", stack.Namespace, why)
+			return r.releaseFinalizer(ctx, stack, p, func() {
+				ctrl.LoggerFrom(ctx).Info("Released finalizer without destroy", "reason", EventResourcesKept, "detail", msg)
+				r.event(stack, corev1.EventTypeWarning, EventResourcesKept, "%s", msg)
+			})
+		}
+		if !r.Options.RunnerPods {
+			markStalled(stack, pulumiv1.ReasonInvalidSpec, why+": run the manager with --executor=job")
+			return ctrl.Result{}, nil
+		}
 	}
 	in, err := inputs.Resolve(ctx, r.Client, stack, r.Options.Inputs)
 	if err != nil {
@@ -255,7 +284,7 @@ func (r *Reconciler) resolve(ctx context.Context, stack *pulumiv1.Stack) (source
 		res, err := r.handleFault(stack, err, true)
 		return art, nil, res, err
 	}
-	markSourceReady(stack, true, pulumiv1.ReasonArtifactReady, fmt.Sprintf("revision %s, artifact %s", art.Revision, art.Digest))
+	markSourceReady(stack, true, pulumiv1.ReasonArtifactReady, artifactMessage(art))
 	in, err := inputs.Resolve(ctx, r.Client, stack, r.Options.Inputs)
 	if err != nil {
 		res, err := r.handleFault(stack, err, false)
@@ -503,4 +532,24 @@ func nonEmpty[T ~string](v, fallback T) T {
 		return fallback
 	}
 	return v
+}
+
+// artifactMessage says what the Stack will run.
+func artifactMessage(art source.Artifact) string {
+	if art.Digest == "" {
+		return fmt.Sprintf("revision %s, program at %s in the image", art.Revision, art.Dir)
+	}
+	return fmt.Sprintf("revision %s, artifact %s", art.Revision, art.Digest)
+}
+
+// runnerPodOnly says why a Stack's runs need a runner Pod (the Job executor), or "" when
+// they can run anywhere. last is the artifact of its last update.
+func runnerPodOnly(stack *pulumiv1.Stack, last *pulumiv1.ArtifactRef) string {
+	switch {
+	case len(stack.Spec.IdentityTokens()) > 0:
+		return "spec.stackwright.identityTokens needs a runner Pod"
+	case last != nil && last.Digest == "":
+		return "the program is baked into the workspace image, which only a runner Pod can run"
+	}
+	return ""
 }

@@ -16,6 +16,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -436,6 +437,132 @@ func TestStackReconciler_Reconcile_LostUpdateRetried(t *testing.T) {
 	content, err := s.readFile("lost.txt")
 	s.g.Expect(err).NotTo(HaveOccurred())
 	s.g.Expect(content).To(Equal("x"))
+}
+
+// identityTokens asks for one token announced to AWS.
+func identityTokens() *pulumiv1.StackwrightSpec {
+	return &pulumiv1.StackwrightSpec{IdentityTokens: []pulumiv1.IdentityToken{{Audience: "sts.amazonaws.com", Announce: pulumiv1.AnnounceAWS}}}
+}
+
+// Under the local executor a Stack asking for identity tokens is stalled, not run without
+// them, whether it is new or already deployed; dropping the tokens lets it run again.
+func TestStackReconciler_Reconcile_IdentityTokensNeedJobExecutor(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("federated", map[string]pulumiv1.Resource{"f": fileResource("federated.txt", "x")}, nil))
+	fresh := s.stack("fresh", "federated")
+	fresh.Spec.Stackwright = identityTokens()
+	s.create(fresh)
+	deployed := s.stack("deployed", "federated")
+	deployed.Spec.Stack = "deployed"
+	deployed.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(t.TempDir())
+	s.create(deployed)
+	deployed = s.waitReady("deployed")
+	s.patch(deployed, func() { deployed.Spec.Stackwright = identityTokens() })
+
+	for _, name := range []string{"fresh", "deployed"} {
+		st := s.waitCondition(name, pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec)
+		s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message).To(HavePrefix("spec.stackwright.identityTokens needs the job executor"))
+		s.g.Expect(apimeta.IsStatusConditionFalse(st.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue())
+		s.g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation))
+	}
+	s.g.Consistently(func() []int { return []int{len(s.updates("fresh")), len(s.updates("deployed"))} }).WithTimeout(3 * time.Second).Should(Equal([]int{0, 1}))
+	_, err := s.readFile("federated.txt")
+	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "the Stack ran without its tokens: %v", err)
+
+	fresh = s.get(s.g, "fresh")
+	s.patch(fresh, func() { fresh.Spec.Stackwright = nil })
+	s.waitReady("fresh")
+}
+
+// Deleting a Stack that asks for identity tokens under the local executor does not destroy
+// without them: the finalizer stays, stalled, until the tokens are dropped from the spec.
+func TestStackReconciler_Delete_IdentityTokensStallDestroyUntilRemoved(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("federated", map[string]pulumiv1.Resource{"f": fileResource("federated.txt", "x")}, nil))
+	st := s.stack("federated", "federated")
+	s.create(st)
+	st = s.waitReady("federated")
+	s.patch(st, func() { st.Spec.Stackwright = identityTokens() })
+	st = s.waitCondition("federated", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec)
+
+	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
+	s.g.Consistently(func(g Gomega) {
+		got := s.get(g, "federated")
+		g.Expect(got.Finalizers).To(ContainElement(pulumiv1.StackFinalizer))
+		g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionStalled).Message).To(HavePrefix("spec.stackwright.identityTokens needs"))
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+	s.g.Expect(s.updates("federated")).To(HaveLen(1), "no destroy ran")
+	content, err := s.readFile("federated.txt")
+	s.g.Expect(err).NotTo(HaveOccurred())
+	s.g.Expect(content).To(Equal("x"))
+
+	st = s.get(s.g, "federated")
+	s.patch(st, func() { st.Spec.Stackwright = nil })
+	s.eventually(func(g Gomega) {
+		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack still exists: %v", err)
+	})
+	_, err = s.readFile("federated.txt")
+	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "file survived destroy: %v", err)
+}
+
+// In a terminating namespace no runner Pod can ever carry the tokens, so the finalizer of a
+// Stack asking for them is released with the explanation, instead of blocking the
+// namespace or destroying without them.
+func TestStackReconciler_Delete_IdentityTokensInTerminatingNamespaceReleased(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("federated", map[string]pulumiv1.Resource{"f": fileResource("federated.txt", "x")}, nil))
+	st := s.stack("federated", "federated")
+	s.create(st)
+	st = s.waitReady("federated")
+	s.patch(st, func() { st.Spec.Stackwright = identityTokens() })
+	st = s.waitCondition("federated", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec)
+
+	s.g.Expect(k8s.Delete(s.ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
+	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
+	s.eventually(func(g Gomega) {
+		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack still exists: %v", err)
+	})
+	content, err := s.readFile("federated.txt")
+	s.g.Expect(err).NotTo(HaveOccurred(), "destroyed without the tokens")
+	s.g.Expect(content).To(Equal("x"))
+	var kept []string
+	for _, line := range strings.Split(kubetest.Logs.String(), "\n") {
+		if strings.Contains(line, "Released finalizer without destroy") && strings.Contains(line, s.ns) {
+			kept = append(kept, line)
+		}
+	}
+	s.g.Expect(kept).To(ConsistOf(ContainSubstring("spec.stackwright.identityTokens needs a runner Pod")))
+}
+
+// An Update of a Stack asking for identity tokens that reaches the local executor anyway
+// (created before the manager switched executors) fails without running.
+func TestStackReconciler_Reconcile_IdentityTokensUpdateRefusedByLocalRunner(t *testing.T) {
+	s := newScenario(t)
+	s.create(s.program("federated", map[string]pulumiv1.Resource{"f": fileResource("federated.txt", "x")}, nil))
+	st := s.stack("federated", "federated")
+	st.Spec.Stackwright = identityTokens()
+	st.Spec.Stackwright.Suspend = true
+	s.create(st)
+	st = s.waitCondition("federated", pulumiv1.ConditionSuspended, metav1.ConditionTrue, pulumiv1.ReasonSuspended)
+
+	u := &v1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Name: "federated-earlier-1", Namespace: s.ns},
+		Spec:       v1alpha1.UpdateSpec{StackName: "federated", Type: v1alpha1.UpdateTypeUp, Attempt: 1},
+	}
+	s.g.Expect(controllerutil.SetControllerReference(st, u, env.Scheme)).To(Succeed())
+	s.create(u)
+	s.eventually(func(g Gomega) {
+		g.Expect(k8s.Get(s.ctx(), client.ObjectKeyFromObject(u), u)).To(Succeed())
+		g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
+		c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonPermanentFailure))
+		g.Expect(c.Message).To(ContainSubstring("spec.stackwright.identityTokens needs the job executor"))
+	})
+	_, err := s.readFile("federated.txt")
+	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "the Update ran without its tokens: %v", err)
 }
 
 func mustJSON(t *testing.T, v any) string {

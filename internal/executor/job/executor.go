@@ -268,12 +268,26 @@ func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
 		return err
 	}
 	if err := e.client.Create(ctx, secret, client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed to create work Secret %s: %w", secret.Name, err)
+		return apiFault(err, "failed to create work Secret %s", secret.Name)
 	}
 	if err := e.client.Create(ctx, job, client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed to create runner Job %s: %w", job.Name, err)
+		return apiFault(err, "failed to create runner Job %s", job.Name)
 	}
 	return nil
+}
+
+// apiFault classifies an API server's refusal to create a runner's objects: one that
+// retrying cannot cure (the Job is invalid, e.g. a workspaceTemplate volume named like a
+// runner's own; the manager may not create it there) stalls the Update's Stack, anything
+// else (timeouts, throttling, a restarting API server) is transient and retried.
+func apiFault(err error, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	switch {
+	case apierrors.IsInvalid(err), apierrors.IsForbidden(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause), apierrors.IsBadRequest(err):
+		return fault.Stall(v1alpha1.ReasonPermanentFailure, "%s: %v", what, err)
+	default:
+		return fault.Retry(v1alpha1.ReasonTransientFailure, "%s: %v", what, err)
+	}
 }
 
 // goneRunners lists the host-name prefixes of the Stack's earlier runners that are proven

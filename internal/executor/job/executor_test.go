@@ -3,6 +3,7 @@ package job_test
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,4 +139,109 @@ func TestExecutor_LostRunner_JobDeletedFailsUpdateAndStackRetries(t *testing.T) 
 	s.g.Expect(k8s.Patch(t.Context(), st, client.MergeFrom(base))).To(Succeed())
 	s.waitReady("lost")
 	s.g.Expect(len(s.updates())).To(BeNumerically(">=", 2))
+}
+
+// A Stack's identity tokens reach its runner Job as the API server accepts it: one
+// projected volume with a token per audience, and the variables that announce them in
+// the work the runner hands to the engine, beside the Stack's own environment. A run with
+// them goes through.
+func TestExecutor_IdentityTokens_ProjectedIntoRunnerJob(t *testing.T) {
+	s := newScenario(t)
+	const googleAudience = "//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/pool/providers/k8s"
+	// Held at first, so that its work Secret can be read before the result deletes it.
+	s.filesStackWith("federated", map[string]string{skipAnnotation: "true"}, func(st *pulumiv1.Stack) {
+		st.Spec.Stackwright = &pulumiv1.StackwrightSpec{IdentityTokens: []pulumiv1.IdentityToken{
+			{Audience: "sts.amazonaws.com", Announce: pulumiv1.AnnounceAWS},
+			{Audience: googleAudience, Announce: pulumiv1.AnnounceGoogle, ExpirationSeconds: ptr(int64(600))},
+		}}
+		st.Spec.EnvRefs["AWS_ROLE_ARN"] = pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorLiteral, ResourceSelector: pulumiv1.ResourceSelector{Literal: &pulumiv1.LiteralRef{Value: "arn:aws:iam::1:role/deployer"}}}
+	})
+	wantSources := []corev1.VolumeProjection{
+		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "sts.amazonaws.com", ExpirationSeconds: ptr(int64(3600)), Path: "0/token"}},
+		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: googleAudience, ExpirationSeconds: ptr(int64(600)), Path: "1/token"}},
+	}
+	checkJobs := func(g Gomega) []batchv1.Job {
+		var jobs batchv1.JobList
+		g.Expect(k8s.List(t.Context(), &jobs, client.InNamespace(s.ns))).To(Succeed())
+		g.Expect(jobs.Items).NotTo(BeEmpty())
+		for _, j := range jobs.Items {
+			var sources []corev1.VolumeProjection
+			for _, v := range j.Spec.Template.Spec.Volumes {
+				if v.Name == "identity" {
+					sources = v.Projected.Sources
+				}
+			}
+			g.Expect(sources).To(Equal(wantSources), "Job %s", j.Name)
+			g.Expect(j.Spec.Template.Spec.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "identity", MountPath: job.IdentityDir, ReadOnly: true}))
+		}
+		return jobs.Items
+	}
+	var held []batchv1.Job
+	var secret corev1.Secret
+	s.eventually(func(g Gomega) {
+		held = checkJobs(g)
+		var secrets corev1.SecretList
+		g.Expect(k8s.List(t.Context(), &secrets, client.InNamespace(s.ns), client.MatchingLabels{job.LabelManagedBy: job.ManagedBy})).To(Succeed())
+		g.Expect(secrets.Items).To(HaveLen(1))
+		secret = secrets.Items[0]
+	})
+	var w job.Work
+	s.g.Expect(json.Unmarshal(secret.Data[job.WorkFile], &w)).To(Succeed())
+	s.g.Expect(w.Request.Env).To(HaveKeyWithValue("AWS_WEB_IDENTITY_TOKEN_FILE", job.IdentityDir+"/0/token"))
+	s.g.Expect(w.Request.Env).To(HaveKeyWithValue("GOOGLE_APPLICATION_CREDENTIALS", job.WorkDir+"/"+job.GoogleCredentialsFile))
+	s.g.Expect(w.Request.Env).To(HaveKeyWithValue("AWS_ROLE_ARN", "arn:aws:iam::1:role/deployer"))
+	s.g.Expect(w.Request.Env).To(HaveKeyWithValue("STACKWRIGHT_TESTING_ROOT", s.files))
+	s.g.Expect(string(secret.Data[job.GoogleCredentialsFile])).To(ContainSubstring(`"file": "` + job.IdentityDir + `/1/token"`))
+
+	// Let it run: its runner is lost with its Job, and the retry's runner is not held.
+	st := &pulumiv1.Stack{}
+	s.g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: s.ns, Name: "federated"}, st)).To(Succeed())
+	base := st.DeepCopy()
+	delete(st.Annotations, skipAnnotation)
+	s.g.Expect(k8s.Patch(t.Context(), st, client.MergeFrom(base))).To(Succeed())
+	s.g.Expect(k8s.Delete(t.Context(), &held[0], client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	s.waitReady("federated")
+	checkJobs(s.g)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// PKO's custom source: no projectRepo, fluxSource or programRef, and a program baked into
+// the workspace image at local.dir. The stand-in kubelet runs the runner on this machine,
+// so the "image" directory is a local one.
+func TestExecutor_CustomSource_RunsProgramBakedIntoImage(t *testing.T) {
+	s := newScenario(t)
+	baked := t.TempDir()
+	s.g.Expect(os.WriteFile(filepath.Join(baked, "Pulumi.yaml"), []byte(`name: baked
+runtime: yaml
+resources:
+  f:
+    type: stackwright-testing:index:File
+    properties:
+      path: baked.txt
+      content: from the image
+`), 0o444)).To(Succeed())
+	const img = "registry.example.com/baked:1"
+	s.filesStackWith("baked", nil, func(st *pulumiv1.Stack) {
+		st.Spec.ProgramRef = nil
+		st.Spec.WorkspaceTemplate = &apiextensionsv1.JSON{Raw: []byte(`{"spec":{"image":"` + img + `","local":{"dir":"` + baked + `"}}}`)}
+	})
+	st := s.waitReady("baked")
+	s.g.Expect(st.Status.LastUpdate.LastSuccessfulCommit).To(Equal("image:" + img))
+	b, err := os.ReadFile(filepath.Join(s.files, "baked.txt"))
+	s.g.Expect(err).NotTo(HaveOccurred(), "the runner did not run the baked program")
+	s.g.Expect(string(b)).To(Equal("from the image"))
+
+	ups := s.updates()
+	s.g.Expect(ups).To(HaveLen(1))
+	s.g.Expect(ups[0].Spec.ArtifactDigest).To(BeEmpty(), "nothing to fetch from the manager")
+	s.g.Expect(ups[0].Spec.ProjectDir).To(Equal(baked))
+	var jobs batchv1.JobList
+	s.g.Expect(k8s.List(t.Context(), &jobs, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(jobs.Items).To(HaveLen(1))
+	pod := jobs.Items[0].Spec.Template.Spec
+	s.g.Expect(pod.Containers[0].Image).To(Equal(img))
+	s.g.Expect(pod.Containers[0].Command).To(Equal([]string{job.BootstrapBinary}))
+	s.g.Expect(pod.InitContainers).To(HaveLen(1))
+	s.g.Expect(pod.InitContainers[0].Args).To(Equal([]string{"install-runner", job.BootstrapBinary}))
 }

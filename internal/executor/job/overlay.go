@@ -43,9 +43,13 @@ type pkoWorkspace struct {
 		EnvFrom         json.RawMessage `json:"envFrom,omitempty"`
 		Git             json.RawMessage `json:"git,omitempty"`
 		Flux            json.RawMessage `json:"flux,omitempty"`
-		Local           json.RawMessage `json:"local,omitempty"`
-		PulumiLogLevel  json.RawMessage `json:"pulumiLogLevel,omitempty"`
-		Stacks          json.RawMessage `json:"stacks,omitempty"`
+		// PKO's custom source (the program baked into spec.image); the Stack controller
+		// resolves it as the Stack's source.
+		Local *struct {
+			Dir string `json:"dir,omitempty"`
+		} `json:"local,omitempty"`
+		PulumiLogLevel json.RawMessage `json:"pulumiLogLevel,omitempty"`
+		Stacks         json.RawMessage `json:"stacks,omitempty"`
 	} `json:"spec,omitempty"`
 }
 
@@ -77,7 +81,6 @@ func parseWorkspaceTemplate(raw *apiextensionsv1.JSON) (*workspaceOverlay, error
 	set("spec.envFrom", ws.Spec.EnvFrom)
 	set("spec.git", ws.Spec.Git)
 	set("spec.flux", ws.Spec.Flux)
-	set("spec.local", ws.Spec.Local)
 	set("spec.pulumiLogLevel", ws.Spec.PulumiLogLevel)
 	set("spec.stacks", ws.Spec.Stacks)
 	if ws.Spec.ImagePullPolicy != "" {
@@ -88,6 +91,9 @@ func parseWorkspaceTemplate(raw *apiextensionsv1.JSON) (*workspaceOverlay, error
 		Image:              ws.Spec.Image,
 		Resources:          ws.Spec.Resources,
 		Env:                ws.Spec.Env,
+	}
+	if ws.Spec.Local != nil && ws.Spec.Local.Dir != "" && ws.Spec.Image == "" {
+		unsupported = append(unsupported, "spec.local without spec.image")
 	}
 	if pt := ws.Spec.PodTemplate; pt != nil {
 		set("spec.podTemplate.metadata", pt.Metadata)
@@ -119,7 +125,7 @@ func parseWorkspaceTemplate(raw *apiextensionsv1.JSON) (*workspaceOverlay, error
 	}
 	if len(unsupported) > 0 {
 		sort.Strings(unsupported)
-		return nil, fmt.Errorf("workspaceTemplate sets %s, which the Job executor does not apply (it honours spec.serviceAccountName, spec.image, spec.resources, spec.env, and in spec.podTemplate.spec: nodeSelector, tolerations, volumes, and the env and volumeMounts of container %q)",
+		return nil, fmt.Errorf("workspaceTemplate sets %s, which the Job executor does not apply (it honours spec.serviceAccountName, spec.image, spec.local.dir, spec.resources, spec.env, and in spec.podTemplate.spec: nodeSelector, tolerations, volumes, and the env and volumeMounts of container %q)",
 			strings.Join(unsupported, ", "), pkoContainer)
 	}
 	for _, v := range o.Volumes {

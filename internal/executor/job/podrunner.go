@@ -78,25 +78,11 @@ func (p *PodRunner) Run(ctx context.Context) error {
 }
 
 func (p *PodRunner) execute(ctx context.Context, hc *http.Client, w *Work, tail *engine.Tail) (engine.Result, error) {
-	store, err := artifact.NewStore(filepath.Join(p.Scratch, "artifacts"))
-	if err != nil {
-		return engine.Result{}, fmt.Errorf("failed to open artifact store: %w", err)
-	}
-	if err := p.fetch(ctx, hc, w, store); err != nil {
-		return engine.Result{}, err
-	}
-	work := filepath.Join(p.Scratch, "work")
-	if err := store.Extract(w.ArtifactDigest, work, p.Limits); err != nil {
-		return engine.Result{}, fmt.Errorf("failed to extract artifact %s: %w", w.ArtifactDigest, err)
-	}
-	dir, err := runner.ProjectDir(work, w.ProjectDir, w.Revision)
+	dir, err := p.program(ctx, hc, w)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	// The Pod's environment is the Stack's own (its ServiceAccount, its workspaceTemplate),
-	// but the runner's settings are not the program's business.
-	inherit := append(slices.Clone(engine.DefaultInheritEnv), "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
-	inherit = append(inherit, p.InheritEnv...)
+	inherit := append(podInheritEnv(), p.InheritEnv...)
 	eng, err := engine.New(engine.Options{PulumiHome: filepath.Join(p.Scratch, "pulumi-home"), Env: p.Env, InheritEnv: inherit})
 	if err != nil {
 		return engine.Result{}, fault.Stall(v1alpha1.ReasonPermanentFailure, "the runner image has no usable pulumi CLI: %v", err)
@@ -109,6 +95,38 @@ func (p *PodRunner) execute(ctx context.Context, hc *http.Client, w *Work, tail 
 	}
 	req.WorkDir, req.Log, req.StaleLockHosts = dir, tail, w.StaleLockHosts
 	return eng.Run(ctx, req)
+}
+
+// podInheritEnv is what a program takes from the runner Pod's environment besides the
+// variables its workspaceTemplate sets. The Pod's environment is the Stack's own (its
+// ServiceAccount, its workspaceTemplate), but the runner's settings are not the program's
+// business.
+func podInheritEnv() []string {
+	return append(slices.Clone(engine.DefaultInheritEnv), "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+}
+
+// program lays out the Update's program in the scratch work tree and returns its project
+// directory: the manager's artifact, fetched and verified, or with no artifact (PKO's
+// custom source) the directory baked into this Pod's image.
+func (p *PodRunner) program(ctx context.Context, hc *http.Client, w *Work) (string, error) {
+	work := filepath.Join(p.Scratch, "work")
+	if w.ArtifactDigest == "" {
+		if err := copyProgram(w.ProjectDir, work); err != nil {
+			return "", fault.Stall(v1alpha1.ReasonPermanentFailure, "%v", err)
+		}
+		return runner.ProjectDir(work, "", w.Revision)
+	}
+	store, err := artifact.NewStore(filepath.Join(p.Scratch, "artifacts"))
+	if err != nil {
+		return "", fmt.Errorf("failed to open artifact store: %w", err)
+	}
+	if err := p.fetch(ctx, hc, w, store); err != nil {
+		return "", err
+	}
+	if err := store.Extract(w.ArtifactDigest, work, p.Limits); err != nil {
+		return "", fmt.Errorf("failed to extract artifact %s: %w", w.ArtifactDigest, err)
+	}
+	return runner.ProjectDir(work, w.ProjectDir, w.Revision)
 }
 
 // fetch downloads the Update's artifact into store, which verifies its digest.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 
@@ -24,6 +25,10 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedBy      = "stackwright"
 	containerName  = "runner"
+	// bootstrapContainer copies the runner binary into bootstrapVolume for a Stack's own
+	// image.
+	bootstrapContainer = "bootstrap"
+	bootstrapVolume    = "runner-bin"
 	// runnerUID is the image's non-root user.
 	runnerUID = int64(65532)
 )
@@ -69,10 +74,6 @@ func runnerIdentity(u *v1alpha1.Update) string {
 // as the Stack's ServiceAccount; everything Stackwright gives it comes through volumes the
 // kubelet mounts, so that ServiceAccount needs no rights.
 func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert []byte, o PodOptions, tmpl *workspaceOverlay) (*batchv1.Job, *corev1.Secret, error) {
-	w, err := json.Marshal(work)
-	if err != nil {
-		return nil, nil, fmt.Errorf("failed to encode work of Update %s: %w", u.Name, err)
-	}
 	owner := metav1.NewControllerRef(u, v1alpha1.GroupVersion.WithKind("Update"))
 	labels := map[string]string{
 		LabelUpdate:              truncateLabel(u.Name),
@@ -87,7 +88,7 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 			OwnerReferences: []metav1.OwnerReference{*owner},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{WorkFile: w, ManagerCertFile: managerCert},
+		Data: map[string][]byte{ManagerCertFile: managerCert},
 	}
 
 	sa := stack.Spec.ServiceAccountName
@@ -123,6 +124,84 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 		args = append(args, "--inherit-env="+strings.Join(names, ","))
 	}
 	mode := int32(0o440)
+	builtinVolumes := []corev1.Volume{
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "work", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secret.Name, DefaultMode: &mode,
+		}}},
+		{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			DefaultMode: &mode,
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+				Audience: TokenAudience, ExpirationSeconds: ptr(o.TokenExpiry), Path: TokenFile,
+			}}},
+		}}},
+	}
+	builtinMounts := []corev1.VolumeMount{
+		{Name: "scratch", MountPath: ScratchDir},
+		{Name: "work", MountPath: WorkDir, ReadOnly: true},
+		{Name: "token", MountPath: TokenDir, ReadOnly: true},
+	}
+	id, err := newIdentity(stack.Spec.IdentityTokens(), programEnv(work.Request.Env, env), &mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	if id != nil {
+		builtinVolumes, builtinMounts = append(builtinVolumes, id.volume), append(builtinMounts, id.mount)
+		// The program's environment travels in the work, like the rest of the Stack's: the
+		// runner passes on nothing else of its own.
+		announced := *work
+		announced.Request.Env = maps.Clone(work.Request.Env)
+		if announced.Request.Env == nil {
+			announced.Request.Env = map[string]string{}
+		}
+		maps.Copy(announced.Request.Env, id.env)
+		work = &announced
+		if id.google != nil {
+			secret.Data[GoogleCredentialsFile] = id.google
+		}
+	}
+	w, err := json.Marshal(work)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to encode work of Update %s: %w", u.Name, err)
+	}
+	secret.Data[WorkFile] = w
+	runner := corev1.Container{
+		Name:            containerName,
+		Image:           image,
+		ImagePullPolicy: o.PullPolicy,
+		Args:            args,
+		Env: append([]corev1.EnvVar{
+			{Name: "HOME", Value: ScratchDir},
+			{Name: "TMPDIR", Value: ScratchDir},
+		}, env...),
+		WorkingDir:               ScratchDir,
+		Resources:                resources,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          restrictedContainer(),
+		VolumeMounts:             append(builtinMounts, mounts...),
+	}
+	var initContainers []corev1.Container
+	if image != o.Image {
+		// The Stack's own image (PKO's workspace image) has pulumi and the plugins but not
+		// Stackwright: an init container from the runner image copies the static runner
+		// binary in, and the image's container runs it with its own tools on its PATH.
+		builtinVolumes = append(builtinVolumes, corev1.Volume{Name: bootstrapVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		initContainers = []corev1.Container{{
+			Name:            bootstrapContainer,
+			Image:           o.Image,
+			ImagePullPolicy: o.PullPolicy,
+			Args:            []string{"install-runner", BootstrapBinary},
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+			},
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			SecurityContext:          restrictedContainer(),
+			VolumeMounts:             []corev1.VolumeMount{{Name: bootstrapVolume, MountPath: BootstrapDir}},
+		}}
+		runner.Command = []string{BootstrapBinary}
+		runner.VolumeMounts = append(runner.VolumeMounts, corev1.VolumeMount{Name: bootstrapVolume, MountPath: BootstrapDir, ReadOnly: true})
+	}
 	pod := corev1.PodSpec{
 		RestartPolicy:      corev1.RestartPolicyNever,
 		ServiceAccountName: sa,
@@ -138,43 +217,9 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 			FSGroup:        ptr(runnerUID),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
-		Containers: []corev1.Container{{
-			Name:            containerName,
-			Image:           image,
-			ImagePullPolicy: o.PullPolicy,
-			Args:            args,
-			Env: append([]corev1.EnvVar{
-				{Name: "HOME", Value: ScratchDir},
-				{Name: "TMPDIR", Value: ScratchDir},
-			}, env...),
-			WorkingDir:               ScratchDir,
-			Resources:                resources,
-			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			SecurityContext: &corev1.SecurityContext{
-				AllowPrivilegeEscalation: ptr(false),
-				ReadOnlyRootFilesystem:   ptr(true),
-				RunAsNonRoot:             ptr(true),
-				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			VolumeMounts: append([]corev1.VolumeMount{
-				{Name: "scratch", MountPath: ScratchDir},
-				{Name: "work", MountPath: WorkDir, ReadOnly: true},
-				{Name: "token", MountPath: TokenDir, ReadOnly: true},
-			}, mounts...),
-		}},
-		Volumes: append([]corev1.Volume{
-			{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-			{Name: "work", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-				SecretName: secret.Name, DefaultMode: &mode,
-			}}},
-			{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-				DefaultMode: &mode,
-				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
-					Audience: TokenAudience, ExpirationSeconds: ptr(o.TokenExpiry), Path: TokenFile,
-				}}},
-			}}},
-		}, volumes...),
+		InitContainers: initContainers,
+		Containers:     []corev1.Container{runner},
+		Volumes:        append(builtinVolumes, volumes...),
 	}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -194,6 +239,18 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 		},
 	}
 	return job, secret, nil
+}
+
+// restrictedContainer is the container security context of the restricted Pod Security
+// profile.
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false),
+		ReadOnlyRootFilesystem:   ptr(true),
+		RunAsNonRoot:             ptr(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
 }
 
 // truncateLabel keeps a name within a label value's 63 characters; the UID label is

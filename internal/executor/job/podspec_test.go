@@ -2,6 +2,7 @@ package job
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,6 +13,8 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/fault"
 )
 
 func testUpdate(name string) *v1alpha1.Update {
@@ -123,13 +126,19 @@ func TestBuildJob_WorkspaceTemplate_OverlaysHonouredParts(t *testing.T) {
 	got := map[string]any{
 		"sa": pod.ServiceAccountName, "image": c.Image, "memory": c.Resources.Limits.Memory().String(),
 		"nodeSelector": pod.NodeSelector["pool"], "tolerations": len(pod.Tolerations),
-		"lastVolume": pod.Volumes[len(pod.Volumes)-1].Name, "lastMount": c.VolumeMounts[len(c.VolumeMounts)-1].MountPath,
-		"inherit": c.Args[len(c.Args)-1],
+		"lastVolume": pod.Volumes[len(pod.Volumes)-1].Name, "lastMount": c.VolumeMounts[len(c.VolumeMounts)-2].MountPath,
+		"inherit": c.Args[len(c.Args)-1], "command": c.Command,
+		// The Stack's image runs the runner binary that the bootstrap copied from the
+		// runner image.
+		"bootstrap": []string{pod.InitContainers[0].Image, strings.Join(pod.InitContainers[0].Args, " ")},
+		"binMount":  c.VolumeMounts[len(c.VolumeMounts)-1].MountPath + " ro=" + fmt.Sprint(c.VolumeMounts[len(c.VolumeMounts)-1].ReadOnly),
 	}
 	want := map[string]any{
 		"sa": "from-template", "image": "example.com/runner:custom", "memory": "1Gi",
 		"nodeSelector": "infra", "tolerations": 1, "lastVolume": "state", "lastMount": "/state",
-		"inherit": "--inherit-env=A,B",
+		"inherit": "--inherit-env=A,B", "command": []string{BootstrapBinary},
+		"bootstrap": []string{"runner:1", "install-runner " + BootstrapBinary},
+		"binMount":  BootstrapDir + " ro=true",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -145,12 +154,208 @@ func TestParseWorkspaceTemplate_Unsupported_NamedInError(t *testing.T) {
 		{name: "pod field", tmpl: `{"spec":{"podTemplate":{"spec":{"hostNetwork":true}}}}`, want: "spec.podTemplate.spec.hostNetwork"},
 		{name: "host path", tmpl: `{"spec":{"podTemplate":{"spec":{"volumes":[{"name":"h","hostPath":{"path":"/"}}]}}}}`, want: "hostPath"},
 		{name: "unknown field", tmpl: `{"spec":{"imag":"x"}}`, want: "imag"},
-		{name: "custom source", tmpl: `{"spec":{"image":"x","local":{"dir":"/src"}}}`, want: "spec.local"},
+		{name: "custom source without image", tmpl: `{"spec":{"local":{"dir":"/src"}}}`, want: "spec.local without spec.image"},
+		{name: "custom source unknown field", tmpl: `{"spec":{"image":"x","local":{"path":"/src"}}}`, want: "path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseWorkspaceTemplate(&apiextensionsv1.JSON{Raw: []byte(tc.tmpl)})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v; want it to name %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// identityOf returns what buildJob made of a Stack's identity tokens: the projected
+// volume and the mount (nil when absent), the program's environment carried by the work,
+// and the Google credential configuration of the work Secret.
+type identityOf struct {
+	Volume *corev1.Volume
+	Mount  *corev1.VolumeMount
+	Env    map[string]string
+	Google string
+}
+
+func identityIn(t *testing.T, pod corev1.PodSpec, secret *corev1.Secret) identityOf {
+	t.Helper()
+	var got identityOf
+	for i, v := range pod.Volumes {
+		if v.Name == identityVolume {
+			got.Volume = &pod.Volumes[i]
+		}
+	}
+	for i, m := range pod.Containers[0].VolumeMounts {
+		if m.Name == identityVolume {
+			got.Mount = &pod.Containers[0].VolumeMounts[i]
+		}
+	}
+	var w Work
+	if err := json.Unmarshal(secret.Data[WorkFile], &w); err != nil {
+		t.Fatal(err)
+	}
+	got.Env = w.Request.Env
+	got.Google = string(secret.Data[GoogleCredentialsFile])
+	return got
+}
+
+func TestBuildJob_IdentityTokens_ProjectedAndAnnounced(t *testing.T) {
+	mode := int32(0o440)
+	tokenSource := func(audience string, expiration int64, path string) corev1.VolumeProjection {
+		return corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+			Audience: audience, ExpirationSeconds: ptr(expiration), Path: path,
+		}}
+	}
+	volume := func(sources ...corev1.VolumeProjection) *corev1.Volume {
+		return &corev1.Volume{Name: "identity", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			DefaultMode: &mode, Sources: sources,
+		}}}
+	}
+	mount := &corev1.VolumeMount{Name: "identity", MountPath: "/var/run/secrets/stackwright.dev/identity", ReadOnly: true}
+	const googleAudience = "//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/pool/providers/k8s"
+	for _, tc := range []struct {
+		name   string
+		tokens []pulumiv1.IdentityToken
+		env    map[string]string
+		want   identityOf
+	}{
+		{
+			name: "none adds nothing",
+			env:  map[string]string{"AWS_ROLE_ARN": "arn:aws:iam::1:role/deployer"},
+			want: identityOf{Env: map[string]string{"AWS_ROLE_ARN": "arn:aws:iam::1:role/deployer"}},
+		},
+		{
+			name:   "AWS with defaults, the Stack's role kept",
+			tokens: []pulumiv1.IdentityToken{{Audience: "sts.amazonaws.com", Announce: pulumiv1.AnnounceAWS}},
+			env:    map[string]string{"AWS_ROLE_ARN": "arn:aws:iam::1:role/deployer"},
+			want: identityOf{
+				Volume: volume(tokenSource("sts.amazonaws.com", 3600, "0/token")),
+				Mount:  mount,
+				Env: map[string]string{
+					"AWS_ROLE_ARN":                "arn:aws:iam::1:role/deployer",
+					"AWS_WEB_IDENTITY_TOKEN_FILE": "/var/run/secrets/stackwright.dev/identity/0/token",
+				},
+			},
+		},
+		{
+			name: "every cloud, and env whatever announce says",
+			tokens: []pulumiv1.IdentityToken{
+				{Audience: "vault", ExpirationSeconds: ptr(int64(600)), Env: "VAULT_JWT_FILE"},
+				{Audience: "api://AzureADTokenExchange", Announce: pulumiv1.AnnounceAzure},
+				{Audience: googleAudience, ExpirationSeconds: ptr(int64(86400)), Announce: pulumiv1.AnnounceGoogle, Env: "GOOGLE_TOKEN_FILE"},
+				{Audience: "sts.amazonaws.com", Announce: pulumiv1.AnnounceAWS, Env: "AWS_WEB_IDENTITY_TOKEN_FILE"},
+			},
+			want: identityOf{
+				Volume: volume(
+					tokenSource("vault", 600, "0/token"),
+					tokenSource("api://AzureADTokenExchange", 3600, "1/token"),
+					tokenSource(googleAudience, 86400, "2/token"),
+					tokenSource("sts.amazonaws.com", 3600, "3/token"),
+				),
+				Mount: mount,
+				Env: map[string]string{
+					"VAULT_JWT_FILE":                 "/var/run/secrets/stackwright.dev/identity/0/token",
+					"AZURE_FEDERATED_TOKEN_FILE":     "/var/run/secrets/stackwright.dev/identity/1/token",
+					"GOOGLE_APPLICATION_CREDENTIALS": "/var/run/stackwright/work/google-credentials.json",
+					"GOOGLE_TOKEN_FILE":              "/var/run/secrets/stackwright.dev/identity/2/token",
+					"AWS_WEB_IDENTITY_TOKEN_FILE":    "/var/run/secrets/stackwright.dev/identity/3/token",
+				},
+				Google: `{
+  "type": "external_account",
+  "audience": "` + googleAudience + `",
+  "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+  "token_url": "https://sts.googleapis.com/v1/token",
+  "credential_source": {
+    "file": "/var/run/secrets/stackwright.dev/identity/2/token",
+    "format": {
+      "type": "text"
+    }
+  }
+}
+`,
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := testUpdate("web-abc-1")
+			stack := &pulumiv1.Stack{Spec: pulumiv1.StackSpec{Stackwright: &pulumiv1.StackwrightSpec{IdentityTokens: tc.tokens}}}
+			job, secret, err := buildJob(u, stack, &Work{Update: u.Name, Request: engine.Request{Env: tc.env}}, []byte("cert"), PodOptions{Image: "runner:1", TokenExpiry: 4200}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := job.Spec.Template.Spec
+			if diff := cmp.Diff(tc.want, identityIn(t, pod, secret)); diff != "" {
+				t.Errorf("identity (-want +got):\n%s", diff)
+			}
+			// The runner's own token stays where it was, for the manager's audience only,
+			// and is never what a variable points to.
+			wantRunner := corev1.Volume{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				DefaultMode: &mode,
+				Sources:     []corev1.VolumeProjection{tokenSource(TokenAudience, 4200, "token")},
+			}}}
+			if diff := cmp.Diff(wantRunner, pod.Volumes[2]); diff != "" {
+				t.Errorf("runner token volume (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(corev1.VolumeMount{Name: "token", MountPath: TokenDir, ReadOnly: true}, pod.Containers[0].VolumeMounts[2]); diff != "" {
+				t.Errorf("runner token mount (-want +got):\n%s", diff)
+			}
+			for name, value := range identityIn(t, pod, secret).Env {
+				if strings.HasPrefix(value, TokenDir) {
+					t.Errorf("%s points to the runner's own token: %s", name, value)
+				}
+			}
+			// Nothing reaches the program through the Pod's environment: the runner passes
+			// on only what its allow-list names.
+			if diff := cmp.Diff([]corev1.EnvVar{{Name: "HOME", Value: ScratchDir}, {Name: "TMPDIR", Value: ScratchDir}}, pod.Containers[0].Env); diff != "" {
+				t.Errorf("runner container env (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildJob_IdentityTokens_ConflictingVariablesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		tokens   []pulumiv1.IdentityToken
+		env      map[string]string
+		template string
+		want     string
+	}{
+		{
+			name:   "Stack's envRefs",
+			tokens: []pulumiv1.IdentityToken{{Audience: "a", Announce: pulumiv1.AnnounceGoogle}},
+			env:    map[string]string{"GOOGLE_APPLICATION_CREDENTIALS": "/mine.json"},
+			want:   "spec.stackwright.identityTokens[0] sets GOOGLE_APPLICATION_CREDENTIALS, which the Stack's environment (envRefs, envs, envSecrets or backend settings) sets too",
+		},
+		{
+			name:     "workspaceTemplate env",
+			tokens:   []pulumiv1.IdentityToken{{Audience: "a", Announce: pulumiv1.AnnounceAzure}},
+			template: `{"spec":{"env":[{"name":"AZURE_FEDERATED_TOKEN_FILE","value":"/x"}]}}`,
+			want:     "spec.stackwright.identityTokens[0] sets AZURE_FEDERATED_TOKEN_FILE, which spec.workspaceTemplate (env) sets too",
+		},
+		{
+			name:   "runner's own",
+			tokens: []pulumiv1.IdentityToken{{Audience: "a", Env: "PATH"}},
+			want:   "spec.stackwright.identityTokens[0] sets PATH, which the runner Pod sets too",
+		},
+		{
+			name:   "another token's announcement",
+			tokens: []pulumiv1.IdentityToken{{Audience: "a", Announce: pulumiv1.AnnounceAWS}, {Audience: "b", Env: "AWS_WEB_IDENTITY_TOKEN_FILE"}},
+			want:   "spec.stackwright.identityTokens[0] and spec.stackwright.identityTokens[1] both set AWS_WEB_IDENTITY_TOKEN_FILE",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var overlay *workspaceOverlay
+			if tc.template != "" {
+				var err error
+				if overlay, err = parseWorkspaceTemplate(&apiextensionsv1.JSON{Raw: []byte(tc.template)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stack := &pulumiv1.Stack{Spec: pulumiv1.StackSpec{Stackwright: &pulumiv1.StackwrightSpec{IdentityTokens: tc.tokens}}}
+			_, _, err := buildJob(testUpdate("web-abc-1"), stack, &Work{Request: engine.Request{Env: tc.env}}, nil, PodOptions{}, overlay)
+			f, ok := fault.As(err)
+			if !ok || !f.Stalled || f.Reason != pulumiv1.ReasonInvalidSpec || !strings.Contains(f.Error(), tc.want) {
+				t.Errorf("error = %v; want an InvalidSpec stall saying %q", err, tc.want)
 			}
 		})
 	}

@@ -24,6 +24,13 @@ const (
 	TokenFile = "token"
 	// ScratchDir is the runner's writable emptyDir: HOME, PULUMI_HOME, the work tree.
 	ScratchDir = "/tmp"
+	// IdentityDir holds the Stack's identity tokens (spec.stackwright.identityTokens):
+	// token i at IdentityDir/<i>/token. They sit apart from TokenDir so that the runner's
+	// own token is never among what the program is pointed to.
+	IdentityDir = "/var/run/secrets/stackwright.dev/identity"
+	// GoogleCredentialsFile, in WorkDir, is the external_account credential configuration
+	// of the identity token announced to Google.
+	GoogleCredentialsFile = "google-credentials.json"
 
 	// Paths of the manager's runner API.
 	artifactPath = "/v1/artifacts/"

@@ -247,6 +247,11 @@ func (s *scenario) create(obj client.Object) {
 
 // filesStack creates a Program writing one file and a Stack running it.
 func (s *scenario) filesStack(name string, annotations map[string]string) {
+	s.filesStackWith(name, annotations, nil)
+}
+
+// filesStackWith is filesStack with the Stack changed by mutate before it is created.
+func (s *scenario) filesStackWith(name string, annotations map[string]string, mutate func(*pulumiv1.Stack)) {
 	p := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	p.Program.Resources = map[string]pulumiv1.Resource{"f": {
 		Type: "stackwright-testing:index:File",
@@ -268,6 +273,9 @@ func (s *scenario) filesStack(name string, annotations map[string]string) {
 				}},
 			},
 		},
+	}
+	if mutate != nil {
+		mutate(st)
 	}
 	s.create(st)
 }
