@@ -242,15 +242,11 @@ func assertRestricted(t *testing.T, pod *corev1.Pod) {
 	g.Expect(err).NotTo(HaveOccurred(), "the restricted profile refuses the manager Pod")
 }
 
-// TestInstall_JobExecutor_RunnerPodPerUpdate installs the chart with the Job executor: a
-// Stack runs in short-lived runner Pods in its own namespace, which enforces the
-// restricted Pod Security profile, as its own ServiceAccount, with its state on a volume
+// testRunnerPodPerUpdate: a Stack runs in short-lived runner Pods in its own namespace,
+// which enforces the restricted Pod Security profile, as its own ServiceAccount, with its state on a volume
 // of that namespace; deleting it destroys its files through another runner.
-func TestInstall_JobExecutor_RunnerPodPerUpdate(t *testing.T) {
-	g := NewWithT(t)
-	c := newClient(t)
-	helmInstall(t, "install", "--set", "executor=job")
-	waitManager(t, c)
+func testRunnerPodPerUpdate(t *testing.T, jc *jobCluster) {
+	g, c := NewWithT(t), jc.c
 
 	const ns = "e2e-job"
 	g.Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
@@ -324,18 +320,15 @@ spec:
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "destroy left greeting.txt behind")
 }
 
-// TestInstall_JobExecutor_KilledRunnerIsRetried kills a runner Pod in the middle of an up:
+// testKilledRunnerIsRetried kills a runner Pod in the middle of an up:
 // the Update ends Failed with RunnerLost, the next runner removes the lock the dead one
 // left in the S3 backend (a versitygw server in the cluster), and the Stack converges
 // without re-creating what the first run had created.
-func TestInstall_JobExecutor_KilledRunnerIsRetried(t *testing.T) {
-	g := NewWithT(t)
-	c := newClient(t)
-	helmInstall(t, "install", "--set", "executor=job")
-	waitManager(t, c)
+func testKilledRunnerIsRetried(t *testing.T, jc *jobCluster) {
+	g, c := NewWithT(t), jc.c
 
 	const ns = "e2e-job-kill"
-	s3 := startS3(t, c)
+	s3 := jc.s3
 	backend := s3.bucket(t, "state", "")
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
@@ -409,7 +402,7 @@ spec:
 	g.Expect(first).To(HaveLen(1))
 	// SIGKILL, as the OOM killer or a node's loss would: no chance to release the lock.
 	// (Deleting the Pod would send SIGTERM, and the runner would cancel cleanly.)
-	g.Expect(killRunners()).To(Equal(1), "runner processes killed")
+	g.Expect(killRunners("slow-")).To(Equal(1), "runner processes killed")
 
 	NewWithT(t).Eventually(func(g Gomega) {
 		var u v1alpha1.Update
@@ -443,20 +436,14 @@ spec:
 	g.Expect(s3.objects("state", ".pulumi/locks")).To(BeEmpty(), "locks left in the S3 backend")
 }
 
-// TestInstall_JobExecutor_StacksActAsTheirServiceAccount runs the same program, which
+// testStacksActAsTheirServiceAccount runs the same program, which
 // creates a ConfigMap with the Pod's in-cluster credentials, in two namespaces: where the
 // Stack's ServiceAccount may create ConfigMaps it succeeds; where it may not, the Update
 // fails with the API server's Forbidden.
-func TestInstall_JobExecutor_StacksActAsTheirServiceAccount(t *testing.T) {
-	g := NewWithT(t)
-	c := newClient(t)
+func testStacksActAsTheirServiceAccount(t *testing.T, jc *jobCluster) {
+	g, c := NewWithT(t), jc.c
 	// The Stacks name no backend: the install's default, one prefix per namespace in a
 	// bucket of the in-cluster S3 server, applies.
-	s3 := startS3(t, c)
-	values := filepath.Join(t.TempDir(), "values.yaml")
-	g.Expect(os.WriteFile(values, []byte("executor: job\ndefaultBackend: "+s3.bucket(t, "tenants", "")+"\n"), 0o600)).To(Succeed())
-	helmInstall(t, "install", "-f", values)
-	waitManager(t, c)
 
 	for ns, mayWrite := range map[string]bool{"e2e-may-write": true, "e2e-may-not": false} {
 		createNamespace(t, c, ns)
@@ -484,7 +471,7 @@ func TestInstall_JobExecutor_StacksActAsTheirServiceAccount(t *testing.T) {
 	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace("e2e-may-not"))
 	err := c.Get(context.Background(), client.ObjectKey{Namespace: "e2e-may-not", Name: "made-by-stack"}, &cm)
 	g.Expect(err).To(HaveOccurred(), "a Stack without the right created a ConfigMap")
-	g.Expect(s3.objects("tenants", "e2e-may-write/.pulumi/stacks")).NotTo(BeEmpty(), "the default backend has no state under the Stack's namespace")
+	g.Expect(jc.s3.objects(jc.defaultBucket, "e2e-may-write/.pulumi/stacks")).NotTo(BeEmpty(), "the default backend has no state under the Stack's namespace")
 	// Deleted before their namespaces, so that each destroy runs in a runner Pod as its
 	// Stack's ServiceAccount.
 	for _, ns := range []string{"e2e-may-write", "e2e-may-not"} {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -69,17 +68,11 @@ resources:
 `
 }
 
-// TestInstall_JobExecutor_GitStackFollowsBranch runs a git Stack through runner Jobs: the
+// testGitStackFollowsBranch runs a git Stack through runner Jobs: the
 // manager fetches the branch from a git server on the node, each commit is deployed by a
 // short-lived runner Pod, and a new commit is picked up by polling.
-func TestInstall_JobExecutor_GitStackFollowsBranch(t *testing.T) {
-	g := NewWithT(t)
-	c := newClient(t)
-	s3 := startS3(t, c)
-	values := filepath.Join(t.TempDir(), "values.yaml")
-	g.Expect(os.WriteFile(values, []byte("executor: job\ndefaultBackend: "+s3.bucket(t, "git", "")+"\n"), 0o600)).To(Succeed())
-	helmInstall(t, "install", "-f", values)
-	waitManager(t, c)
+func testGitStackFollowsBranch(t *testing.T, jc *jobCluster) {
+	g, c := NewWithT(t), jc.c
 
 	repos := t.TempDir()
 	repo, first := gitserver.NewRepo(t, repos, "infra", map[string]string{"app/Pulumi.yaml": configMapProgram("first")})

@@ -251,15 +251,20 @@ func stackFiles(dir, ns string) []string {
 	return files
 }
 
-// killRunners SIGKILLs the runner processes on this node (the test runs on the node) and
-// returns how many it killed. The runner is its container's PID 1, so the engine
-// processes it started die with it.
-func killRunners() int {
+// killRunners SIGKILLs the runner processes on this node (the test runs on the node) of
+// the Pods whose names start with podPrefix (a container's HOSTNAME is its Pod's name, and
+// other tests' runners may be running) and returns how many it killed. The runner is its
+// container's PID 1, so the engine processes it started die with it.
+func killRunners(podPrefix string) int {
 	n := 0
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
 		if err != nil || !bytes.Contains(b, []byte("runner\x00--work=/var/run/stackwright/work/")) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(filepath.Dir(p), "environ"))
+		if err != nil || !bytes.Contains(env, []byte("\x00HOSTNAME="+podPrefix)) && !bytes.HasPrefix(env, []byte("HOSTNAME="+podPrefix)) {
 			continue
 		}
 		var pid int

@@ -4,26 +4,18 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 )
 
-// TestInstall_JobExecutor_IdentityTokensReachProgram asks for two projected ServiceAccount
+// testIdentityTokensReachProgram asks for two projected ServiceAccount
 // tokens with their own audiences: the program finds them through the variables the
 // cloud SDKs read (AWS_WEB_IDENTITY_TOKEN_FILE) or one the Stack names, and proves each
 // with a TokenReview against the API server, as the Stack's ServiceAccount.
-func TestInstall_JobExecutor_IdentityTokensReachProgram(t *testing.T) {
-	g := NewWithT(t)
-	c := newClient(t)
-	s3 := startS3(t, c)
-	values := filepath.Join(t.TempDir(), "values.yaml")
-	g.Expect(os.WriteFile(values, []byte("executor: job\ndefaultBackend: "+s3.bucket(t, "identity", "")+"\n"), 0o600)).To(Succeed())
-	helmInstall(t, "install", "-f", values)
-	waitManager(t, c)
+func testIdentityTokensReachProgram(t *testing.T, jc *jobCluster) {
+	c := jc.c
 
 	const ns = "e2e-identity"
 	createNamespace(t, c, ns)

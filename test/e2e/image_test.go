@@ -62,19 +62,12 @@ resources:
 	run(t, "stackwright-cluster", "load", "--bin", filepath.Join(root, "bin"), archive)
 }
 
-// TestInstall_JobExecutor_RunsProgramBakedIntoImage applies PKO v2's custom source: a
+// testRunsProgramBakedIntoImage applies PKO v2's custom source: a
 // Stack with no projectRepo, fluxSource or programRef whose workspaceTemplate names an
 // image and the program's directory in it. Its runner Pod runs that image, with the
 // runner binary copied in by an init container.
-func TestInstall_JobExecutor_RunsProgramBakedIntoImage(t *testing.T) {
-	g := NewWithT(t)
-	c := newClient(t)
-	buildBakedImage(t)
-	s3 := startS3(t, c)
-	values := filepath.Join(t.TempDir(), "values.yaml")
-	g.Expect(os.WriteFile(values, []byte("executor: job\ndefaultBackend: "+s3.bucket(t, "baked", "")+"\n"), 0o600)).To(Succeed())
-	helmInstall(t, "install", "-f", values)
-	waitManager(t, c)
+func testRunsProgramBakedIntoImage(t *testing.T, jc *jobCluster) {
+	g, c := NewWithT(t), jc.c
 
 	const ns = "e2e-baked"
 	createNamespace(t, c, ns)

@@ -522,6 +522,15 @@ func jobEnd(j *batchv1.Job) *metav1.Time {
 	return nil
 }
 
+// tail is the end of a termination message, at most n bytes of it.
+func tail(msg string, n int) string {
+	msg = strings.TrimSpace(msg)
+	if len(msg) > n {
+		msg = msg[len(msg)-n:]
+	}
+	return msg
+}
+
 // podFailure says how the runner Pod of u ended, from what the kubelet recorded.
 func (e *Executor) podFailure(ctx context.Context, u *v1alpha1.Update) string {
 	var pods corev1.PodList
@@ -545,11 +554,12 @@ func (e *Executor) podFailure(ctx context.Context, u *v1alpha1.Update) string {
 				}
 				return "its runner ran out of memory (limit" + limit + ") and was killed"
 			}
-			msg := strings.TrimSpace(t.Message)
-			if len(msg) > 512 {
-				msg = msg[len(msg)-512:]
-			}
-			return fmt.Sprintf("its runner exited with code %d (%s): %s", t.ExitCode, t.Reason, msg)
+			return fmt.Sprintf("its runner exited with code %d (%s): %s", t.ExitCode, t.Reason, tail(t.Message, 512))
+		}
+	}
+	for _, cs := range p.Status.InitContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return fmt.Sprintf("its runner Pod's init container %s exited with code %d (%s): %s", cs.Name, t.ExitCode, t.Reason, tail(t.Message, 512))
 		}
 	}
 	if p.DeletionTimestamp != nil {

@@ -197,7 +197,9 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 			},
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			SecurityContext:          restrictedContainer(),
-			VolumeMounts:             []corev1.VolumeMount{{Name: bootstrapVolume, MountPath: BootstrapDir}},
+			// The binary's dependencies may write below TMPDIR when it starts.
+			Env:          []corev1.EnvVar{{Name: "TMPDIR", Value: ScratchDir}},
+			VolumeMounts: []corev1.VolumeMount{{Name: bootstrapVolume, MountPath: BootstrapDir}, {Name: "scratch", MountPath: ScratchDir}},
 		}}
 		runner.Command = []string{BootstrapBinary}
 		runner.VolumeMounts = append(runner.VolumeMounts, corev1.VolumeMount{Name: bootstrapVolume, MountPath: BootstrapDir, ReadOnly: true})
