@@ -222,11 +222,6 @@ func describeManager() string {
 	return out + "\n--- manager log ---\n" + logs
 }
 
-// dataDir is the host directory behind the manager's data volume.
-func dataDir(g Gomega, c client.Client, claim string) string {
-	return claimHostPath(g, c, systemNamespace, claim)
-}
-
 // claimHostPath is the node directory behind a bound claim (the test runs on the node,
 // and the node's volumes are host paths).
 func claimHostPath(g Gomega, c client.Client, ns, claim string) string {
@@ -237,18 +232,6 @@ func claimHostPath(g Gomega, c client.Client, ns, claim string) string {
 	g.Expect(c.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, &pv)).To(Succeed())
 	g.Expect(pv.Spec.HostPath).NotTo(BeNil())
 	return pv.Spec.HostPath.Path
-}
-
-// stackFiles lists the files the test provider wrote for the Stack in ns.
-func stackFiles(dir, ns string) []string {
-	var files []string
-	_ = filepath.WalkDir(filepath.Join(dir, "e2e-files", ns), func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files = append(files, strings.TrimPrefix(path, filepath.Join(dir, "e2e-files", ns)+"/"))
-		}
-		return nil
-	})
-	return files
 }
 
 // killRunners SIGKILLs the runner processes on this node (the test runs on the node) of
