@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,10 +42,71 @@ func TestInstall_JobExecutor(t *testing.T) {
 		{"GitStackFollowsBranch", testGitStackFollowsBranch},
 		{"IdentityTokensReachProgram", testIdentityTokensReachProgram},
 		{"RunsProgramBakedIntoImage", testRunsProgramBakedIntoImage},
+		{"ProgramSeesOnlyItsEnvironment", testProgramSeesOnlyItsEnvironment},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.run(t, jc)
 		})
 	}
+}
+
+// testProgramSeesOnlyItsEnvironment: a program's environment in a runner Pod is the
+// Stack's own and a short allow-list, not the Pod's (no HOSTNAME, no service links). The
+// manager's environment is in another Pod altogether.
+func testProgramSeesOnlyItsEnvironment(t *testing.T, jc *jobCluster) {
+	c := jc.c
+	const ns = "e2e-env"
+	createNamespace(t, c, ns)
+	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, s3CredentialsYAML+`---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: pass
+stringData:
+  passphrase: e2e-only
+---
+apiVersion: pulumi.com/v1
+kind: Program
+metadata:
+  name: env
+program:
+  resources:
+    seen:
+      type: stackwright-testing:index:Environment
+  outputs:
+    names: ${seen.names}
+---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: env
+spec:
+  stack: e2e
+  programRef:
+    name: env
+  envRefs:
+    FROM_THE_STACK:
+      type: Literal
+      literal:
+        value: "yes"
+`+s3EnvRefsYAML+`    PULUMI_CONFIG_PASSPHRASE:
+      type: Secret
+      secret:
+        name: pass
+        key: passphrase
+`))
+	NewWithT(t).Eventually(func(g Gomega) {
+		st := waitStackReadyOnce(g, c, ns, "env")
+		var names []string
+		g.Expect(json.Unmarshal(st.Status.Outputs["names"].Raw, &names)).To(Succeed())
+		g.Expect(names).To(ContainElements("FROM_THE_STACK", "PATH", "HOME", "KUBERNETES_SERVICE_HOST"))
+		// Every container has HOSTNAME (its Pod's name) and the kubernetes Service's links
+		// (KUBERNETES_PORT, KUBERNETES_PORT_443_TCP_ADDR, ...).
+		for _, n := range names {
+			g.Expect(n).NotTo(Equal("HOSTNAME"), "the Pod's own variable reached the program")
+			g.Expect(n).NotTo(HavePrefix("KUBERNETES_PORT"), "a service link variable reached the program")
+		}
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -527,6 +528,40 @@ func TestManifests_Render_LocalExecutorHasNoRunnerAPI(t *testing.T) {
 			}
 			if last != "local" {
 				t.Errorf("manager args %v: the executor in effect is %q, want local", args, last)
+			}
+		})
+	}
+}
+
+// Every install ships the guidance policy, as warnings only: it must never refuse a Stack.
+func TestManifests_Render_StackGuidancePolicyOnlyWarns(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T) []byte
+	}{
+		{name: "kustomize config/default", run: kustomize("config/default")},
+		{name: "checked-in deploy/install.yaml", run: readFile("deploy/install.yaml")},
+		{name: "kustomize config/namespaced", run: kustomize("config/namespaced")},
+		{name: "helm defaults", run: helmTemplate()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := parse(t, tc.run(t))
+			policies, bindings := objs.ofKind("ValidatingAdmissionPolicy"), objs.ofKind("ValidatingAdmissionPolicyBinding")
+			if len(policies) != 1 || len(bindings) != 1 {
+				t.Fatalf("%d policies and %d bindings; want one of each", len(policies), len(bindings))
+			}
+			var p admissionv1.ValidatingAdmissionPolicy
+			var b admissionv1.ValidatingAdmissionPolicyBinding
+			convert(t, policies[0], &p)
+			convert(t, bindings[0], &b)
+			if b.Spec.PolicyName != p.Name {
+				t.Errorf("binding names policy %q, the policy is %q", b.Spec.PolicyName, p.Name)
+			}
+			if diff := cmp.Diff([]admissionv1.ValidationAction{admissionv1.Warn}, b.Spec.ValidationActions); diff != "" {
+				t.Errorf("validationActions (-want +got):\n%s", diff)
+			}
+			if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionv1.Ignore {
+				t.Errorf("failurePolicy %v; want Ignore", p.Spec.FailurePolicy)
 			}
 		})
 	}

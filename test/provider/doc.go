@@ -2,7 +2,7 @@
 // provider that exists only to exercise Stackwright end to end against the
 // real Pulumi engine.
 //
-// The package owns six custom resources, all served under the
+// The package owns seven custom resources, all served under the
 // "stackwright-testing:index:" token prefix:
 //
 //   - File writes a file below a root directory. Its Read reports the file as
@@ -16,6 +16,8 @@
 //     the provider runs in.
 //   - TokenReview has the API server review a token file (a projected
 //     ServiceAccount token) for an audience, with those same credentials.
+//   - Environment records the names (not the values) of the environment
+//     variables the provider process sees, which plugins inherit from the engine.
 //
 // Every path File and Flaky touch is relative to the directory named by the
 // STACKWRIGHT_TESTING_ROOT environment variable (see [RootEnvVar]); absolute

@@ -25,6 +25,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&Sleep{}),
 			infer.Resource(&ConfigMap{}),
 			infer.Resource(&TokenReview{}),
+			infer.Resource(&Environment{}),
 		).
 		Build()
 }
