@@ -66,9 +66,9 @@ func TestStackGuidancePolicy_Create_WarnsAboutUnhonouredFields(t *testing.T) {
 	n := 0
 	g.Eventually(func() []string {
 		n++
-		g.Expect(c.Create(ctx, stack(fmt.Sprintf("probe-%d", n), withPrerequisites))).To(Succeed(), "the policy must never refuse a Stack")
+		g.Expect(c.Create(ctx, stack(fmt.Sprintf("probe-%d", n), withDrift))).To(Succeed(), "the policy must never refuse a Stack")
 		return warnings.get()
-	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(ContainElement(ContainSubstring("spec.prerequisites is accepted but not yet honoured")))
+	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(ContainElement(ContainSubstring("spec.driftDetection is accepted but not yet honoured")))
 
 	for _, tc := range []struct {
 		name   string
@@ -76,7 +76,7 @@ func TestStackGuidancePolicy_Create_WarnsAboutUnhonouredFields(t *testing.T) {
 		want   []string
 	}{
 		{name: "plainStackNoWarning", mutate: func(*pulumiv1.StackSpec) {}},
-		{name: "prerequisitesWarn", mutate: withPrerequisites, want: []string{"spec.prerequisites is accepted but not yet honoured"}},
+		{name: "prerequisitesHonouredNoWarning", mutate: withPrerequisites},
 		{name: "driftDetectionWarns", mutate: withDrift, want: []string{"spec.driftDetection is accepted but not yet honoured"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

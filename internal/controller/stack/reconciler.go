@@ -245,6 +245,11 @@ func (r *Reconciler) advance(ctx context.Context, stack *pulumiv1.Stack, p *patc
 	lu := stack.Status.LastUpdate
 	switch d.action {
 	case actionRun:
+		if op != v1alpha1.UpdateTypeDestroy {
+			if wait, res, err := r.awaitPrerequisites(ctx, stack); wait || err != nil {
+				return decision{action: actionWait}, res, err
+			}
+		}
 		u := r.newUpdate(stack, op, art, key, d.attempt)
 		res, err := r.startUpdate(ctx, stack, p, u, art, key, d.why)
 		return d, res, err

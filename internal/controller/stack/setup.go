@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,6 +36,8 @@ const (
 	IndexConfigMapRefs = "stackwright.dev/configMapRefs"
 	// IndexUpdateStack indexes Updates by the Stack they run on.
 	IndexUpdateStack = "stackwright.dev/stackName"
+	// IndexPrerequisites indexes Stacks by the names of their prerequisites.
+	IndexPrerequisites = "stackwright.dev/prerequisites"
 	// IndexFluxSourceRef indexes Stacks by the Flux source they use ("<kind>/<name>").
 	IndexFluxSourceRef = "stackwright.dev/fluxSourceRef"
 )
@@ -65,6 +68,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		}},
 		{&pulumiv1.Stack{}, IndexSecretRefs, func(o client.Object) []string { return secretRefs(&o.(*pulumiv1.Stack).Spec) }},
 		{&pulumiv1.Stack{}, IndexConfigMapRefs, func(o client.Object) []string { return configMapRefs(&o.(*pulumiv1.Stack).Spec) }},
+		{&pulumiv1.Stack{}, IndexPrerequisites, func(o client.Object) []string { return prerequisiteNames(&o.(*pulumiv1.Stack).Spec) }},
 		{&v1alpha1.Update{}, IndexUpdateStack, func(o client.Object) []string { return []string{o.(*v1alpha1.Update).Spec.StackName} }},
 		{&pulumiv1.Stack{}, IndexFluxSourceRef, func(o client.Object) []string {
 			if key := flux.IndexKey(o.(*pulumiv1.Stack)); key != "" {
@@ -93,7 +97,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&v1alpha1.Update{}, builder.WithPredicates(phaseChanged{})).
 		Watches(&pulumiv1.Program{}, r.enqueueReferrers(IndexProgramRef), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{}, r.enqueueReferrers(IndexSecretRefs), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Watches(&corev1.ConfigMap{}, r.enqueueReferrers(IndexConfigMapRefs), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+		Watches(&corev1.ConfigMap{}, r.enqueueReferrers(IndexConfigMapRefs), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		// A prerequisite that succeeds (or appears, or changes its own prerequisites)
+		// releases the Stacks waiting on it at once, not at their next requeue.
+		Watches(&pulumiv1.Stack{}, r.enqueueReferrers(IndexPrerequisites), builder.WithPredicates(prerequisiteChanged{}))
 	for _, gvk := range fluxKinds {
 		src := &unstructured.Unstructured{}
 		src.SetGroupVersionKind(gvk)
@@ -241,4 +248,19 @@ func (phaseChanged) Update(e event.UpdateEvent) bool {
 	o, okOld := e.ObjectOld.(*v1alpha1.Update)
 	n, okNew := e.ObjectNew.(*v1alpha1.Update)
 	return !okOld || !okNew || o.Status.Phase != n.Status.Phase
+}
+
+// prerequisiteChanged passes the events of a Stack that its dependents act on: creation,
+// deletion, a new last update (its state or finish time), a new spec (its own
+// prerequisites) and a change of Stalled.
+type prerequisiteChanged struct{ predicate.Funcs }
+
+func (prerequisiteChanged) Update(e event.UpdateEvent) bool {
+	o, okOld := e.ObjectOld.(*pulumiv1.Stack)
+	n, okNew := e.ObjectNew.(*pulumiv1.Stack)
+	if !okOld || !okNew {
+		return true
+	}
+	return o.Generation != n.Generation || isStalled(o) != isStalled(n) ||
+		!equality.Semantic.DeepEqual(o.Status.LastUpdate, n.Status.LastUpdate)
 }
