@@ -333,13 +333,6 @@ func testKilledRunnerIsRetried(t *testing.T, jc *jobCluster) {
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
 	manifest := stateClaimYAML + "---\n" + s3CredentialsYAML + `---
-apiVersion: v1
-kind: Secret
-metadata:
-  name: pass
-stringData:
-  passphrase: e2e-only
----
 apiVersion: pulumi.com/v1
 kind: Program
 metadata:
@@ -377,12 +370,7 @@ spec:
     name: slow
   backend: ` + backend + `
   envRefs:
-` + s3EnvRefsYAML + `    PULUMI_CONFIG_PASSPHRASE:
-      type: Secret
-      secret:
-        name: pass
-        key: passphrase
-    STACKWRIGHT_TESTING_ROOT:
+` + s3EnvRefsYAML + `    STACKWRIGHT_TESTING_ROOT:
       type: Literal
       literal:
         value: /state/files

@@ -83,13 +83,6 @@ func testGitStackFollowsBranch(t *testing.T, jc *jobCluster) {
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, configMapWriterYAML))
 	manifest := s3CredentialsYAML + `---
-apiVersion: v1
-kind: Secret
-metadata:
-  name: pass
-stringData:
-  passphrase: e2e-only
----
 apiVersion: pulumi.com/v1
 kind: Stack
 metadata:
@@ -103,12 +96,7 @@ spec:
   serviceAccountName: deployer
   destroyOnFinalize: true
   envRefs:
-` + s3EnvRefsYAML + `    PULUMI_CONFIG_PASSPHRASE:
-      type: Secret
-      secret:
-        name: pass
-        key: passphrase
-`
+` + s3EnvRefsYAML
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, manifest))
 
 	deployed := func(commit, value string) {

@@ -43,13 +43,6 @@ subjects:
   name: token-reviewer
   namespace: `+ns+`
 ---
-apiVersion: v1
-kind: Secret
-metadata:
-  name: pass
-stringData:
-  passphrase: e2e-only
----
 apiVersion: pulumi.com/v1
 kind: Program
 metadata:
@@ -81,12 +74,7 @@ spec:
     name: tokens
   serviceAccountName: token-reviewer
   envRefs:
-`+s3EnvRefsYAML+`    PULUMI_CONFIG_PASSPHRASE:
-      type: Secret
-      secret:
-        name: pass
-        key: passphrase
-  stackwright:
+`+s3EnvRefsYAML+`  stackwright:
     identityTokens:
     - audience: sts.amazonaws.com
       announce: AWS

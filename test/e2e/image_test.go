@@ -74,13 +74,6 @@ func testRunsProgramBakedIntoImage(t *testing.T, jc *jobCluster) {
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, configMapWriterYAML))
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, s3CredentialsYAML+`---
-apiVersion: v1
-kind: Secret
-metadata:
-  name: pass
-stringData:
-  passphrase: e2e-only
----
 apiVersion: pulumi.com/v1
 kind: Stack
 metadata:
@@ -90,12 +83,7 @@ spec:
   serviceAccountName: deployer
   destroyOnFinalize: true
   envRefs:
-`+s3EnvRefsYAML+`    PULUMI_CONFIG_PASSPHRASE:
-      type: Secret
-      secret:
-        name: pass
-        key: passphrase
-  workspaceTemplate:
+`+s3EnvRefsYAML+`  workspaceTemplate:
     spec:
       image: `+bakedImage+`
       local:

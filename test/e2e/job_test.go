@@ -60,13 +60,6 @@ func testProgramSeesOnlyItsEnvironment(t *testing.T, jc *jobCluster) {
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, s3CredentialsYAML+`---
-apiVersion: v1
-kind: Secret
-metadata:
-  name: pass
-stringData:
-  passphrase: e2e-only
----
 apiVersion: pulumi.com/v1
 kind: Program
 metadata:
@@ -91,12 +84,7 @@ spec:
       type: Literal
       literal:
         value: "yes"
-`+s3EnvRefsYAML+`    PULUMI_CONFIG_PASSPHRASE:
-      type: Secret
-      secret:
-        name: pass
-        key: passphrase
-`))
+`+s3EnvRefsYAML))
 	NewWithT(t).Eventually(func(g Gomega) {
 		st := waitStackReadyOnce(g, c, ns, "env")
 		var names []string

@@ -131,8 +131,9 @@ func (s *s3Server) objects(bucket, prefix string) []string {
 	return keys
 }
 
-// s3CredentialsYAML is a Secret with the server's keys, and s3EnvRefsYAML the envRefs
-// entries (under a Stack's envRefs) that hand them to the program's backend.
+// s3CredentialsYAML holds the Secrets of a Stack on the S3 server: the server's keys and a
+// passphrase for the secrets provider; s3EnvRefsYAML is the envRefs entries (under a
+// Stack's envRefs) that hand them to the program's backend.
 const (
 	s3CredentialsYAML = `apiVersion: v1
 kind: Secret
@@ -141,6 +142,14 @@ metadata:
 stringData:
   accessKey: ` + s3Access + `
   secretKey: ` + s3Secret + `
+` + passphraseSecretYAML
+	passphraseSecretYAML = `---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: pass
+stringData:
+  passphrase: e2e-only
 `
 	s3EnvRefsYAML = `    AWS_ACCESS_KEY_ID:
       type: Secret
@@ -152,6 +161,11 @@ stringData:
       secret:
         name: s3-credentials
         key: secretKey
+    PULUMI_CONFIG_PASSPHRASE:
+      type: Secret
+      secret:
+        name: pass
+        key: passphrase
 `
 )
 
@@ -200,13 +214,6 @@ kind: ServiceAccount
 metadata:
   name: deployer
 ---
-apiVersion: v1
-kind: Secret
-metadata:
-  name: pass
-stringData:
-  passphrase: e2e-only
----
 apiVersion: pulumi.com/v1
 kind: Program
 metadata:
@@ -231,12 +238,7 @@ spec:
   serviceAccountName: deployer
   destroyOnFinalize: true
 ` + spec + `  envRefs:
-` + s3EnvRefsYAML + `    PULUMI_CONFIG_PASSPHRASE:
-      type: Secret
-      secret:
-        name: pass
-        key: passphrase
-`
+` + s3EnvRefsYAML
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, manifest))
 }
 

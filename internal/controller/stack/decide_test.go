@@ -15,6 +15,7 @@ import (
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func TestDecide_Status_ChoosesAction(t *testing.T) {
+	t.Parallel()
 	pol := policy{maxBackoff: 24 * time.Hour, stallAfter: 3}
 	failedAt := func(at time.Time, failures int64) *pulumiv1.StackUpdateState {
 		return &pulumiv1.StackUpdateState{State: pulumiv1.UpdateStateFailed, Failures: failures, LastResyncTime: &metav1.Time{Time: at}}
@@ -132,6 +133,7 @@ func TestDecide_Status_ChoosesAction(t *testing.T) {
 }
 
 func TestBackoff_Growth_IsCappedAndJitteredWithinTenPercent(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		failures int64
@@ -164,6 +166,7 @@ func TestBackoff_Growth_IsCappedAndJitteredWithinTenPercent(t *testing.T) {
 }
 
 func TestDesiredStateKey_Inputs_EachChangesKey(t *testing.T) {
+	t.Parallel()
 	base := func() (*pulumiv1.Stack, source.Artifact, string) {
 		s := &pulumiv1.Stack{Spec: pulumiv1.StackSpec{Stack: "dev"}}
 		s.Generation = 1
@@ -196,6 +199,7 @@ func TestDesiredStateKey_Inputs_EachChangesKey(t *testing.T) {
 }
 
 func TestUpdateName_Stack_FitsAndStaysDeterministic(t *testing.T) {
+	t.Parallel()
 	key := "0123456789abcdef"
 	tests := []struct {
 		name, stack string

@@ -19,6 +19,7 @@ import (
 // A Stack on a Flux GitRepository (referenced through v1beta2 while the cluster stores
 // v1) deploys each revision the source publishes, woken by the watch on the source.
 func TestStackReconciler_Reconcile_FluxSourceRevisions(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	var mu sync.Mutex
 	files := map[string][]byte{}

@@ -29,6 +29,7 @@ resources:
 // rolls out a new commit by itself; a pinned commit stays put; wrong credentials give a
 // clear condition naming the Secret.
 func TestStackReconciler_Reconcile_GitBranchAndCommit(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	served := t.TempDir()
 	repo, first := gitserver.NewRepo(t, served, "app", gitProgram("v1"))

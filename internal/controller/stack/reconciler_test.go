@@ -26,6 +26,7 @@ import (
 // The whole life of a Program Stack against the real engine: first up, outputs with
 // secrets masked, a Program change rolled out, and destroy on delete, each checked on disk.
 func TestStackReconciler_Reconcile_ProgramStackLifecycle(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	prog := s.program("files", map[string]pulumiv1.Resource{
 		"greeting": fileResource("greeting.txt", "hello"),
@@ -94,6 +95,7 @@ func TestStackReconciler_Reconcile_ProgramStackLifecycle(t *testing.T) {
 // A Stack whose Program or Secret does not exist yet waits with a precise reason and
 // proceeds by itself once they appear.
 func TestStackReconciler_Reconcile_MissingReferencesWaitThenProceed(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	st := s.stack("waiting", "later")
 	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"greeting": {
@@ -122,6 +124,7 @@ func TestStackReconciler_Reconcile_MissingReferencesWaitThenProceed(t *testing.T
 // A resource failing twice converges after two retries; lastUpdate.failures counts the
 // consecutive failures meanwhile, and the failed attempts stay on record.
 func TestStackReconciler_Reconcile_RetriesFailuresThenConverges(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("flaky", map[string]pulumiv1.Resource{"f": flakyResource(2, 0)}, nil))
 	s.create(s.stack("flaky", "flaky"))
@@ -147,6 +150,7 @@ func TestStackReconciler_Reconcile_RetriesFailuresThenConverges(t *testing.T) {
 // Permanent failures stall the Stack with the engine's message; the reconcile-request
 // annotation retries it at once.
 func TestStackReconciler_Reconcile_PermanentFailuresStallUntilRequested(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("broken", map[string]pulumiv1.Resource{"f": flakyResource(100, 0)}, nil))
 	s.create(s.stack("broken", "broken"))
@@ -175,6 +179,7 @@ func TestStackReconciler_Reconcile_PermanentFailuresStallUntilRequested(t *testi
 // Changing a referenced Secret's value is a new desired state; the value reaches the
 // program but never the Stack's status, events, Updates or the manager's logs.
 func TestStackReconciler_Reconcile_SecretChangeRerunsWithoutLeaking(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	prog := s.program("secretive", map[string]pulumiv1.Resource{"f": fileResource("secret.txt", "${password}")}, map[string]string{"echo": "${f.content}"})
 	prog.Program.Configuration = map[string]pulumiv1.Configuration{"password": {Type: "String"}}
@@ -218,6 +223,7 @@ func TestStackReconciler_Reconcile_SecretChangeRerunsWithoutLeaking(t *testing.T
 // With nothing changing, nothing runs: no Update over three resync periods, unless
 // continueResyncOnCommitMatch asks for periodic re-runs.
 func TestStackReconciler_Reconcile_IdleStackRunsNothingUntilResyncAsked(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("idle", map[string]pulumiv1.Resource{"f": fileResource("idle.txt", "x")}, nil))
 	quiet := s.stack("quiet", "idle")
@@ -238,6 +244,7 @@ func TestStackReconciler_Reconcile_IdleStackRunsNothingUntilResyncAsked(t *testi
 
 // destroy failing keeps the finalizer and says why; a later retry succeeds and releases it.
 func TestStackReconciler_Delete_FailedDestroyKeepsFinalizer(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("sticky", map[string]pulumiv1.Resource{"f": flakyResource(0, 2)}, nil))
 	st := s.stack("sticky", "sticky")
@@ -267,6 +274,7 @@ func TestStackReconciler_Delete_FailedDestroyKeepsFinalizer(t *testing.T) {
 // object; and once the Stack's references are gone too, the finalizer is released (with a
 // warning) instead of blocking the namespace forever.
 func TestStackReconciler_Delete_TerminatingNamespaceDoesNotDeadlock(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("ns", map[string]pulumiv1.Resource{"f": fileResource("ns.txt", "x")}, nil))
 	destroyed := s.stack("destroyed", "ns")
@@ -309,6 +317,7 @@ func TestStackReconciler_Delete_TerminatingNamespaceDoesNotDeadlock(t *testing.T
 
 // Deleting a Stack without destroyOnFinalize leaves its resources in place.
 func TestStackReconciler_Delete_WithoutDestroyOnFinalizeKeepsResources(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("keep", map[string]pulumiv1.Resource{"f": fileResource("kept.txt", "still here")}, nil))
 	st := s.stack("keep", "keep")
@@ -327,6 +336,7 @@ func TestStackReconciler_Delete_WithoutDestroyOnFinalizeKeepsResources(t *testin
 
 // The Program can be deleted before the Stack: destroy uses the last artifact.
 func TestStackReconciler_Delete_AfterProgramDeletedUsesLastArtifact(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	prog := s.program("gone", map[string]pulumiv1.Resource{"f": fileResource("orphan.txt", "x")}, nil)
 	s.create(prog)
@@ -345,6 +355,7 @@ func TestStackReconciler_Delete_AfterProgramDeletedUsesLastArtifact(t *testing.T
 
 // preview: true only ever previews: nothing is created, and the Stack is Ready.
 func TestStackReconciler_Reconcile_PreviewStackOnlyPreviews(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("look", map[string]pulumiv1.Resource{"f": fileResource("never.txt", "x")}, nil))
 	st := s.stack("look", "look")
@@ -361,6 +372,7 @@ func TestStackReconciler_Reconcile_PreviewStackOnlyPreviews(t *testing.T) {
 
 // A suspended Stack runs nothing, however its source changes.
 func TestStackReconciler_Reconcile_SuspendedStackRunsNothing(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("paused", map[string]pulumiv1.Resource{"f": fileResource("paused.txt", "x")}, nil))
 	st := s.stack("paused", "paused")
@@ -378,6 +390,7 @@ func TestStackReconciler_Reconcile_SuspendedStackRunsNothing(t *testing.T) {
 // Crash safety: an Update recorded in status.currentUpdate but never created (the manager
 // died between the two writes) is created under exactly that name, and only once.
 func TestStackReconciler_Reconcile_RecordedUpdateCreatedUnderRecordedName(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("crash", map[string]pulumiv1.Resource{"f": fileResource("crash.txt", "x")}, nil))
 	st := s.stack("crash", "crash")
@@ -403,6 +416,7 @@ func TestStackReconciler_Reconcile_RecordedUpdateCreatedUnderRecordedName(t *tes
 // A Running Update whose runner died (the manager restarted) is failed by the Update
 // controller and retried by the Stack controller.
 func TestStackReconciler_Reconcile_LostUpdateRetried(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("lost", map[string]pulumiv1.Resource{"f": fileResource("lost.txt", "x")}, nil))
 	st := s.stack("lost", "lost")
@@ -447,6 +461,7 @@ func identityTokens() *pulumiv1.StackwrightSpec {
 // Under the local executor a Stack asking for identity tokens is stalled, not run without
 // them, whether it is new or already deployed; dropping the tokens lets it run again.
 func TestStackReconciler_Reconcile_IdentityTokensNeedJobExecutor(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("federated", map[string]pulumiv1.Resource{"f": fileResource("federated.txt", "x")}, nil))
 	fresh := s.stack("fresh", "federated")
@@ -477,6 +492,7 @@ func TestStackReconciler_Reconcile_IdentityTokensNeedJobExecutor(t *testing.T) {
 // Deleting a Stack that asks for identity tokens under the local executor does not destroy
 // without them: the finalizer stays, stalled, until the tokens are dropped from the spec.
 func TestStackReconciler_Delete_IdentityTokensStallDestroyUntilRemoved(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("federated", map[string]pulumiv1.Resource{"f": fileResource("federated.txt", "x")}, nil))
 	st := s.stack("federated", "federated")
@@ -510,6 +526,7 @@ func TestStackReconciler_Delete_IdentityTokensStallDestroyUntilRemoved(t *testin
 // Stack asking for them is released with the explanation, instead of blocking the
 // namespace or destroying without them.
 func TestStackReconciler_Delete_IdentityTokensInTerminatingNamespaceReleased(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("federated", map[string]pulumiv1.Resource{"f": fileResource("federated.txt", "x")}, nil))
 	st := s.stack("federated", "federated")
@@ -539,6 +556,7 @@ func TestStackReconciler_Delete_IdentityTokensInTerminatingNamespaceReleased(t *
 // An Update of a Stack asking for identity tokens that reaches the local executor anyway
 // (created before the manager switched executors) fails without running.
 func TestStackReconciler_Reconcile_IdentityTokensUpdateRefusedByLocalRunner(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("federated", map[string]pulumiv1.Resource{"f": fileResource("federated.txt", "x")}, nil))
 	st := s.stack("federated", "federated")
