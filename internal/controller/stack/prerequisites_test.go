@@ -12,11 +12,9 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 )
 
-// prereqStack is a Stack of its own pulumi stack (they share the namespace's backend) that
-// waits for prereqs.
+// prereqStack is a Stack on the "chain" Program that waits for prereqs.
 func (s *scenario) prereqStack(name string, prereqs ...pulumiv1.PrerequisiteRef) *pulumiv1.Stack {
 	st := s.stack(name, "chain")
-	st.Spec.Stack = name
 	st.Spec.Prerequisites = prereqs
 	return st
 }
@@ -98,10 +96,13 @@ func TestStackReconciler_Prerequisites_StaleSuccessIsRerun(t *testing.T) {
 	s.create(s.program("chain", map[string]pulumiv1.Resource{"f": fileResource("${pulumi.stack}.txt", "x")}, nil))
 	s.create(s.prereqStack("base"))
 	first := s.waitReady("base").Status.LastUpdate.LastResyncTime.Time
-	time.Sleep(2 * time.Second)
+	// The window must outlast a reconcile under the load of the parallel tests, or the
+	// re-run success would itself be too old by the time top looks at it.
+	const within = 10 * time.Second
+	time.Sleep(within + time.Second)
 
 	s.create(s.prereqStack("top", pulumiv1.PrerequisiteRef{
-		Name: "base", Requirement: &pulumiv1.RequirementSpec{SucceededWithinDuration: &metav1.Duration{Duration: time.Second}},
+		Name: "base", Requirement: &pulumiv1.RequirementSpec{SucceededWithinDuration: &metav1.Duration{Duration: within}},
 	}))
 	var base *pulumiv1.Stack
 	s.eventually(func(g Gomega) {

@@ -419,7 +419,14 @@ func (r *Reconciler) readOutputs(ctx context.Context, u *v1alpha1.Update) (map[s
 		return nil, nil
 	}
 	sec := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Status.OutputsSecretName}, sec); err != nil {
+	key := client.ObjectKey{Namespace: u.Namespace, Name: u.Status.OutputsSecretName}
+	err := r.Client.Get(ctx, key, sec)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		// The runner wrote the Secret just before the Update's result, and the cache may
+		// not have it yet: only the API server can say it is really gone.
+		err = r.APIReader.Get(ctx, key, sec)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			// Pruned or deleted by hand: the status keeps the outputs it has.
 			return nil, nil

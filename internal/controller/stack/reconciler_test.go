@@ -280,7 +280,6 @@ func TestStackReconciler_Delete_TerminatingNamespaceDoesNotDeadlock(t *testing.T
 	destroyed := s.stack("destroyed", "ns")
 	s.create(destroyed)
 	stranded := s.stack("stranded", "ns")
-	stranded.Spec.Stack = "stranded" // a pulumi stack of its own, beside "dev"
 	stranded.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"unused": {
 		Type:             pulumiv1.ResourceSelectorSecret,
 		ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "doomed", Key: "k"}},
@@ -468,7 +467,6 @@ func TestStackReconciler_Reconcile_IdentityTokensNeedJobExecutor(t *testing.T) {
 	fresh.Spec.Stackwright = identityTokens()
 	s.create(fresh)
 	deployed := s.stack("deployed", "federated")
-	deployed.Spec.Stack = "deployed"
 	deployed.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(t.TempDir())
 	s.create(deployed)
 	deployed = s.waitReady("deployed")

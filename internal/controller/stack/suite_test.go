@@ -121,12 +121,14 @@ func (s *scenario) program(name string, resources map[string]pulumiv1.Resource, 
 	return p
 }
 
-// stack returns a Stack on Program program whose test-provider files go to s.files.
+// stack returns a Stack on Program program whose test-provider files go to s.files. Each
+// Stack has a pulumi stack of its own (named after it): Stacks of one namespace share its
+// default backend, and two on one pulumi stack would contend for its lock.
 func (s *scenario) stack(name, program string) *pulumiv1.Stack {
 	return &pulumiv1.Stack{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
 		Spec: pulumiv1.StackSpec{
-			Stack:             "dev",
+			Stack:             name,
 			ProgramRef:        &pulumiv1.ProgramReference{Name: program},
 			DestroyOnFinalize: true,
 			EnvRefs: map[string]pulumiv1.ResourceRef{
