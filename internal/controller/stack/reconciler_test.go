@@ -84,10 +84,7 @@ func TestStackReconciler_Reconcile_ProgramStackLifecycle(t *testing.T) {
 
 	// Delete destroys first, then lets the Stack go.
 	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
-	s.eventually(func(g Gomega) {
-		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack still exists: %v", err)
-	})
+	s.waitGone(st)
 	_, err = s.readFile("greeting.txt")
 	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "file survived destroy: %v", err)
 }
@@ -264,10 +261,7 @@ func TestStackReconciler_Delete_FailedDestroyKeepsFinalizer(t *testing.T) {
 		g.Expect(ready.Message).To(ContainSubstring("destroy failed"))
 		g.Expect(ready.Message).To(ContainSubstring("induced failure 2 of 2"))
 	})
-	s.eventually(func(g Gomega) {
-		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack still exists: %v", err)
-	})
+	s.waitGone(st)
 }
 
 // A terminating namespace refuses new objects, so the destroy runs without an Update
@@ -296,12 +290,8 @@ func TestStackReconciler_Delete_TerminatingNamespaceDoesNotDeadlock(t *testing.T
 	s.g.Expect(k8s.Delete(s.ctx(), sec)).To(Succeed())
 	s.g.Expect(k8s.Delete(s.ctx(), destroyed)).To(Succeed())
 	s.g.Expect(k8s.Delete(s.ctx(), stranded)).To(Succeed())
-	for _, st := range []*pulumiv1.Stack{destroyed, stranded} {
-		s.eventually(func(g Gomega) {
-			err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack %s still exists: %v", st.Name, err)
-		})
-	}
+	s.waitGone(destroyed)
+	s.waitGone(stranded)
 	_, err := s.readFile("ns.txt")
 	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "the destroyable Stack's file survived: %v", err)
 	// Events are refused in a terminating namespace too; the log keeps the explanation.
@@ -512,10 +502,7 @@ func TestStackReconciler_Delete_IdentityTokensStallDestroyUntilRemoved(t *testin
 
 	st = s.get(s.g, "federated")
 	s.patch(st, func() { st.Spec.Stackwright = nil })
-	s.eventually(func(g Gomega) {
-		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack still exists: %v", err)
-	})
+	s.waitGone(st)
 	_, err = s.readFile("federated.txt")
 	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "file survived destroy: %v", err)
 }
@@ -535,10 +522,7 @@ func TestStackReconciler_Delete_IdentityTokensInTerminatingNamespaceReleased(t *
 
 	s.g.Expect(k8s.Delete(s.ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
 	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
-	s.eventually(func(g Gomega) {
-		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack still exists: %v", err)
-	})
+	s.waitGone(st)
 	content, err := s.readFile("federated.txt")
 	s.g.Expect(err).NotTo(HaveOccurred(), "destroyed without the tokens")
 	s.g.Expect(content).To(Equal("x"))

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -176,6 +177,15 @@ func (s *scenario) waitReady(name string) *pulumiv1.Stack {
 	st := s.waitCondition(name, pulumiv1.ConditionReady, metav1.ConditionTrue, pulumiv1.ReasonReconciliationSucceeded)
 	s.g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation))
 	return st
+}
+
+// waitGone waits until the Stack is deleted (its finalizer released).
+func (s *scenario) waitGone(st *pulumiv1.Stack) {
+	s.t.Helper()
+	s.eventually(func(g Gomega) {
+		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack %s still exists: %v", st.Name, err)
+	})
 }
 
 func (s *scenario) updates(stack string) []v1alpha1.Update {

@@ -258,10 +258,12 @@ func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
 	if err != nil {
 		return err
 	}
+	// Locks that earlier runners of this Stack, proven gone, left behind may be healed.
+	req.StaleLockHosts = stale
 	work := &Work{
 		Namespace: u.Namespace, Update: u.Name, UpdateUID: string(u.UID),
 		ArtifactDigest: u.Spec.ArtifactDigest, ProjectDir: u.Spec.ProjectDir, Revision: u.Spec.Revision,
-		ManagerURL: e.url, Request: req, StaleLockHosts: stale,
+		ManagerURL: e.url, Request: req,
 	}
 	job, secret, err := buildJob(u, stack, work, e.cert, e.opts.Pod, tmpl)
 	if err != nil {

@@ -93,7 +93,7 @@ func (p *PodRunner) execute(ctx context.Context, hc *http.Client, w *Work, tail 
 	if err := runner.EnsureFileBackend(backend); err != nil {
 		return engine.Result{}, err
 	}
-	req.WorkDir, req.Log, req.StaleLockHosts = dir, tail, w.StaleLockHosts
+	req.WorkDir, req.Log = dir, tail
 	return eng.Run(ctx, req)
 }
 

@@ -49,10 +49,6 @@ type Work struct {
 	Revision       string         `json:"revision,omitempty"`
 	ManagerURL     string         `json:"managerURL"`
 	Request        engine.Request `json:"request"`
-	// StaleLockHosts are host-name prefixes of earlier runners of this Stack that the
-	// manager has seen end: locks they left in a self-managed backend may be removed
-	// (engine.Request.StaleLockHosts).
-	StaleLockHosts []string `json:"staleLockHosts,omitempty"`
 }
 
 // Result is what a runner reports: the Update's status as the runner filled it in
