@@ -84,6 +84,10 @@ type Request struct {
 	TargetDependents bool
 	// RemoveStack removes the stack from the backend after a successful destroy.
 	RemoveStack bool
+	// RunProgram (PKO spec.runProgram) runs the program during destroy and during the
+	// refresh of refresh, and of up or preview with Refresh, so that providers it
+	// configures take part.
+	RunProgram bool
 	// StaleLockHosts are host-name prefixes of lock holders the caller has proven gone
 	// (runner Pods whose Jobs ended). When the operation finds the stack locked by such
 	// holders only, Run removes their locks and tries once more; any other lock stays.

@@ -7,15 +7,8 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
-
-// noColor keeps ANSI escapes out of logs and error messages.
-const noColor = "never"
 
 func (x *run) up(ctx context.Context, stack auto.Stack) (Result, error) {
 	r := x.req
@@ -25,29 +18,12 @@ func (x *run) up(ctx context.Context, stack auto.Stack) (Result, error) {
 			return Result{}, err
 		}
 	}
-	out, errw, flush := x.streams("up")
-	opts := []optup.Option{
-		optup.ProgressStreams(out), optup.ErrorProgressStreams(errw),
-		optup.Color(noColor), optup.UserAgent(x.userAgent()),
-		// The summary's config is not ours to decrypt.
-		optup.ShowSecrets(false),
-	}
-	if r.Refresh {
-		opts = append(opts, optup.Refresh())
-	}
-	if r.ExpectNoChanges && !r.Refresh {
-		opts = append(opts, optup.ExpectNoChanges())
-	}
-	if len(r.Targets) > 0 {
-		opts = append(opts, optup.Target(r.Targets))
-	}
-	if r.TargetDependents {
-		opts = append(opts, optup.TargetDependents())
-	}
-	if r.Message != "" {
-		opts = append(opts, optup.Message(r.Message))
-	}
-	res, err := stack.Up(ctx, opts...)
+	o, flush := x.options("up")
+	o.hideSecrets, o.refresh, o.message = true, r.Refresh, r.Message
+	// With Refresh, checkNoRefreshChanges has judged the refresh; the update itself may
+	// then apply the program's changes.
+	o.expectNoChanges = r.ExpectNoChanges && !r.Refresh
+	res, err := stack.Up(ctx, build(upOptions, o)...)
 	flush()
 	if err != nil {
 		hint := ""
@@ -71,14 +47,9 @@ func (x *run) up(ctx context.Context, stack auto.Stack) (Result, error) {
 // after applying it.)
 func (x *run) checkNoRefreshChanges(ctx context.Context, stack auto.Stack) error {
 	r := x.req
-	out, errw, flush := x.streams("refresh preview (expect no changes)")
-	opts := []optrefresh.Option{
-		optrefresh.ProgressStreams(out), optrefresh.ErrorProgressStreams(errw),
-		optrefresh.Color(noColor), optrefresh.UserAgent(x.userAgent()),
-		optrefresh.ExpectNoChanges(),
-	}
-	opts = append(opts, refreshTargets(r)...)
-	res, err := stack.PreviewRefresh(ctx, opts...)
+	o, flush := x.options("refresh preview (expect no changes)")
+	o.expectNoChanges = true
+	res, err := stack.PreviewRefresh(ctx, build(refreshOptions, o)...)
 	flush()
 	const hint = "the refresh before the update found changes and expectNoRefreshChanges forbids them; nothing was changed"
 	switch {
@@ -96,27 +67,9 @@ func (x *run) checkNoRefreshChanges(ctx context.Context, stack auto.Stack) error
 
 func (x *run) preview(ctx context.Context, stack auto.Stack) (Result, error) {
 	r := x.req
-	out, errw, flush := x.streams("preview")
-	opts := []optpreview.Option{
-		optpreview.ProgressStreams(out), optpreview.ErrorProgressStreams(errw),
-		optpreview.Color(noColor), optpreview.UserAgent(x.userAgent()),
-	}
-	if r.Refresh {
-		opts = append(opts, optpreview.Refresh())
-	}
-	if r.ExpectNoChanges {
-		opts = append(opts, optpreview.ExpectNoChanges())
-	}
-	if len(r.Targets) > 0 {
-		opts = append(opts, optpreview.Target(r.Targets))
-	}
-	if r.TargetDependents {
-		opts = append(opts, optpreview.TargetDependents())
-	}
-	if r.Message != "" {
-		opts = append(opts, optpreview.Message(r.Message))
-	}
-	res, err := stack.Preview(ctx, opts...)
+	o, flush := x.options("preview")
+	o.refresh, o.expectNoChanges, o.message = r.Refresh, r.ExpectNoChanges, r.Message
+	res, err := stack.Preview(ctx, build(previewOptions, o)...)
 	flush()
 	if err != nil {
 		return Result{}, x.fail(ctx, "failed to preview stack "+r.Stack, "", "", err)
@@ -131,13 +84,8 @@ func (x *run) preview(ctx context.Context, stack auto.Stack) (Result, error) {
 
 func (x *run) drift(ctx context.Context, stack auto.Stack) (Result, error) {
 	r := x.req
-	out, errw, flush := x.streams("refresh preview (drift check)")
-	opts := []optrefresh.Option{
-		optrefresh.ProgressStreams(out), optrefresh.ErrorProgressStreams(errw),
-		optrefresh.Color(noColor), optrefresh.UserAgent(x.userAgent()),
-	}
-	opts = append(opts, refreshTargets(r)...)
-	res, err := stack.PreviewRefresh(ctx, opts...)
+	o, flush := x.options("refresh preview (drift check)")
+	res, err := stack.PreviewRefresh(ctx, build(refreshOptions, o)...)
 	flush()
 	if err != nil {
 		return Result{}, x.fail(ctx, "failed to check stack "+r.Stack+" for drift", "", "", err)
@@ -152,20 +100,9 @@ func (x *run) drift(ctx context.Context, stack auto.Stack) (Result, error) {
 
 func (x *run) refresh(ctx context.Context, stack auto.Stack) (Result, error) {
 	r := x.req
-	out, errw, flush := x.streams("refresh")
-	opts := []optrefresh.Option{
-		optrefresh.ProgressStreams(out), optrefresh.ErrorProgressStreams(errw),
-		optrefresh.Color(noColor), optrefresh.UserAgent(x.userAgent()),
-		optrefresh.ShowSecrets(false),
-	}
-	if r.ExpectNoChanges {
-		opts = append(opts, optrefresh.ExpectNoChanges())
-	}
-	if r.Message != "" {
-		opts = append(opts, optrefresh.Message(r.Message))
-	}
-	opts = append(opts, refreshTargets(r)...)
-	res, err := stack.Refresh(ctx, opts...)
+	o, flush := x.options("refresh")
+	o.hideSecrets, o.expectNoChanges, o.message = true, r.ExpectNoChanges, r.Message
+	res, err := stack.Refresh(ctx, build(refreshOptions, o)...)
 	flush()
 	if err != nil {
 		return Result{}, x.fail(ctx, "failed to refresh stack "+r.Stack, "", "", err)
@@ -180,28 +117,9 @@ func (x *run) refresh(ctx context.Context, stack auto.Stack) (Result, error) {
 
 func (x *run) destroy(ctx context.Context, stack auto.Stack) (Result, error) {
 	r := x.req
-	out, errw, flush := x.streams("destroy")
-	opts := []optdestroy.Option{
-		optdestroy.ProgressStreams(out), optdestroy.ErrorProgressStreams(errw),
-		optdestroy.Color(noColor), optdestroy.UserAgent(x.userAgent()),
-		optdestroy.ShowSecrets(false),
-	}
-	if r.Refresh {
-		opts = append(opts, optdestroy.Refresh())
-	}
-	if len(r.Targets) > 0 {
-		opts = append(opts, optdestroy.Target(r.Targets))
-	}
-	if r.TargetDependents {
-		opts = append(opts, optdestroy.TargetDependents())
-	}
-	if r.Message != "" {
-		opts = append(opts, optdestroy.Message(r.Message))
-	}
-	if r.RemoveStack {
-		opts = append(opts, optdestroy.Remove())
-	}
-	res, err := stack.Destroy(ctx, opts...)
+	o, flush := x.options("destroy")
+	o.hideSecrets, o.refresh, o.message, o.remove = true, r.Refresh, r.Message, r.RemoveStack
+	res, err := stack.Destroy(ctx, build(destroyOptions, o)...)
 	flush()
 	if err != nil {
 		return Result{}, x.fail(ctx, "failed to destroy stack "+r.Stack, "", "", err)
@@ -217,17 +135,6 @@ func (x *run) destroy(ctx context.Context, stack auto.Stack) (Result, error) {
 		Permalink: permalink(res.StdOut),
 		Message:   msg,
 	}, nil
-}
-
-func refreshTargets(r Request) []optrefresh.Option {
-	var opts []optrefresh.Option
-	if len(r.Targets) > 0 {
-		opts = append(opts, optrefresh.Target(r.Targets))
-	}
-	if r.TargetDependents {
-		opts = append(opts, optrefresh.TargetDependents())
-	}
-	return opts
 }
 
 // withOutputs adds the stack's current outputs to a result.

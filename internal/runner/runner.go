@@ -165,7 +165,7 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 	}
 	if o := u.Spec.Options; o != nil {
 		req.Refresh, req.ExpectNoChanges, req.Targets, req.TargetDependents = o.Refresh, o.ExpectNoChanges, o.Targets, o.TargetDependents
-		req.RemoveStack, req.Message = o.Remove, o.Message
+		req.RemoveStack, req.Message, req.RunProgram = o.Remove, o.Message, o.RunProgram
 	}
 	return stack, req, nil
 }

@@ -5,10 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,6 +17,8 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
+	"github.com/stackwright/stackwright/internal/controller/patch"
 	programsource "github.com/stackwright/stackwright/internal/source/program"
 )
 
@@ -37,10 +38,6 @@ const (
 
 	eventActionRender = "Render"
 	eventActionStore  = "Store"
-
-	// MaxArtifactBytes caps a rendered Program's tarball. etcd already keeps a Program
-	// under about 1.5 MiB, so only a bug could get near it.
-	MaxArtifactBytes = 16 << 20
 )
 
 // +kubebuilder:rbac:groups=pulumi.com,resources=programs,verbs=get;list;watch
@@ -73,8 +70,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile renders the Program's current generation. It runs for every Program when the
 // manager starts, even if the status already names an artifact: the store may be new
 // (an emptyDir after a restart), and Put restores what it lacks.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	log := ctrl.LoggerFrom(ctx)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	start := time.Now()
 	prog := &pulumiv1.Program{}
 	if err := r.Client.Get(ctx, req.NamespacedName, prog); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -83,62 +80,44 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	before := prog.DeepCopy()
+	p := patch.New(r.Client, prog, "Program", FieldManager)
 	defer func() {
-		if err := r.patchStatus(ctx, before, prog); err != nil {
+		finalizeStatus(prog)
+		if err := p.Status(ctx, prog); err != nil {
 			retErr = errors.Join(retErr, err)
-			return
+		} else {
+			// After the patch: an event must not announce a state that was never recorded.
+			r.emitTransition(before, prog)
 		}
-		// After the patch: an event must not announce a state that was never recorded.
-		r.emitTransition(before, prog)
+		ctrl.LoggerFrom(ctx).Info("Reconciled Program", "duration", time.Since(start).Round(time.Millisecond),
+			"generation", prog.Generation, "ready", conditions.IsTrue(prog, pulumiv1.ConditionReady))
 	}()
+	return ctrl.Result{}, r.render(ctx, prog)
+}
 
-	tarball, err := render(prog)
+// render renders and stores the Program's current generation and records the outcome.
+func (r *Reconciler) render(ctx context.Context, prog *pulumiv1.Program) error {
+	log := ctrl.LoggerFrom(ctx)
+	tarball, err := programsource.Tarball(prog)
 	if err != nil {
-		log.Info("program cannot be rendered", "generation", prog.Generation, "error", err.Error())
+		log.Info("Program cannot be rendered", "generation", prog.Generation, "error", err.Error())
 		markStalled(prog, pulumiv1.ReasonInvalidSpec, err.Error())
 		// Only a new generation can fix it, and that triggers a reconcile by itself.
-		return ctrl.Result{}, nil
+		return nil
 	}
 	digest := artifact.Digest(tarball)
 	if !r.Store.Has(digest) {
-		if _, err := r.Store.Put(bytes.NewReader(tarball), MaxArtifactBytes); err != nil {
+		if _, err := r.Store.Put(bytes.NewReader(tarball), programsource.MaxArtifactBytes); err != nil {
 			markRetrying(prog, fmt.Sprintf("failed to store artifact %s: %v", digest, err))
-			return ctrl.Result{}, fmt.Errorf("failed to store artifact %s: %w", digest, err)
+			return fmt.Errorf("failed to store artifact %s: %w", digest, err)
 		}
-		log.V(1).Info("stored artifact", "digest", digest, "size", len(tarball))
+		log.V(1).Info("Stored artifact", "digest", digest, "size", len(tarball))
 	}
 	res := rendered{digest: digest, revision: programsource.Revision(prog), size: int64(len(tarball))}
 	if r.ArtifactURL != nil {
 		res.url = r.ArtifactURL(digest)
 	}
 	markReady(prog, res, metav1.Now())
-	return ctrl.Result{}, nil
-}
-
-// render turns the Program into its tarball. Both steps are pure functions of the spec,
-// so any failure is the spec's and retrying cannot help.
-func render(p *pulumiv1.Program) ([]byte, error) {
-	files, err := programsource.Pack(p)
-	if err != nil {
-		return nil, err
-	}
-	tarball, err := artifact.Pack(files)
-	if err != nil {
-		return nil, fmt.Errorf("failed to pack Program: %w", err)
-	}
-	if len(tarball) > MaxArtifactBytes {
-		return nil, fmt.Errorf("failed to pack Program: artifact of %d bytes exceeds %d", len(tarball), MaxArtifactBytes)
-	}
-	return tarball, nil
-}
-
-func (r *Reconciler) patchStatus(ctx context.Context, before, after *pulumiv1.Program) error {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("failed to patch Program status: %w", err))
-	}
 	return nil
 }
 
@@ -148,11 +127,11 @@ func (r *Reconciler) emitTransition(before, after *pulumiv1.Program) {
 	if r.Recorder == nil {
 		return
 	}
-	now := meta.FindStatusCondition(after.Status.Conditions, pulumiv1.ConditionReady)
+	now := conditions.Get(after, pulumiv1.ConditionReady)
 	if now == nil {
 		return
 	}
-	if was := meta.FindStatusCondition(before.Status.Conditions, pulumiv1.ConditionReady); was != nil &&
+	if was := conditions.Get(before, pulumiv1.ConditionReady); was != nil &&
 		was.Status == now.Status && was.Reason == now.Reason && was.Message == now.Message {
 		return
 	}

@@ -1,7 +1,6 @@
-package program
+package program_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -12,15 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/onsi/gomega"
-	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/controller/program"
 	programsource "github.com/stackwright/stackwright/internal/source/program"
 )
 
@@ -38,13 +35,8 @@ func filesSpec(content string) pulumiv1.ProgramSpec {
 	}
 }
 
-func createProgram(t *testing.T, ns, name string, spec pulumiv1.ProgramSpec) client.ObjectKey {
-	t.Helper()
-	p := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Program: spec}
-	if err := env.Client.Create(context.Background(), p); err != nil {
-		t.Fatalf("failed to create Program: %v", err)
-	}
-	return client.ObjectKeyFromObject(p)
+func newProgram(name string, spec pulumiv1.ProgramSpec) *pulumiv1.Program {
+	return &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Name: name}, Program: spec}
 }
 
 // packed computes, without the controller, the tarball and digest a Program must get.
@@ -62,35 +54,28 @@ func packed(t *testing.T, p *pulumiv1.Program) ([]byte, string) {
 	return tarball, "sha256:" + hex.EncodeToString(sum[:])
 }
 
-func readyAt(generation int64) func(p *pulumiv1.Program) bool {
-	return func(p *pulumiv1.Program) bool {
-		return p.Status.ObservedGeneration == generation &&
-			meta.IsStatusConditionTrue(p.Status.Conditions, pulumiv1.ConditionReady)
+// checkObserved fails the test unless the Program's status says it handled generation.
+func checkObserved(t *testing.T, p *pulumiv1.Program, generation int64) {
+	t.Helper()
+	if p.Status.ObservedGeneration != generation {
+		t.Fatalf("status.observedGeneration = %d; want %d", p.Status.ObservedGeneration, generation)
 	}
 }
 
-var ignoreTransitionTime = cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")
-
-// waitForEvent waits for an event with reason about the Program.
-func waitForEvent(t *testing.T, key client.ObjectKey, eventType, reason string) {
-	t.Helper()
-	gomega.NewWithT(t).Eventually(func(g gomega.Gomega) {
-		list := &eventsv1.EventList{}
-		g.Expect(env.Client.List(context.Background(), list, client.InNamespace(key.Namespace))).To(gomega.Succeed())
-		found := false
-		for _, e := range list.Items {
-			found = found || (e.Regarding.Name == key.Name && e.Regarding.Kind == "Program" && e.Type == eventType && e.Reason == reason)
-		}
-		g.Expect(found).To(gomega.BeTrue(), "no %s event %s for %s", eventType, reason, key)
-	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(gomega.Succeed())
+// ignoreTransitionTime compares conditions by content: their order carries no meaning.
+var ignoreTransitionTime = cmp.Options{
+	cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime"),
+	cmpopts.SortSlices(func(a, b metav1.Condition) bool { return a.Type < b.Type }),
 }
 
 func TestReconciler_Reconcile_RendersProgramIntoStore(t *testing.T) {
-	ns := env.Namespace(t)
-	store := startManager(t, ns)
-	key := createProgram(t, ns, "files", filesSpec(`"${message}"`))
+	t.Parallel()
+	s := env.Scenario(t)
+	got := newProgram("files", filesSpec(`"${message}"`))
+	s.Create(got)
 
-	got := waitFor(t, key, "Ready", readyAt(1))
+	s.WaitCondition(got, pulumiv1.ConditionReady, metav1.ConditionTrue, "")
+	checkObserved(t, got, 1)
 
 	tarball, digest := packed(t, got)
 	if got.Status.Artifact == nil || got.Status.Artifact.LastUpdateTime == nil {
@@ -128,22 +113,23 @@ func TestReconciler_Reconcile_RendersProgramIntoStore(t *testing.T) {
 		t.Errorf("stored Pulumi.yaml does not start with the Program's name and runtime:\n%s", project)
 	}
 
-	waitForEvent(t, key, "Normal", EventReasonArtifactReady)
+	s.WaitEvent(got, "Normal", program.EventReasonArtifactReady)
 }
 
 func TestReconciler_Reconcile_SpecChangeChangesDigestAndRevision(t *testing.T) {
-	ns := env.Namespace(t)
-	store := startManager(t, ns)
-	key := createProgram(t, ns, "files", filesSpec(`"${message}"`))
-	first := waitFor(t, key, "Ready", readyAt(1))
+	t.Parallel()
+	s := env.Scenario(t)
+	first := newProgram("files", filesSpec(`"${message}"`))
+	s.Create(first)
+	s.WaitCondition(first, pulumiv1.ConditionReady, metav1.ConditionTrue, "")
+	checkObserved(t, first, 1)
 
 	// lastUpdateTime has one-second resolution.
 	time.Sleep(1100 * time.Millisecond)
-	first.Program = filesSpec(`"changed: ${message}"`)
-	if err := env.Client.Update(context.Background(), first); err != nil {
-		t.Fatal(err)
-	}
-	second := waitFor(t, key, "Ready for generation 2", readyAt(2))
+	second := first.DeepCopy()
+	s.Patch(second, func() { second.Program = filesSpec(`"changed: ${message}"`) })
+	s.WaitCondition(second, pulumiv1.ConditionReady, metav1.ConditionTrue, "")
+	checkObserved(t, second, 2)
 
 	_, digest := packed(t, second)
 	if second.Status.Artifact.Digest != digest {
@@ -169,31 +155,36 @@ func TestReconciler_Reconcile_SpecChangeChangesDigestAndRevision(t *testing.T) {
 // Content addressing: the artifact depends on the Program's name and spec, not on where it
 // lives, so equal Programs in different namespaces share one stored file.
 func TestReconciler_Reconcile_SameSpecSameDigestAcrossNamespaces(t *testing.T) {
-	nsA, nsB := env.Namespace(t), env.Namespace(t)
-	startManager(t, nsA, nsB)
-	a := waitFor(t, createProgram(t, nsA, "files", filesSpec(`"${message}"`)), "Ready", readyAt(1))
-	b := waitFor(t, createProgram(t, nsB, "files", filesSpec(`"${message}"`)), "Ready", readyAt(1))
+	t.Parallel()
+	sa, sb := env.Scenario(t), env.Scenario(t)
+	a, b := newProgram("files", filesSpec(`"${message}"`)), newProgram("files", filesSpec(`"${message}"`))
+	sa.Create(a)
+	sb.Create(b)
+	sa.WaitCondition(a, pulumiv1.ConditionReady, metav1.ConditionTrue, "")
+	sb.WaitCondition(b, pulumiv1.ConditionReady, metav1.ConditionTrue, "")
+	checkObserved(t, a, 1)
+	checkObserved(t, b, 1)
 
 	_, want := packed(t, a)
 	if a.Status.Artifact.Digest != want || b.Status.Artifact.Digest != want {
-		t.Errorf("digests %s (%s) and %s (%s); want both %s", a.Status.Artifact.Digest, nsA, b.Status.Artifact.Digest, nsB, want)
+		t.Errorf("digests %s (%s) and %s (%s); want both %s", a.Status.Artifact.Digest, sa.Namespace, b.Status.Artifact.Digest, sb.Namespace, want)
 	}
 }
 
 // get and properties together pass admission (CEL cannot see into untyped maps) but the
 // YAML host rejects the program, so the Program stalls until its spec changes.
 func TestReconciler_Reconcile_InvalidSpecStallsUntilFixed(t *testing.T) {
-	ns := env.Namespace(t)
-	startManager(t, ns)
+	t.Parallel()
+	s := env.Scenario(t)
 	spec := filesSpec(`"${message}"`)
 	r := spec.Resources["greeting"]
 	r.Get = &pulumiv1.Getter{ID: "greeting.txt"}
 	spec.Resources["greeting"] = r
-	key := createProgram(t, ns, "files", spec)
+	got := newProgram("files", spec)
+	s.Create(got)
 
-	got := waitFor(t, key, "Stalled", func(p *pulumiv1.Program) bool {
-		return p.Status.ObservedGeneration == 1 && meta.IsStatusConditionTrue(p.Status.Conditions, pulumiv1.ConditionStalled)
-	})
+	s.WaitCondition(got, pulumiv1.ConditionStalled, metav1.ConditionTrue, "")
+	checkObserved(t, got, 1)
 	msg := `failed to render Program: resource "greeting" sets both get and properties, which are mutually exclusive`
 	wantConditions := []metav1.Condition{
 		{Type: pulumiv1.ConditionReady, Status: metav1.ConditionFalse, Reason: pulumiv1.ReasonInvalidSpec, Message: msg, ObservedGeneration: 1},
@@ -205,47 +196,49 @@ func TestReconciler_Reconcile_InvalidSpecStallsUntilFixed(t *testing.T) {
 	if got.Status.Artifact != nil {
 		t.Errorf("status.artifact = %+v; want none for a Program that never rendered", got.Status.Artifact)
 	}
-	waitForEvent(t, key, "Warning", EventReasonInvalidSpec)
+	s.WaitEvent(got, "Warning", program.EventReasonInvalidSpec)
 
 	r.Get = nil
-	got.Program.Resources["greeting"] = r
-	if err := env.Client.Update(context.Background(), got); err != nil {
-		t.Fatal(err)
-	}
-	fixed := waitFor(t, key, "Ready after the fix", readyAt(2))
-	if c := meta.FindStatusCondition(fixed.Status.Conditions, pulumiv1.ConditionStalled); c != nil {
+	s.Patch(got, func() { got.Program.Resources["greeting"] = r })
+	s.WaitCondition(got, pulumiv1.ConditionReady, metav1.ConditionTrue, "")
+	checkObserved(t, got, 2)
+	if c := meta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionStalled); c != nil {
 		t.Errorf("Stalled condition %+v remains after the fix", c)
 	}
 }
 
 // A store that cannot write is a transient fault: Reconciling with backoff, no
-// observedGeneration, and recovery without a spec change once the disk is back.
+// observedGeneration, and recovery without a spec change once the disk is back. The test
+// breaks its store, so it runs a manager of its own rather than break the package's.
 func TestReconciler_Reconcile_StoreFailureRetriesUntilItRecovers(t *testing.T) {
-	ns := env.Namespace(t)
-	store := startManager(t, ns)
-	tmp := filepath.Join(store.Dir(), "tmp")
+	t.Parallel()
+	s := env.Scenario(t)
+	own := startOwnManager(t, s)
+	tmp := filepath.Join(own.Dir(), "tmp")
 	if err := os.Remove(tmp); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(tmp, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	key := createProgram(t, ns, "files", filesSpec(`"${message}"`))
+	// A name of its own gives it a digest of its own: the package's store must not get it.
+	got := newProgram("isolated", filesSpec(`"${message}"`))
+	got.Labels = map[string]string{ownManagerLabel: "true"}
+	s.Create(got)
 
-	got := waitFor(t, key, "Reconciling", func(p *pulumiv1.Program) bool {
-		return meta.IsStatusConditionTrue(p.Status.Conditions, pulumiv1.ConditionReconciling)
-	})
+	s.WaitCondition(got, pulumiv1.ConditionReconciling, metav1.ConditionTrue, "")
 	if got.Status.ObservedGeneration != 0 || got.Status.Artifact != nil {
 		t.Errorf("status = %+v; want no observedGeneration and no artifact while the store fails", got.Status)
 	}
 	ready := meta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionReady)
-	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != pulumiv1.ReasonProgressing {
-		t.Errorf("Ready = %+v; want False/%s", ready, pulumiv1.ReasonProgressing)
+	// Ready=False carries the same reason as Reconciling, as for every kind.
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != pulumiv1.ReasonRetryingAfterFailure {
+		t.Errorf("Ready = %+v; want False/%s", ready, pulumiv1.ReasonRetryingAfterFailure)
 	}
 	if c := meta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionReconciling); c.Reason != pulumiv1.ReasonRetryingAfterFailure || !strings.Contains(c.Message, "failed to store artifact") {
 		t.Errorf("Reconciling = %+v; want %s naming the store failure", c, pulumiv1.ReasonRetryingAfterFailure)
 	}
-	waitForEvent(t, key, "Warning", EventReasonStoreFailed)
+	s.WaitEvent(got, "Warning", program.EventReasonStoreFailed)
 
 	if err := os.Remove(tmp); err != nil {
 		t.Fatal(err)
@@ -253,11 +246,15 @@ func TestReconciler_Reconcile_StoreFailureRetriesUntilItRecovers(t *testing.T) {
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	recovered := waitFor(t, key, "Ready after the store recovers", readyAt(1))
-	if c := meta.FindStatusCondition(recovered.Status.Conditions, pulumiv1.ConditionReconciling); c != nil {
+	s.WaitCondition(got, pulumiv1.ConditionReady, metav1.ConditionTrue, "")
+	checkObserved(t, got, 1)
+	if c := meta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionReconciling); c != nil {
 		t.Errorf("Reconciling %+v remains after recovery", c)
 	}
-	if !store.Has(recovered.Status.Artifact.Digest) {
-		t.Errorf("store lacks %s after recovery", recovered.Status.Artifact.Digest)
+	if !own.Has(got.Status.Artifact.Digest) {
+		t.Errorf("store lacks %s after recovery", got.Status.Artifact.Digest)
+	}
+	if store.Has(got.Status.Artifact.Digest) {
+		t.Errorf("the package's store has %s: its manager reconciled the Program too", got.Status.Artifact.Digest)
 	}
 }

@@ -2,12 +2,11 @@ package program
 
 import (
 	"fmt"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
 )
 
 // rendered is the outcome of rendering one generation of a Program.
@@ -28,44 +27,25 @@ func markReady(p *pulumiv1.Program, r rendered, now metav1.Time) {
 	}
 	a.Digest, a.Revision, a.Size, a.URL = r.digest, r.revision, r.size, r.url
 	p.Status.Artifact = a
-	p.Status.ObservedGeneration = p.Generation
-	setCondition(p, pulumiv1.ConditionReady, metav1.ConditionTrue, pulumiv1.ReasonArtifactReady,
-		fmt.Sprintf("Rendered %s to artifact %s", r.revision, r.digest))
-	meta.RemoveStatusCondition(&p.Status.Conditions, pulumiv1.ConditionReconciling)
-	meta.RemoveStatusCondition(&p.Status.Conditions, pulumiv1.ConditionStalled)
+	conditions.MarkReady(p, pulumiv1.ReasonArtifactReady, fmt.Sprintf("Rendered %s to artifact %s", r.revision, r.digest))
 }
 
-// markStalled records a generation that can never render as written. The generation
-// counts as handled (observedGeneration moves) so that kstatus reads the Program as
-// stalled rather than in progress; the last good artifact stays for Stacks that use it.
-func markStalled(p *pulumiv1.Program, reason, msg string) {
-	p.Status.ObservedGeneration = p.Generation
-	setCondition(p, pulumiv1.ConditionReady, metav1.ConditionFalse, reason, msg)
-	setCondition(p, pulumiv1.ConditionStalled, metav1.ConditionTrue, reason, msg)
-	meta.RemoveStatusCondition(&p.Status.Conditions, pulumiv1.ConditionReconciling)
-}
+// markStalled records a generation that can never render as written; the last good
+// artifact stays for the Stacks that use it.
+func markStalled(p *pulumiv1.Program, reason, msg string) { conditions.MarkStalled(p, reason, msg) }
 
-// markRetrying records a transient failure: the generation is not handled yet, so
-// observedGeneration stays where it was and Reconciling says work continues.
+// markRetrying records a transient failure: work continues.
 func markRetrying(p *pulumiv1.Program, msg string) {
-	setCondition(p, pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonProgressing, msg)
-	setCondition(p, pulumiv1.ConditionReconciling, metav1.ConditionTrue, pulumiv1.ReasonRetryingAfterFailure, msg)
-	meta.RemoveStatusCondition(&p.Status.Conditions, pulumiv1.ConditionStalled)
+	conditions.MarkReconciling(p, pulumiv1.ReasonRetryingAfterFailure, msg)
 }
 
-// maxMessage keeps condition messages far below the API's 32768-byte limit: a status patch
-// refused for a long error message would hide the error for good.
-const maxMessage = 4096
-
-func setCondition(p *pulumiv1.Program, typ string, status metav1.ConditionStatus, reason, msg string) {
-	if len(msg) > maxMessage {
-		msg = strings.ToValidUTF8(msg[:maxMessage], "") + "..."
+// finalizeStatus counts the generation as observed once the Program is Ready or Stalled
+// for it (so that kstatus reads a Program that cannot render as stalled, not in progress)
+// and clears Reconciling then.
+func finalizeStatus(p *pulumiv1.Program) {
+	if !conditions.Settled(p) {
+		return
 	}
-	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
-		Type:               typ,
-		Status:             status,
-		Reason:             reason,
-		Message:            msg,
-		ObservedGeneration: p.Generation,
-	})
+	p.Status.ObservedGeneration = p.Generation
+	conditions.Remove(p, pulumiv1.ConditionReconciling)
 }

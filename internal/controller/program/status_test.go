@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
 )
 
 func TestStatus_Mark_Transitions(t *testing.T) {
@@ -93,7 +94,7 @@ func TestStatus_Mark_Transitions(t *testing.T) {
 				ObservedGeneration: 1,
 				Artifact:           readyAt(1, "sha256:a", earlier).Artifact,
 				Conditions: []metav1.Condition{
-					cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonProgressing, "disk full", 2),
+					cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonRetryingAfterFailure, "disk full", 2),
 					cond(pulumiv1.ConditionReconciling, metav1.ConditionTrue, pulumiv1.ReasonRetryingAfterFailure, "disk full", 2),
 				},
 			},
@@ -135,7 +136,9 @@ func TestStatus_Mark_Transitions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Generation: tt.generation}, Status: *tt.status.DeepCopy()}
 			tt.mark(p)
-			if diff := cmp.Diff(tt.want, p.Status, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
+			finalizeStatus(p)
+			if diff := cmp.Diff(tt.want, p.Status, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime"),
+				cmpopts.SortSlices(func(a, b metav1.Condition) bool { return a.Type < b.Type })); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
 		})
@@ -144,10 +147,10 @@ func TestStatus_Mark_Transitions(t *testing.T) {
 
 func TestStatus_SetCondition_TruncatesLongMessages(t *testing.T) {
 	p := &pulumiv1.Program{}
-	markStalled(p, pulumiv1.ReasonInvalidSpec, strings.Repeat("é", maxMessage))
+	markStalled(p, pulumiv1.ReasonInvalidSpec, strings.Repeat("é", conditions.MaxMessage))
 	for _, c := range p.Status.Conditions {
-		if len(c.Message) > maxMessage+3 || !strings.HasSuffix(c.Message, "...") {
-			t.Errorf("%s message has %d bytes; want at most %d ending in ...", c.Type, len(c.Message), maxMessage+3)
+		if len(c.Message) > conditions.MaxMessage+3 || !strings.HasSuffix(c.Message, "...") {
+			t.Errorf("%s message has %d bytes; want at most %d ending in ...", c.Type, len(c.Message), conditions.MaxMessage+3)
 		}
 	}
 }

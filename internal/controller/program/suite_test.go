@@ -1,73 +1,84 @@
-package program
+package program_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
-	"time"
 
-	"github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/controller/program"
 	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
 
-var env *kubetest.Env
+// One real manager running the Program controller serves every test of the package; each
+// test works in its own namespace.
+var (
+	env *kubetest.Env
+	// store is the package manager's artifact store.
+	store *artifact.Store
+)
 
-func TestMain(m *testing.M) { kubetest.Main(m, &env) }
+func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.Manager(setupManager)) }
 
-// startManager runs a real manager with the Program controller until the test ends, with a
-// store of its own. Its cache sees only the given namespaces, so managers of earlier tests'
-// Programs never interfere.
-func startManager(t *testing.T, namespaces ...string) *artifact.Store {
+// ownManagerLabel marks a Program reconciled by its test's own manager: the package's
+// manager does not see it, so two controllers never race on one Program.
+const ownManagerLabel = "test.stackwright.dev/own-manager"
+
+func setupManager(_ context.Context, e *kubetest.Env, dir string) (ctrl.Manager, error) {
+	notOwn, err := labels.Parse("!" + ownManagerLabel)
+	if err != nil {
+		return nil, fmt.Errorf("failed to parse label selector: %w", err)
+	}
+	mgr, s, err := newProgramManager(e, dir, cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&pulumiv1.Program{}: {Label: notOwn},
+	}})
+	store = s
+	return mgr, err
+}
+
+// startOwnManager runs, until the test ends, a manager of the test's own that reconciles
+// only the Programs of s's namespace, which must carry ownManagerLabel. It is the exception
+// to one manager per package, for a test that needs a store of its own (one it breaks);
+// it returns that store.
+func startOwnManager(t *testing.T, s *kubetest.Scenario) *artifact.Store {
 	t.Helper()
-	store, err := artifact.NewStore(t.TempDir())
+	var own *artifact.Store
+	stop, err := env.StartManager(func(_ context.Context, e *kubetest.Env, dir string) (ctrl.Manager, error) {
+		mgr, st, err := newProgramManager(e, dir, cache.Options{DefaultNamespaces: map[string]cache.Config{s.Namespace: {}}})
+		own = st
+		return mgr, err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nsCache := map[string]cache.Config{}
-	for _, ns := range namespaces {
-		nsCache[ns] = cache.Config{}
-	}
-	// Every test builds a controller with the same name in this one process.
-	skipNameValidation := true
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{DefaultNamespaces: nsCache},
-		Controller: config.Controller{SkipNameValidation: &skipNameValidation},
-	})
-	if err != nil {
-		t.Fatalf("failed to create manager: %v", err)
-	}
-	r := &Reconciler{Client: mgr.GetClient(), Store: store}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatalf("failed to set up controller: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager failed: %v", err)
+		if err := stop(); err != nil {
+			t.Errorf("failed to stop the test's own manager: %v", err)
 		}
 	})
-	return store
+	return own
 }
 
-// waitFor polls the Program until ok accepts it.
-func waitFor(t *testing.T, key client.ObjectKey, what string, ok func(p *pulumiv1.Program) bool) *pulumiv1.Program {
-	t.Helper()
-	p := &pulumiv1.Program{}
-	gomega.NewWithT(t).Eventually(func(g gomega.Gomega) {
-		g.Expect(env.Client.Get(context.Background(), key, p)).To(gomega.Succeed())
-		g.Expect(ok(p)).To(gomega.BeTrue(), "waiting for %s; status: %+v", what, p.Status)
-	}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(gomega.Succeed())
-	return p
+// newProgramManager creates a manager running the Program controller, with a store in dir
+// and a cache limited by c.
+func newProgramManager(e *kubetest.Env, dir string, c cache.Options) (ctrl.Manager, *artifact.Store, error) {
+	st, err := artifact.NewStore(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to open artifact store: %w", err)
+	}
+	mgr, err := e.NewManager(ctrl.Options{Cache: c})
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &program.Reconciler{Client: mgr.GetClient(), Store: st}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("failed to set up Program controller: %w", err)
+	}
+	return mgr, st, nil
 }

@@ -69,9 +69,6 @@ const (
 	actionBackoff
 	// actionStalled: permanent failures exhausted the attempts; wait for a change.
 	actionStalled
-	// actionWait: an update is due but waits for something outside the Stack (its
-	// prerequisites); the condition says what.
-	actionWait
 )
 
 // decision is the outcome of decide.

@@ -40,7 +40,7 @@ func TestStackReconciler_Reconcile_FluxSourceRevisions(t *testing.T) {
 		"metadata": map[string]any{"name": "infra", "namespace": s.ns},
 		"spec":     map[string]any{"interval": "1m", "url": "https://example.com/x"},
 	}}
-	if err := k8s.Create(s.ctx(), src); err != nil {
+	if err := env.Client.Create(s.ctx(), src); err != nil {
 		t.Fatal(err)
 	}
 	st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "flux", Namespace: s.ns}, Spec: pulumiv1.StackSpec{
@@ -58,7 +58,7 @@ func TestStackReconciler_Reconcile_FluxSourceRevisions(t *testing.T) {
 		mu.Lock()
 		files["/"+rev+".tar.gz"] = body
 		mu.Unlock()
-		if err := k8s.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: "infra"}, src); err != nil {
+		if err := env.Client.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: "infra"}, src); err != nil {
 			t.Fatal(err)
 		}
 		now := metav1.Now().UTC().Format(time.RFC3339)
@@ -67,7 +67,7 @@ func TestStackReconciler_Reconcile_FluxSourceRevisions(t *testing.T) {
 			"artifact":           map[string]any{"path": "x", "url": srv.URL + "/" + rev + ".tar.gz", "revision": "main@sha1:" + rev, "digest": artifact.Digest(body), "lastUpdateTime": now},
 			"conditions":         []any{map[string]any{"type": "Ready", "status": "True", "reason": "Succeeded", "message": "stored", "lastTransitionTime": now}},
 		}
-		if err := k8s.Status().Update(s.ctx(), src); err != nil {
+		if err := env.Client.Status().Update(s.ctx(), src); err != nil {
 			t.Fatal(err)
 		}
 		return time.Now()

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
 )
 
 // prerequisiteRequeue is how often a Stack waiting on its prerequisites looks again when
@@ -21,33 +21,35 @@ const prerequisiteRequeue = 30 * time.Second
 // awaitPrerequisites holds an update back until every prerequisite (PKO's
 // spec.prerequisites: Stacks of the same namespace) has succeeded, recently enough when
 // the requirement says so. A prerequisite whose success is too old is asked to run again,
-// as PKO does, through its reconciliation-request annotation. It reports whether the
-// Stack must wait; the Stack's conditions then say on what.
-func (r *Reconciler) awaitPrerequisites(ctx context.Context, stack *pulumiv1.Stack) (bool, ctrl.Result, error) {
-	if len(stack.Spec.Prerequisites) == 0 {
-		return false, ctrl.Result{}, nil
+// as PKO does, through its reconciliation-request annotation. A Stack that waits says on
+// what in its conditions. Destroys and resumed Updates wait for nothing.
+func (r *Reconciler) awaitPrerequisites(ctx context.Context, s *scope) (bool, error) {
+	stack := s.stack
+	if len(stack.Spec.Prerequisites) == 0 || s.next.action != actionRun || s.resume != "" || s.op == v1alpha1.UpdateTypeDestroy {
+		return true, nil
 	}
 	if cycle, err := r.prerequisiteCycle(ctx, stack); err != nil {
-		return true, ctrl.Result{}, err
+		return false, err
 	} else if cycle != nil {
 		markStalled(stack, pulumiv1.ReasonInvalidSpec, "spec.prerequisites form a cycle: "+strings.Join(cycle, " → ")+"; none of these Stacks can ever be updated")
-		return true, ctrl.Result{}, nil
+		return false, nil
 	}
 	var waiting []string
 	for _, pr := range stack.Spec.Prerequisites {
 		why, err := r.prerequisiteUnsatisfied(ctx, stack, pr)
 		if err != nil {
-			return true, ctrl.Result{}, err
+			return false, err
 		}
 		if why != "" {
 			waiting = append(waiting, why)
 		}
 	}
 	if len(waiting) == 0 {
-		return false, ctrl.Result{}, nil
+		return true, nil
 	}
 	markReconciling(stack, pulumiv1.ReasonPrerequisiteNotSatisfied, "waiting for prerequisites: "+strings.Join(waiting, "; "))
-	return true, ctrl.Result{RequeueAfter: prerequisiteRequeue}, nil
+	s.requeueAfter(prerequisiteRequeue)
+	return false, nil
 }
 
 // prerequisiteUnsatisfied says why pr does not let stack be updated yet ("" when it does).
@@ -139,7 +141,7 @@ func prerequisiteNames(spec *pulumiv1.StackSpec) []string {
 }
 
 func conditionMessage(s *pulumiv1.Stack, typ string) string {
-	if c := apimeta.FindStatusCondition(s.Status.Conditions, typ); c != nil {
+	if c := conditions.Get(s, typ); c != nil {
 		return c.Message
 	}
 	return ""

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,7 +52,7 @@ func TestStackReconciler_Reconcile_ProgramStackLifecycle(t *testing.T) {
 	s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionReconciling)).To(BeNil())
 
 	upd := &v1alpha1.Update{}
-	s.g.Expect(k8s.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: lu.Name}, upd)).To(Succeed())
+	s.g.Expect(env.Client.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: lu.Name}, upd)).To(Succeed())
 	s.g.Expect(upd.Status.Phase).To(Equal(v1alpha1.UpdatePhaseSucceeded))
 	s.g.Expect(upd.Status.Changes).To(HaveKeyWithValue("create", BeNumerically("==", 3)))
 	s.g.Expect(upd.Status.StartTime).NotTo(BeNil())
@@ -61,7 +60,7 @@ func TestStackReconciler_Reconcile_ProgramStackLifecycle(t *testing.T) {
 	s.g.Expect(metav1.IsControlledBy(upd, st)).To(BeTrue())
 
 	outputs := &corev1.Secret{}
-	s.g.Expect(k8s.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: upd.Status.OutputsSecretName}, outputs)).To(Succeed())
+	s.g.Expect(env.Client.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: upd.Status.OutputsSecretName}, outputs)).To(Succeed())
 	var token string
 	s.g.Expect(json.Unmarshal(outputs.Data["token"], &token)).To(Succeed())
 	s.g.Expect(token).To(HaveLen(24))
@@ -83,7 +82,7 @@ func TestStackReconciler_Reconcile_ProgramStackLifecycle(t *testing.T) {
 	s.g.Expect(s.updates("files")).To(HaveLen(2))
 
 	// Delete destroys first, then lets the Stack go.
-	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
 	s.waitGone(st)
 	_, err = s.readFile("greeting.txt")
 	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "file survived destroy: %v", err)
@@ -202,7 +201,7 @@ func TestStackReconciler_Reconcile_SecretChangeRerunsWithoutLeaking(t *testing.T
 	s.g.Expect(string(st.Status.Outputs["echo"].Raw)).To(Equal(`"[secret]"`))
 
 	var events eventsv1.EventList
-	s.g.Expect(k8s.List(s.ctx(), &events, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(env.Client.List(s.ctx(), &events, client.InNamespace(s.ns))).To(Succeed())
 	s.g.Expect(events.Items).NotTo(BeEmpty())
 	haystacks := map[string]string{
 		"stack":   mustJSON(t, st),
@@ -247,7 +246,7 @@ func TestStackReconciler_Delete_FailedDestroyKeepsFinalizer(t *testing.T) {
 	st := s.stack("sticky", "sticky")
 	s.create(st)
 	st = s.waitReady("sticky")
-	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
 
 	s.eventually(func(g Gomega) {
 		got := s.get(g, "sticky")
@@ -286,10 +285,10 @@ func TestStackReconciler_Delete_TerminatingNamespaceDoesNotDeadlock(t *testing.T
 
 	// envtest runs no namespace controller: the namespace stays Terminating and deletes
 	// nothing, so the test plays its part for the Secret.
-	s.g.Expect(k8s.Delete(s.ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
-	s.g.Expect(k8s.Delete(s.ctx(), sec)).To(Succeed())
-	s.g.Expect(k8s.Delete(s.ctx(), destroyed)).To(Succeed())
-	s.g.Expect(k8s.Delete(s.ctx(), stranded)).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx(), sec)).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx(), destroyed)).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx(), stranded)).To(Succeed())
 	s.waitGone(destroyed)
 	s.waitGone(stranded)
 	_, err := s.readFile("ns.txt")
@@ -313,11 +312,8 @@ func TestStackReconciler_Delete_WithoutDestroyOnFinalizeKeepsResources(t *testin
 	st.Spec.DestroyOnFinalize = false
 	s.create(st)
 	st = s.waitReady("keep")
-	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
-	s.eventually(func(g Gomega) {
-		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
-	})
+	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
+	s.waitGone(st)
 	content, err := s.readFile("kept.txt")
 	s.g.Expect(err).NotTo(HaveOccurred())
 	s.g.Expect(content).To(Equal("still here"))
@@ -332,12 +328,9 @@ func TestStackReconciler_Delete_AfterProgramDeletedUsesLastArtifact(t *testing.T
 	st := s.stack("gone", "gone")
 	s.create(st)
 	st = s.waitReady("gone")
-	s.g.Expect(k8s.Delete(s.ctx(), prog)).To(Succeed())
-	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
-	s.eventually(func(g Gomega) {
-		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
-	})
+	s.g.Expect(env.Client.Delete(s.ctx(), prog)).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
+	s.waitGone(st)
 	_, err := s.readFile("orphan.txt")
 	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "file survived destroy: %v", err)
 }
@@ -391,7 +384,7 @@ func TestStackReconciler_Reconcile_RecordedUpdateCreatedUnderRecordedName(t *tes
 	base := st.DeepCopy()
 	st.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{Name: "crash-recorded-1", Generation: st.Generation}
 	st.Status.Stackwright = &pulumiv1.StackwrightStatus{LastAttemptedKey: "recorded", Attempt: 1}
-	s.g.Expect(k8s.Status().Patch(s.ctx(), st, client.MergeFrom(base))).To(Succeed())
+	s.g.Expect(env.Client.Status().Patch(s.ctx(), st, client.MergeFrom(base))).To(Succeed())
 	st = s.get(s.g, "crash")
 	s.patch(st, func() { st.Spec.Stackwright = nil })
 
@@ -420,10 +413,10 @@ func TestStackReconciler_Reconcile_LostUpdateRetried(t *testing.T) {
 	s.create(orphan)
 	base := orphan.DeepCopy()
 	orphan.Status.Phase, orphan.Status.Runner = v1alpha1.UpdatePhaseRunning, "local/previous-manager/1/abcdef"
-	s.g.Expect(k8s.Status().Patch(s.ctx(), orphan, client.MergeFrom(base))).To(Succeed())
+	s.g.Expect(env.Client.Status().Patch(s.ctx(), orphan, client.MergeFrom(base))).To(Succeed())
 	s.eventually(func(g Gomega) {
 		u := &v1alpha1.Update{}
-		g.Expect(k8s.Get(s.ctx(), client.ObjectKeyFromObject(orphan), u)).To(Succeed())
+		g.Expect(env.Client.Get(s.ctx(), client.ObjectKeyFromObject(orphan), u)).To(Succeed())
 		g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
 		c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
 		g.Expect(c).NotTo(BeNil())
@@ -433,7 +426,7 @@ func TestStackReconciler_Reconcile_LostUpdateRetried(t *testing.T) {
 	stBase := st.DeepCopy()
 	st.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{Name: "lost-orphan-1", Generation: st.Generation}
 	st.Status.Stackwright = &pulumiv1.StackwrightStatus{LastAttemptedKey: "orphaned", Attempt: 1}
-	s.g.Expect(k8s.Status().Patch(s.ctx(), st, client.MergeFrom(stBase))).To(Succeed())
+	s.g.Expect(env.Client.Status().Patch(s.ctx(), st, client.MergeFrom(stBase))).To(Succeed())
 	st = s.get(s.g, "lost")
 	s.patch(st, func() { st.Spec.Stackwright = nil })
 	s.waitReady("lost")
@@ -489,7 +482,7 @@ func TestStackReconciler_Delete_IdentityTokensStallDestroyUntilRemoved(t *testin
 	s.patch(st, func() { st.Spec.Stackwright = identityTokens() })
 	st = s.waitCondition("federated", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec)
 
-	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
 	s.g.Consistently(func(g Gomega) {
 		got := s.get(g, "federated")
 		g.Expect(got.Finalizers).To(ContainElement(pulumiv1.StackFinalizer))
@@ -520,8 +513,8 @@ func TestStackReconciler_Delete_IdentityTokensInTerminatingNamespaceReleased(t *
 	s.patch(st, func() { st.Spec.Stackwright = identityTokens() })
 	st = s.waitCondition("federated", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec)
 
-	s.g.Expect(k8s.Delete(s.ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
-	s.g.Expect(k8s.Delete(s.ctx(), st)).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
 	s.waitGone(st)
 	content, err := s.readFile("federated.txt")
 	s.g.Expect(err).NotTo(HaveOccurred(), "destroyed without the tokens")
@@ -554,7 +547,7 @@ func TestStackReconciler_Reconcile_IdentityTokensUpdateRefusedByLocalRunner(t *t
 	s.g.Expect(controllerutil.SetControllerReference(st, u, env.Scheme)).To(Succeed())
 	s.create(u)
 	s.eventually(func(g Gomega) {
-		g.Expect(k8s.Get(s.ctx(), client.ObjectKeyFromObject(u), u)).To(Succeed())
+		g.Expect(env.Client.Get(s.ctx(), client.ObjectKeyFromObject(u), u)).To(Succeed())
 		g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
 		c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
 		g.Expect(c).NotTo(BeNil())

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -10,6 +11,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
 )
 
 // The setters below are pure functions of the Stack they are given; the reconciler decides
@@ -18,53 +20,76 @@ import (
 // secretOutputValue replaces secret outputs in status, as PKO does.
 const secretOutputValue = `"[secret]"`
 
-func setCondition(s *pulumiv1.Stack, typ string, status metav1.ConditionStatus, reason, msg string) {
-	apimeta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.Generation,
-	})
-}
-
 // markReady records that the current generation is deployed.
 func markReady(s *pulumiv1.Stack, msg string) {
-	setCondition(s, pulumiv1.ConditionReady, metav1.ConditionTrue, pulumiv1.ReasonReconciliationSucceeded, msg)
-	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionReconciling)
-	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionStalled)
-	s.Status.ObservedGeneration = s.Generation
+	conditions.MarkReady(s, pulumiv1.ReasonReconciliationSucceeded, msg)
 }
 
-// markReconciling records progress (or a wait that clears by itself); the generation is not
-// observed until its work is done.
+// markReconciling records progress, or a wait that clears by itself; the generation is
+// not observed until its work is done.
 func markReconciling(s *pulumiv1.Stack, reason, msg string) {
-	setCondition(s, pulumiv1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
-	setCondition(s, pulumiv1.ConditionReady, metav1.ConditionFalse, reason, msg)
-	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionStalled)
+	conditions.MarkReconciling(s, reason, msg)
 }
 
-// markStalled records that only a human can move the Stack on. The generation counts as
-// observed: everything that can be done for it has been.
-func markStalled(s *pulumiv1.Stack, reason, msg string) {
-	setCondition(s, pulumiv1.ConditionStalled, metav1.ConditionTrue, reason, msg)
-	setCondition(s, pulumiv1.ConditionReady, metav1.ConditionFalse, reason, msg)
-	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionReconciling)
-	s.Status.ObservedGeneration = s.Generation
-}
+// markStalled records that only a human can move the Stack on.
+func markStalled(s *pulumiv1.Stack, reason, msg string) { conditions.MarkStalled(s, reason, msg) }
 
 func markSuspended(s *pulumiv1.Stack) {
-	setCondition(s, pulumiv1.ConditionSuspended, metav1.ConditionTrue, pulumiv1.ReasonSuspended, "spec.stackwright.suspend is set: no updates run until it is cleared")
-	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionReconciling)
+	conditions.Set(s, pulumiv1.ConditionSuspended, metav1.ConditionTrue, pulumiv1.ReasonSuspended, "spec.stackwright.suspend is set: no updates run until it is cleared")
+	conditions.Remove(s, pulumiv1.ConditionReconciling)
 }
 
-func clearSuspended(s *pulumiv1.Stack) {
-	apimeta.RemoveStatusCondition(&s.Status.Conditions, pulumiv1.ConditionSuspended)
-}
+func clearSuspended(s *pulumiv1.Stack) { conditions.Remove(s, pulumiv1.ConditionSuspended) }
 
 func markSourceReady(s *pulumiv1.Stack, ok bool, reason, msg string) {
-	status := metav1.ConditionFalse
-	if ok {
-		status = metav1.ConditionTrue
-	}
-	setCondition(s, pulumiv1.ConditionSourceReady, status, reason, msg)
+	conditions.SetBool(s, pulumiv1.ConditionSourceReady, ok, reason, msg)
 }
+
+// markUpdateInFlight says which Update the Stack waits for.
+func markUpdateInFlight(s *pulumiv1.Stack, u *v1alpha1.Update, detached bool) {
+	verb := "Waiting to run"
+	switch {
+	case detached:
+		verb = "Running outside the API (namespace terminating):"
+	case u.Status.Phase == v1alpha1.UpdatePhaseRunning:
+		verb = "Running"
+	}
+	markReconciling(s, inProgressReason(u.Spec.Type), fmt.Sprintf("%s %s (Update %s)", verb, u.Spec.Type, u.Name))
+}
+
+// finalizeStatus derives, once at the end of every reconcile, what the outcome implies:
+// the generation counts as observed only once the Stack is Ready or Stalled for it,
+// Reconciling never outlives the work it described, and a reconcile request counts as
+// handled only when this reconcile found the desired state deployed (an Update started for
+// it records the request with its intent).
+func finalizeStatus(s *pulumiv1.Stack, upToDate bool) {
+	if upToDate {
+		s.Status.ObservedReconcileRequest = s.ReconcileRequest()
+	}
+	if !conditions.Settled(s) {
+		return
+	}
+	s.Status.ObservedGeneration = s.Generation
+	conditions.Remove(s, pulumiv1.ConditionReconciling)
+}
+
+// inProgressReason is the Reconciling reason while an operation is queued or running.
+func inProgressReason(op v1alpha1.UpdateType) string {
+	if op == v1alpha1.UpdateTypeDestroy {
+		return pulumiv1.ReasonDestroyInProgress
+	}
+	return pulumiv1.ReasonUpdateInProgress
+}
+
+// failedReason is the Stalled reason once an operation failed for good.
+func failedReason(op v1alpha1.UpdateType) string {
+	if op == v1alpha1.UpdateTypeDestroy {
+		return pulumiv1.ReasonDestroyFailed
+	}
+	return pulumiv1.ReasonStackUpdateFailed
+}
+
+func isStalled(s *pulumiv1.Stack) bool { return conditions.IsTrue(s, pulumiv1.ConditionStalled) }
 
 func stackwrightStatus(s *pulumiv1.Stack) *pulumiv1.StackwrightStatus {
 	if s.Status.Stackwright == nil {

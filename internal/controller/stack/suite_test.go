@@ -11,13 +11,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -28,12 +25,9 @@ import (
 
 // One real manager (controllers, local executor, real pulumi engine) serves every test of
 // the package; each test works in its own namespace.
-var (
-	env *kubetest.Env
-	k8s client.Client
-)
+var env *kubetest.Env
 
-func TestMain(m *testing.M) { kubetest.Main(m, &env, installFluxCRDs, startManager) }
+func TestMain(m *testing.M) { kubetest.Main(m, &env, installFluxCRDs, kubetest.Manager(setupManager)) }
 
 // installFluxCRDs installs the Flux source CRD fixtures before the manager starts, as in a
 // cluster running Flux, so that the Stack controller watches Flux sources.
@@ -49,7 +43,7 @@ func installFluxCRDs(e *kubetest.Env) (func(), error) {
 	return func() {}, nil
 }
 
-func startManager(e *kubetest.Env) (func(), error) {
+func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manager, error) {
 	bin, err := repo.Bin()
 	if err != nil {
 		return nil, err
@@ -57,38 +51,25 @@ func startManager(e *kubetest.Env) (func(), error) {
 	if err := repo.RequireBinaries(bin, "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"); err != nil {
 		return nil, err
 	}
-	data, err := os.MkdirTemp("", "stackwright-stack-suite-")
-	if err != nil {
-		return nil, err
-	}
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := e.NewManager(ctrl.Options{})
 	if err != nil {
 		return nil, err
 	}
 	opts := manager.DefaultOptions()
-	opts.DataDir, opts.PulumiBin = data, bin
+	opts.DataDir, opts.PulumiBin = dir, bin
 	// Short retries keep failure scenarios to seconds; everything else is the production
 	// default (three permanent failures stall a Stack).
 	opts.RetryBase = time.Second
-	ctx, cancel := context.WithCancel(context.Background())
 	if err := manager.Setup(ctx, mgr, opts); err != nil {
-		cancel()
 		return nil, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	k8s = e.Client
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		}
-		_ = os.RemoveAll(data)
-	}, nil
+	return mgr, nil
 }
 
-// scenario is one test's namespace and the directory its test-provider files live in.
+// scenario is the harness's scenario for one test, spoken of in Stacks by name, with the
+// directory the test provider writes the test's files to.
 type scenario struct {
+	kube  *kubetest.Scenario
 	t     *testing.T
 	g     Gomega
 	ns    string
@@ -96,17 +77,15 @@ type scenario struct {
 }
 
 func newScenario(t *testing.T) *scenario {
-	return &scenario{t: t, g: NewWithT(t), ns: env.Namespace(t), files: t.TempDir()}
+	kube := env.Scenario(t)
+	return &scenario{kube: kube, t: t, g: NewWithT(t), ns: kube.Namespace, files: t.TempDir()}
 }
 
 func (s *scenario) ctx() context.Context { return s.t.Context() }
 
 func (s *scenario) create(obj client.Object) {
 	s.t.Helper()
-	obj.SetNamespace(s.ns)
-	if err := k8s.Create(s.ctx(), obj); err != nil {
-		s.t.Fatalf("failed to create %T %s: %v", obj, obj.GetName(), err)
-	}
+	s.kube.Create(obj)
 }
 
 // program returns a Program with the given resources and outputs.
@@ -142,33 +121,22 @@ func (s *scenario) stack(name, program string) *pulumiv1.Stack {
 // get reads a Stack, failing through g: inside an eventually, pass the poll's Gomega so a
 // miss retries instead of failing the test.
 func (s *scenario) get(g Gomega, name string) *pulumiv1.Stack {
-	st := &pulumiv1.Stack{}
-	g.Expect(k8s.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: name}, st)).To(Succeed())
+	st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	g.Expect(s.kube.Get(st)).To(Succeed())
 	return st
 }
 
-// eventually polls f until it passes; engine runs take seconds, so the budget is generous.
 func (s *scenario) eventually(f func(g Gomega)) {
 	s.t.Helper()
-	s.g.Eventually(f).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	s.kube.Eventually(f)
 }
 
 // waitCondition waits until the Stack's condition has the given status and reason (any
 // reason when reason is "") for its current generation, and returns the Stack.
 func (s *scenario) waitCondition(name, typ string, status metav1.ConditionStatus, reason string) *pulumiv1.Stack {
 	s.t.Helper()
-	var st *pulumiv1.Stack
-	s.eventually(func(g Gomega) {
-		st = &pulumiv1.Stack{}
-		g.Expect(k8s.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: name}, st)).To(Succeed())
-		c := apimeta.FindStatusCondition(st.Status.Conditions, typ)
-		g.Expect(c).NotTo(BeNil(), "condition %s; conditions: %v", typ, st.Status.Conditions)
-		g.Expect(c.Status).To(Equal(status), "condition %s: %s", typ, c.Message)
-		g.Expect(c.ObservedGeneration).To(Equal(st.Generation))
-		if reason != "" {
-			g.Expect(c.Reason).To(Equal(reason), "condition %s: %s", typ, c.Message)
-		}
-	})
+	st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	s.kube.WaitCondition(st, typ, status, reason)
 	return st
 }
 
@@ -182,15 +150,12 @@ func (s *scenario) waitReady(name string) *pulumiv1.Stack {
 // waitGone waits until the Stack is deleted (its finalizer released).
 func (s *scenario) waitGone(st *pulumiv1.Stack) {
 	s.t.Helper()
-	s.eventually(func(g Gomega) {
-		err := k8s.Get(s.ctx(), client.ObjectKeyFromObject(st), &pulumiv1.Stack{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Stack %s still exists: %v", st.Name, err)
-	})
+	s.kube.WaitGone(st)
 }
 
 func (s *scenario) updates(stack string) []v1alpha1.Update {
 	var list v1alpha1.UpdateList
-	if err := k8s.List(s.ctx(), &list, client.InNamespace(s.ns)); err != nil {
+	if err := env.Client.List(s.ctx(), &list, client.InNamespace(s.ns)); err != nil {
 		s.t.Errorf("failed to list Updates: %v", err)
 	}
 	var out []v1alpha1.Update
@@ -209,9 +174,7 @@ func (s *scenario) readFile(rel string) (string, error) {
 
 func (s *scenario) patch(obj client.Object, mutate func()) {
 	s.t.Helper()
-	base := obj.DeepCopyObject().(client.Object)
-	mutate()
-	s.g.Expect(k8s.Patch(s.ctx(), obj, client.MergeFrom(base))).To(Succeed())
+	s.kube.Patch(obj, mutate)
 }
 
 func fileResource(path, content string) pulumiv1.Resource {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -15,6 +14,8 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/patch"
+	"github.com/stackwright/stackwright/internal/controller/predicates"
 	"github.com/stackwright/stackwright/internal/executor"
 )
 
@@ -65,19 +66,16 @@ func ownedByItsStack(u *v1alpha1.Update) bool {
 // markLost fails an Update whose runner is gone. The engine process died with it, so
 // nothing is running; the Stack controller retries with a new Update.
 func (r *Reconciler) markLost(ctx context.Context, u *v1alpha1.Update) error {
-	base := u.DeepCopy()
+	p := patch.New(r.Client, u, "Update", fieldManager)
 	now := metav1.Now()
-	msg := fmt.Sprintf("runner %s stopped while the update was running (the manager restarted); it will be retried", u.Status.Runner)
-	u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultCancelled, msg, &now
-	apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionComplete, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRunnerLost,
-		Message: msg, ObservedGeneration: u.Generation,
-	})
+	runner := u.Status.Runner
+	msg := fmt.Sprintf("runner %s stopped while the update was running (the manager restarted); it will be retried", runner)
+	u.MarkRunnerLost(v1alpha1.UpdateResultCancelled, msg, now)
 	// The optimistic lock loses to a runner that finished in the meantime.
-	if err := r.Client.Status().Patch(ctx, u, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldManager)); err != nil {
+	if err := p.Status(ctx, u, patch.WithOptimisticLock()); err != nil {
 		return fmt.Errorf("failed to mark Update %s lost: %w", u.Name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("Marked update lost", "update", u.Name, "runner", base.Status.Runner)
+	ctrl.LoggerFrom(ctx).Info("Marked update lost", "update", u.Name, "runner", runner)
 	return nil
 }
 
@@ -86,12 +84,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("update").
 		WithOptions(opts).
-		For(&v1alpha1.Update{}, builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				o, okOld := e.ObjectOld.(*v1alpha1.Update)
-				n, okNew := e.ObjectNew.(*v1alpha1.Update)
-				return !okOld || !okNew || o.Status.Phase != n.Status.Phase
-			},
+		For(&v1alpha1.Update{}, builder.WithPredicates(predicates.UpdatePhaseChanged{}, predicate.Funcs{
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
 		Complete(r)

@@ -23,6 +23,7 @@ import (
 )
 
 func TestExecutor_Run_StackReadyThroughRunnerJob(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.filesStack("web", nil)
 	st := s.waitReady("web")
@@ -36,29 +37,30 @@ func TestExecutor_Run_StackReadyThroughRunnerJob(t *testing.T) {
 	s.g.Expect(ups).To(HaveLen(1))
 	u := ups[0]
 	s.g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseSucceeded))
-	s.g.Expect(u.Status.Runner).To(HavePrefix("job/" + s.ns + "/"))
+	s.g.Expect(u.Status.Runner).To(HavePrefix("job/" + s.Namespace + "/"))
 	s.g.Expect(u.Status.OutputsSecretName).NotTo(BeEmpty(), "the manager records the outputs the runner reported")
 
 	var jobs batchv1.JobList
-	s.g.Expect(k8s.List(t.Context(), &jobs, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(env.Client.List(t.Context(), &jobs, client.InNamespace(s.Namespace))).To(Succeed())
 	s.g.Expect(jobs.Items).To(HaveLen(1), "one Job per Update")
 	pod := jobs.Items[0].Spec.Template.Spec
 	s.g.Expect(pod.ServiceAccountName).To(Equal("default"))
 	s.g.Expect(*pod.Containers[0].SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
 
 	// The work Secret holds the Stack's secrets: it goes as soon as the result is in.
-	s.eventually(func(g Gomega) {
+	s.Eventually(func(g Gomega) {
 		var secrets corev1.SecretList
-		g.Expect(k8s.List(t.Context(), &secrets, client.InNamespace(s.ns), client.MatchingLabels{job.LabelManagedBy: job.ManagedBy})).To(Succeed())
+		g.Expect(env.Client.List(t.Context(), &secrets, client.InNamespace(s.Namespace), client.MatchingLabels{job.LabelManagedBy: job.ManagedBy})).To(Succeed())
 		g.Expect(secrets.Items).To(BeEmpty())
 	})
 }
 
 func TestServer_Requests_OnlyTheUpdatesOwnRunner(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.filesStack("held", map[string]string{skipAnnotation: "true"})
 	var u v1alpha1.Update
-	s.eventually(func(g Gomega) {
+	s.Eventually(func(g Gomega) {
 		ups := s.updates()
 		g.Expect(ups).To(HaveLen(1))
 		u = ups[0]
@@ -70,7 +72,7 @@ func TestServer_Requests_OnlyTheUpdatesOwnRunner(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "impostor"},
 		Spec:       corev1.PodSpec{ServiceAccountName: "default", Containers: []corev1.Container{{Name: "c", Image: "x"}}},
 	}
-	s.create(impostor)
+	s.Create(impostor)
 	token, err := boundToken(t.Context(), kubelet.cs, impostor, job.TokenAudience)
 	s.g.Expect(err).NotTo(HaveOccurred())
 	wrongAudience, err := boundToken(t.Context(), kubelet.cs, impostor, "https://kubernetes.default.svc")
@@ -84,7 +86,7 @@ func TestServer_Requests_OnlyTheUpdatesOwnRunner(t *testing.T) {
 		{name: "no token", method: http.MethodGet, path: "/v1/artifacts/" + u.Spec.ArtifactDigest, want: http.StatusUnauthorized},
 		{name: "token for another audience", method: http.MethodGet, path: "/v1/artifacts/" + u.Spec.ArtifactDigest, token: wrongAudience, want: http.StatusUnauthorized},
 		{name: "other Pod reads artifact", method: http.MethodGet, path: "/v1/artifacts/" + u.Spec.ArtifactDigest, token: token, want: http.StatusForbidden},
-		{name: "other Pod writes result", method: http.MethodPost, path: "/v1/results/" + s.ns + "/" + u.Name, token: token, want: http.StatusForbidden},
+		{name: "other Pod writes result", method: http.MethodPost, path: "/v1/results/" + s.Namespace + "/" + u.Name, token: token, want: http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := http.NewRequestWithContext(t.Context(), tc.method, apiURL+tc.path, bytes.NewReader([]byte(`{"updateUID":"`+string(u.UID)+`","status":{"phase":"Succeeded"}}`)))
@@ -104,27 +106,28 @@ func TestServer_Requests_OnlyTheUpdatesOwnRunner(t *testing.T) {
 			}
 		})
 	}
-	s.g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(&u), &u)).To(Succeed())
+	s.g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(&u), &u)).To(Succeed())
 	s.g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning), "a forged result was recorded")
 }
 
 func TestExecutor_LostRunner_JobDeletedFailsUpdateAndStackRetries(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	s.filesStack("lost", map[string]string{skipAnnotation: "true"})
 	var first v1alpha1.Update
-	s.eventually(func(g Gomega) {
+	s.Eventually(func(g Gomega) {
 		ups := s.updates()
 		g.Expect(ups).To(HaveLen(1))
 		first = ups[0]
 		g.Expect(first.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning))
 	})
 	var jobs batchv1.JobList
-	s.g.Expect(k8s.List(t.Context(), &jobs, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(env.Client.List(t.Context(), &jobs, client.InNamespace(s.Namespace))).To(Succeed())
 	s.g.Expect(jobs.Items).To(HaveLen(1))
 	// The runner never reports; its Job goes (deleted by hand, or by a node's loss).
-	s.g.Expect(k8s.Delete(t.Context(), &jobs.Items[0], client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-	s.eventually(func(g Gomega) {
-		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(&first), &first)).To(Succeed())
+	s.g.Expect(env.Client.Delete(t.Context(), &jobs.Items[0], client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	s.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(&first), &first)).To(Succeed())
 		g.Expect(first.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
 		c := apimeta.FindStatusCondition(first.Status.Conditions, v1alpha1.ConditionComplete)
 		g.Expect(c).NotTo(BeNil())
@@ -132,11 +135,11 @@ func TestExecutor_LostRunner_JobDeletedFailsUpdateAndStackRetries(t *testing.T) 
 		g.Expect(c.Message).To(ContainSubstring("Job was deleted"))
 	})
 	// The Stack retries with a new Update, which a working node runs.
-	st := &pulumiv1.Stack{}
-	s.g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: s.ns, Name: "lost"}, st)).To(Succeed())
-	base := st.DeepCopy()
-	delete(st.Annotations, skipAnnotation)
-	s.g.Expect(k8s.Patch(t.Context(), st, client.MergeFrom(base))).To(Succeed())
+	st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "lost"}}
+	if err := s.Get(st); err != nil {
+		t.Fatal(err)
+	}
+	s.Patch(st, func() { delete(st.Annotations, skipAnnotation) })
 	s.waitReady("lost")
 	s.g.Expect(len(s.updates())).To(BeNumerically(">=", 2))
 }
@@ -146,6 +149,7 @@ func TestExecutor_LostRunner_JobDeletedFailsUpdateAndStackRetries(t *testing.T) 
 // the work the runner hands to the engine, beside the Stack's own environment. A run with
 // them goes through.
 func TestExecutor_IdentityTokens_ProjectedIntoRunnerJob(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	const googleAudience = "//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/pool/providers/k8s"
 	// Held at first, so that its work Secret can be read before the result deletes it.
@@ -162,7 +166,7 @@ func TestExecutor_IdentityTokens_ProjectedIntoRunnerJob(t *testing.T) {
 	}
 	checkJobs := func(g Gomega) []batchv1.Job {
 		var jobs batchv1.JobList
-		g.Expect(k8s.List(t.Context(), &jobs, client.InNamespace(s.ns))).To(Succeed())
+		g.Expect(env.Client.List(t.Context(), &jobs, client.InNamespace(s.Namespace))).To(Succeed())
 		g.Expect(jobs.Items).NotTo(BeEmpty())
 		for _, j := range jobs.Items {
 			var sources []corev1.VolumeProjection
@@ -178,10 +182,10 @@ func TestExecutor_IdentityTokens_ProjectedIntoRunnerJob(t *testing.T) {
 	}
 	var held []batchv1.Job
 	var secret corev1.Secret
-	s.eventually(func(g Gomega) {
+	s.Eventually(func(g Gomega) {
 		held = checkJobs(g)
 		var secrets corev1.SecretList
-		g.Expect(k8s.List(t.Context(), &secrets, client.InNamespace(s.ns), client.MatchingLabels{job.LabelManagedBy: job.ManagedBy})).To(Succeed())
+		g.Expect(env.Client.List(t.Context(), &secrets, client.InNamespace(s.Namespace), client.MatchingLabels{job.LabelManagedBy: job.ManagedBy})).To(Succeed())
 		g.Expect(secrets.Items).To(HaveLen(1))
 		secret = secrets.Items[0]
 	})
@@ -194,12 +198,12 @@ func TestExecutor_IdentityTokens_ProjectedIntoRunnerJob(t *testing.T) {
 	s.g.Expect(string(secret.Data[job.GoogleCredentialsFile])).To(ContainSubstring(`"file": "` + job.IdentityDir + `/1/token"`))
 
 	// Let it run: its runner is lost with its Job, and the retry's runner is not held.
-	st := &pulumiv1.Stack{}
-	s.g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: s.ns, Name: "federated"}, st)).To(Succeed())
-	base := st.DeepCopy()
-	delete(st.Annotations, skipAnnotation)
-	s.g.Expect(k8s.Patch(t.Context(), st, client.MergeFrom(base))).To(Succeed())
-	s.g.Expect(k8s.Delete(t.Context(), &held[0], client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "federated"}}
+	if err := s.Get(st); err != nil {
+		t.Fatal(err)
+	}
+	s.g.Expect(env.Client.Delete(t.Context(), &held[0], client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	s.Patch(st, func() { delete(st.Annotations, skipAnnotation) })
 	s.waitReady("federated")
 	checkJobs(s.g)
 }
@@ -210,6 +214,7 @@ func ptr[T any](v T) *T { return &v }
 // the workspace image at local.dir. The stand-in kubelet runs the runner on this machine,
 // so the "image" directory is a local one.
 func TestExecutor_CustomSource_RunsProgramBakedIntoImage(t *testing.T) {
+	t.Parallel()
 	s := newScenario(t)
 	baked := t.TempDir()
 	s.g.Expect(os.WriteFile(filepath.Join(baked, "Pulumi.yaml"), []byte(`name: baked
@@ -237,7 +242,7 @@ resources:
 	s.g.Expect(ups[0].Spec.ArtifactDigest).To(BeEmpty(), "nothing to fetch from the manager")
 	s.g.Expect(ups[0].Spec.ProjectDir).To(Equal(baked))
 	var jobs batchv1.JobList
-	s.g.Expect(k8s.List(t.Context(), &jobs, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(env.Client.List(t.Context(), &jobs, client.InNamespace(s.Namespace))).To(Succeed())
 	s.g.Expect(jobs.Items).To(HaveLen(1))
 	pod := jobs.Items[0].Spec.Template.Spec
 	s.g.Expect(pod.Containers[0].Image).To(Equal(img))

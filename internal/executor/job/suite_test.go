@@ -15,9 +15,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -36,7 +36,6 @@ import (
 // with the Job's mounted files, as the kubelet would.
 var (
 	env     *kubetest.Env
-	k8s     client.Client
 	apiURL  string
 	kubelet *fakeKubelet
 )
@@ -44,9 +43,9 @@ var (
 // skipAnnotation on a Stack keeps the stand-in kubelet from running its runners.
 const skipAnnotation = "test.stackwright.dev/no-kubelet"
 
-func TestMain(m *testing.M) { kubetest.Main(m, &env, startManager) }
+func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.Manager(setupManager)) }
 
-func startManager(e *kubetest.Env) (func(), error) {
+func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manager, error) {
 	bin, err := repo.Bin()
 	if err != nil {
 		return nil, err
@@ -58,10 +57,6 @@ func startManager(e *kubetest.Env) (func(), error) {
 	if err := os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
 		return nil, err
 	}
-	data, err := os.MkdirTemp("", "stackwright-job-suite-")
-	if err != nil {
-		return nil, err
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -70,33 +65,21 @@ func startManager(e *kubetest.Env) (func(), error) {
 	_ = ln.Close()
 	apiURL = "https://" + addr
 
-	opts := withOptions(data, bin, addr)
+	opts := withOptions(dir, bin, addr)
 	mgr, err := manager.New(e.Config, opts)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	if err := manager.Setup(ctx, mgr, opts); err != nil {
-		cancel()
 		return nil, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	k8s = e.Client
 	cs, err := kubernetes.NewForConfig(e.Config)
 	if err != nil {
-		cancel()
-		return nil, err
+		return nil, fmt.Errorf("failed to create clientset: %w", err)
 	}
-	kubelet = &fakeKubelet{client: e.Client, cs: cs, dir: data, ran: map[string]bool{}}
+	kubelet = &fakeKubelet{client: e.Client, cs: cs, dir: dir, ran: map[string]bool{}}
 	go kubelet.run(ctx)
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		}
-		_ = os.RemoveAll(data)
-	}, nil
+	return mgr, nil
 }
 
 func withOptions(data, bin, addr string) *manager.Options {
@@ -126,13 +109,19 @@ func (k *fakeKubelet) run(ctx context.Context) {
 		if err := k.client.List(ctx, &jobs, client.MatchingLabels{job.LabelManagedBy: job.ManagedBy}); err == nil {
 			for i := range jobs.Items {
 				j := &jobs.Items[i]
+				// A skipped Job is looked at again on the next pass: it runs once its
+				// Stack loses the annotation, as on a node that comes back, so a test that
+				// lifts the annotation never races the Stack's retry.
 				k.mu.Lock()
 				seen := k.ran[string(j.UID)]
+				k.mu.Unlock()
+				if seen || k.skipped(ctx, j) {
+					continue
+				}
+				k.mu.Lock()
 				k.ran[string(j.UID)] = true
 				k.mu.Unlock()
-				if !seen && !k.skipped(ctx, j) {
-					go k.runJob(ctx, j)
-				}
+				go k.runJob(ctx, j)
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -222,27 +211,20 @@ func (k *fakeKubelet) mount(ctx context.Context, j *batchv1.Job, pod *corev1.Pod
 	return dir, os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600)
 }
 
-// scenario is one test's namespace, with its default ServiceAccount (envtest runs no
-// controller that would create it) and its provider files' directory.
+// scenario is the harness's scenario for one test, with its namespace's default
+// ServiceAccount (envtest runs no controller that would create it) and its provider
+// files' directory.
 type scenario struct {
+	*kubetest.Scenario
 	t     *testing.T
 	g     Gomega
-	ns    string
 	files string
 }
 
 func newScenario(t *testing.T) *scenario {
-	s := &scenario{t: t, g: NewWithT(t), ns: env.Namespace(t), files: t.TempDir()}
-	s.create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	s := &scenario{Scenario: env.Scenario(t), t: t, g: NewWithT(t), files: t.TempDir()}
+	s.Create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
 	return s
-}
-
-func (s *scenario) create(obj client.Object) {
-	s.t.Helper()
-	obj.SetNamespace(s.ns)
-	if err := k8s.Create(s.t.Context(), obj); err != nil {
-		s.t.Fatalf("failed to create %T %s: %v", obj, obj.GetName(), err)
-	}
 }
 
 // filesStack creates a Program writing one file and a Stack running it.
@@ -260,8 +242,8 @@ func (s *scenario) filesStackWith(name string, annotations map[string]string, mu
 		},
 	}}
 	p.Program.Outputs = map[string]apiextensionsv1.JSON{"path": {Raw: []byte(`"${f.path}"`)}}
-	s.create(p)
-	s.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-pass"}, StringData: map[string]string{"p": "test-only"}})
+	s.Create(p)
+	s.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-pass"}, StringData: map[string]string{"p": "test-only"}})
 	st := &pulumiv1.Stack{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
 		Spec: pulumiv1.StackSpec{
@@ -277,28 +259,19 @@ func (s *scenario) filesStackWith(name string, annotations map[string]string, mu
 	if mutate != nil {
 		mutate(st)
 	}
-	s.create(st)
+	s.Create(st)
 }
 
-func (s *scenario) eventually(f func(g Gomega)) {
-	s.t.Helper()
-	s.g.Eventually(f).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-}
-
+// waitReady waits until the Stack is Ready for its current generation, and returns it.
 func (s *scenario) waitReady(name string) *pulumiv1.Stack {
 	s.t.Helper()
-	st := &pulumiv1.Stack{}
-	s.eventually(func(g Gomega) {
-		g.Expect(k8s.Get(s.t.Context(), client.ObjectKey{Namespace: s.ns, Name: name}, st)).To(Succeed())
-		c := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionReady)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "Ready: %s", c.Message)
-	})
+	st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	s.WaitCondition(st, pulumiv1.ConditionReady, metav1.ConditionTrue, "")
 	return st
 }
 
 func (s *scenario) updates() []v1alpha1.Update {
 	var list v1alpha1.UpdateList
-	s.g.Expect(k8s.List(s.t.Context(), &list, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(env.Client.List(s.t.Context(), &list, client.InNamespace(s.Namespace))).To(Succeed())
 	return list.Items
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/artifact"
 )
 
 // ProjectFile is the one file a rendered Program consists of.
@@ -79,6 +80,27 @@ func Pack(p *pulumiv1.Program) (map[string][]byte, error) {
 		return nil, err
 	}
 	return map[string][]byte{ProjectFile: b}, nil
+}
+
+// MaxArtifactBytes caps a rendered Program's tarball. etcd already keeps a Program under
+// about 1.5 MiB, so only a bug could get near it.
+const MaxArtifactBytes = 16 << 20
+
+// Tarball renders p into the artifact Stacks run: Pack's files in a deterministic tarball.
+// Both steps are pure functions of the spec, so any failure is the spec's.
+func Tarball(p *pulumiv1.Program) ([]byte, error) {
+	files, err := Pack(p)
+	if err != nil {
+		return nil, err
+	}
+	tarball, err := artifact.Pack(files)
+	if err != nil {
+		return nil, fmt.Errorf("failed to pack Program: %w", err)
+	}
+	if len(tarball) > MaxArtifactBytes {
+		return nil, fmt.Errorf("failed to pack Program: artifact of %d bytes exceeds %d", len(tarball), MaxArtifactBytes)
+	}
+	return tarball, nil
 }
 
 // Revision is the source revision a Stack records for a Program: the Program's generation,

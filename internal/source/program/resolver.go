@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -16,32 +15,19 @@ import (
 	"github.com/stackwright/stackwright/internal/source"
 )
 
-// maxProgramBytes bounds a rendered Program; the API server's own object size limit
-// (about 1.5 MiB) keeps real ones far below it.
-const maxProgramBytes = 8 << 20
-
-// Resolver resolves programRef sources by rendering the Program itself, so a Stack never
-// waits for the Program controller and both always agree on the artifact (rendering is
-// deterministic).
+// Resolver resolves programRef sources to the artifact the Program controller rendered and
+// stored for the Program's current generation: there is one render path, and a fleet of
+// Stacks sharing a Program costs one render per change.
 type Resolver struct {
 	Client client.Reader
 	Store  *artifact.Store
-
-	mu sync.Mutex
-	// rendered remembers the artifact of the latest generation of each Program, so that a
-	// fleet of Stacks sharing a Program renders it once per change, not once per
-	// reconcile. Deleted Programs leave one small entry each until the manager restarts.
-	rendered map[types.UID]rendering
-}
-
-type rendering struct {
-	generation int64
-	artifact   source.Artifact
 }
 
 var _ source.Resolver = (*Resolver)(nil)
 
-// Resolve implements source.Resolver.
+// Resolve implements source.Resolver. Until the Program's current generation is rendered
+// (or its artifact restored to the store after a restart), the Stack waits; a generation
+// that cannot be rendered stalls it with the Program's own message.
 func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.Artifact, error) {
 	ref := stack.Spec.ProgramRef
 	if ref == nil {
@@ -54,37 +40,39 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 		}
 		return source.Artifact{}, fmt.Errorf("failed to get Program %s: %w", ref.Name, err)
 	}
-	r.mu.Lock()
-	cached, ok := r.rendered[p.UID]
-	r.mu.Unlock()
-	if ok && cached.generation == p.Generation && r.Store.Has(cached.artifact.Digest) {
-		return cached.artifact, nil
+	if p.Status.ObservedGeneration != p.Generation {
+		return source.Artifact{}, fault.Retry(pulumiv1.ReasonSourceUnavailable, "waiting for Program %q to render generation %d", p.Name, p.Generation)
 	}
-	a, err := r.render(p)
-	if err != nil {
-		return source.Artifact{}, err
+	if c := apimeta.FindStatusCondition(p.Status.Conditions, pulumiv1.ConditionStalled); c != nil && c.Status == "True" {
+		return source.Artifact{}, fault.Stall(c.Reason, "Program %q cannot be rendered: %s", p.Name, c.Message)
 	}
-	r.mu.Lock()
-	if r.rendered == nil {
-		r.rendered = map[types.UID]rendering{}
+	a := p.Status.Artifact
+	if a == nil || !apimeta.IsStatusConditionTrue(p.Status.Conditions, pulumiv1.ConditionReady) {
+		return source.Artifact{}, fault.Retry(pulumiv1.ReasonSourceUnavailable, "waiting for Program %q to render generation %d", p.Name, p.Generation)
 	}
-	r.rendered[p.UID] = rendering{generation: p.Generation, artifact: a}
-	r.mu.Unlock()
-	return a, nil
+	if !r.Store.Has(a.Digest) {
+		if err := r.restore(p, a.Digest); err != nil {
+			return source.Artifact{}, err
+		}
+	}
+	return source.Artifact{Revision: a.Revision, Digest: a.Digest}, nil
 }
 
-func (r *Resolver) render(p *pulumiv1.Program) (source.Artifact, error) {
-	files, err := Pack(p)
+// restore puts a Program's artifact back into a store that lacks it: the manager restarted
+// on a fresh disk, or another shard's manager recorded the status. Rendering is
+// deterministic, so the same render yields the recorded digest; if it does not (another
+// version of Stackwright recorded it), the Stack waits for this manager's Program
+// controller to record its own.
+func (r *Resolver) restore(p *pulumiv1.Program, digest string) error {
+	tarball, err := Tarball(p)
 	if err != nil {
-		return source.Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "Program %q cannot be rendered: %v", p.Name, err)
+		return fault.Stall(pulumiv1.ReasonInvalidSpec, "Program %q cannot be rendered: %v", p.Name, err)
 	}
-	tarball, err := artifact.Pack(files)
-	if err != nil {
-		return source.Artifact{}, fmt.Errorf("failed to pack Program %s: %w", p.Name, err)
+	if got := artifact.Digest(tarball); got != digest {
+		return fault.Retry(pulumiv1.ReasonSourceUnavailable, "waiting for Program %q to be rendered again: its status names artifact %s, this manager renders %s", p.Name, digest, got)
 	}
-	digest, err := r.Store.Put(bytes.NewReader(tarball), maxProgramBytes)
-	if err != nil {
-		return source.Artifact{}, fmt.Errorf("failed to store Program %s: %w", p.Name, err)
+	if _, err := r.Store.Put(bytes.NewReader(tarball), MaxArtifactBytes); err != nil {
+		return fmt.Errorf("failed to store artifact of Program %s: %w", p.Name, err)
 	}
-	return source.Artifact{Revision: Revision(p), Digest: digest}, nil
+	return nil
 }

@@ -1,0 +1,84 @@
+package v1
+
+// StackwrightSpec holds the Stack settings that PKO does not have.
+type StackwrightSpec struct {
+	// Suspend stops all engine runs for this Stack (updates, previews,
+	// refreshes and resyncs) until it is set back to false. An update already
+	// running is allowed to finish. Deleting a suspended Stack still honours
+	// destroyOnFinalize.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// IdentityTokens are projected ServiceAccount tokens, each with its own
+	// audience and lifetime, mounted into the runner Pod for cloud workload
+	// identity federation. They need the Job executor: with the local
+	// executor the Stack is stalled (InvalidSpec) instead of running without
+	// them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.audience == a.audience))",message="each audience may appear only once"
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !has(a.announce) || a.announce == 'None' || self.exists_one(b, has(b.announce) && b.announce == a.announce))",message="at most one token may announce each cloud (AWS, Azure, Google)"
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !has(a.env) || self.exists_one(b, has(b.env) && b.env == a.env))",message="each env name may appear only once"
+	IdentityTokens []IdentityToken `json:"identityTokens,omitempty"`
+}
+
+// IdentityTokenAnnounce names the cloud whose SDKs are told where a token is.
+// +kubebuilder:validation:Enum=AWS;Azure;Google;None
+type IdentityTokenAnnounce string
+
+const (
+	// AnnounceAWS sets AWS_WEB_IDENTITY_TOKEN_FILE to the token's path.
+	AnnounceAWS IdentityTokenAnnounce = "AWS"
+	// AnnounceAzure sets AZURE_FEDERATED_TOKEN_FILE to the token's path.
+	AnnounceAzure IdentityTokenAnnounce = "Azure"
+	// AnnounceGoogle sets GOOGLE_APPLICATION_CREDENTIALS to an external_account
+	// credential configuration that reads the token.
+	AnnounceGoogle IdentityTokenAnnounce = "Google"
+	// AnnounceNone sets no cloud's variable.
+	AnnounceNone IdentityTokenAnnounce = "None"
+)
+
+// DefaultIdentityTokenExpirationSeconds is an IdentityToken's lifetime when
+// it sets none.
+const DefaultIdentityTokenExpirationSeconds = 3600
+
+// IdentityToken is one projected ServiceAccount token of the Stack's runner
+// Pod, issued by the API server for the Pod's ServiceAccount and rotated by
+// the kubelet.
+// +kubebuilder:validation:XValidation:rule="self.audience != 'stackwright.dev/runner'",message="audience stackwright.dev/runner is reserved for the runner's own token"
+// +kubebuilder:validation:XValidation:rule="!has(self.announce) || self.announce != 'Google' || self.audience.startsWith('//iam.googleapis.com/')",message="announce: Google needs the workload identity provider's full resource name as audience (//iam.googleapis.com/...)"
+type IdentityToken struct {
+	// Audience is the token's audience (its "aud" claim), as the cloud's
+	// identity provider expects it: e.g. sts.amazonaws.com for AWS,
+	// api://AzureADTokenExchange for Azure, and for Google the workload
+	// identity provider's full resource name
+	// (//iam.googleapis.com/projects/NUMBER/locations/global/workloadIdentityPools/POOL/providers/PROVIDER).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Audience string `json:"audience"`
+
+	// ExpirationSeconds is the token's requested lifetime, from 600 (the API
+	// server's minimum) to 86400. The kubelet replaces the file before the
+	// token expires.
+	// +optional
+	// +kubebuilder:default=3600
+	// +kubebuilder:validation:Minimum=600
+	// +kubebuilder:validation:Maximum=86400
+	ExpirationSeconds *int64 `json:"expirationSeconds,omitempty"`
+
+	// Announce sets the environment variable through which the named cloud's
+	// SDKs find the token: AWS_WEB_IDENTITY_TOKEN_FILE (AWS),
+	// AZURE_FEDERATED_TOKEN_FILE (Azure) or GOOGLE_APPLICATION_CREDENTIALS
+	// (Google, pointing to an external_account credential configuration).
+	// +optional
+	// +kubebuilder:default=None
+	Announce IdentityTokenAnnounce `json:"announce,omitempty"`
+
+	// Env names an environment variable of the program that is set to the
+	// token file's path, whatever announce says.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	Env string `json:"env,omitempty"`
+}

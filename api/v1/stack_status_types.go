@@ -1,0 +1,206 @@
+package v1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StackStatus is the observed state of a Stack.
+type StackStatus struct {
+	// ObservedGeneration is the metadata.generation that was last fully
+	// handled (its update succeeded, or it failed permanently).
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ObservedReconcileRequest is the value of the
+	// pulumi.com/reconciliation-request annotation that was last handled.
+	// +optional
+	ObservedReconcileRequest string `json:"observedReconcileRequest,omitempty"`
+
+	// Conditions: Ready, Reconciling and Stalled follow kstatus; SourceReady,
+	// DriftDetected and Suspended are Stackwright's own.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// Outputs are the stack outputs of the last successful update. Secret
+	// outputs never appear here; they are written to a Secret.
+	// +optional
+	Outputs map[string]apiextensionsv1.JSON `json:"outputs,omitempty"`
+
+	// LastUpdate describes the last finished update.
+	// +optional
+	LastUpdate *StackUpdateState `json:"lastUpdate,omitempty"`
+
+	// CurrentUpdate describes the update in flight, if any. It is recorded
+	// before the Update object is created so that a crash in between cannot
+	// start a second one.
+	// +optional
+	CurrentUpdate *CurrentStackUpdate `json:"currentUpdate,omitempty"`
+
+	// ProjectInfo caches the project name and runtime read from Pulumi.yaml,
+	// so the stack can still be destroyed when its source is gone.
+	// +optional
+	ProjectInfo *ProjectInfo `json:"projectInfo,omitempty"`
+
+	// DriftDetection reports the state of scheduled drift checks.
+	// +optional
+	DriftDetection *DriftDetectionStatus `json:"driftDetection,omitempty"`
+
+	// Stackwright holds the bookkeeping Stackwright needs beyond PKO's status
+	// to decide, after a restart, whether work is due.
+	// +optional
+	Stackwright *StackwrightStatus `json:"stackwright,omitempty"`
+}
+
+// StackwrightStatus is Stackwright's own part of a Stack's status.
+type StackwrightStatus struct {
+	// DesiredStateKey is the hash of everything the current desired state is
+	// derived from: source revision and artifact, spec generation, referenced
+	// ConfigMaps and Secrets, and operation options.
+	// +optional
+	DesiredStateKey string `json:"desiredStateKey,omitempty"`
+
+	// LastSuccessfulKey is the desired-state key of the last successful
+	// update; when it equals DesiredStateKey nothing needs to run.
+	// +optional
+	LastSuccessfulKey string `json:"lastSuccessfulKey,omitempty"`
+
+	// LastAttemptedKey is the desired-state key of the last finished update,
+	// successful or not.
+	// +optional
+	LastAttemptedKey string `json:"lastAttemptedKey,omitempty"`
+
+	// Attempt numbers the updates started for LastAttemptedKey (or for the
+	// key in flight), starting at 1; it is part of the Update's name.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+
+	// PermanentFailures counts consecutive permanent failures; the Stack
+	// stalls when it reaches the manager's limit.
+	// +optional
+	PermanentFailures int32 `json:"permanentFailures,omitempty"`
+
+	// LastArtifact is the artifact of the last update that may have created
+	// resources. Destroy on deletion uses it, so a Stack can be destroyed
+	// after its Program or repository is gone.
+	// +optional
+	LastArtifact *ArtifactRef `json:"lastArtifact,omitempty"`
+}
+
+// ArtifactRef names an immutable program artifact.
+type ArtifactRef struct {
+	// Revision is the source revision (commit SHA, Flux revision, or
+	// Program generation).
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// Digest is the artifact's content digest, "sha256:<hex>".
+	// +optional
+	Digest string `json:"digest,omitempty"`
+
+	// Dir is the project directory inside the artifact ("" for its root).
+	// +optional
+	Dir string `json:"dir,omitempty"`
+}
+
+// UpdateState is the outcome recorded in status.lastUpdate.state.
+// +kubebuilder:validation:Enum=succeeded;failed
+type UpdateState string
+
+const (
+	// UpdateStateSucceeded records a successful update.
+	UpdateStateSucceeded UpdateState = "succeeded"
+	// UpdateStateFailed records a failed update.
+	UpdateStateFailed UpdateState = "failed"
+)
+
+// StackUpdateState describes the last finished update of a Stack.
+type StackUpdateState struct {
+	// Generation is the Stack generation the update ran for.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+
+	// ReconcileRequest is the reconciliation-request annotation value the
+	// update ran for.
+	// +optional
+	ReconcileRequest string `json:"reconcileRequest,omitempty"`
+
+	// Name is the name of the Update object.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Type is the operation: preview, up, refresh, destroy (or drift).
+	// +optional
+	Type string `json:"type,omitempty"`
+
+	// State is succeeded or failed.
+	// +optional
+	State UpdateState `json:"state,omitempty"`
+
+	// Message is the engine's summary, or the error of a failed update.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// LastAttemptedCommit is the source revision of the last attempt.
+	// +optional
+	LastAttemptedCommit string `json:"lastAttemptedCommit,omitempty"`
+
+	// LastSuccessfulCommit is the source revision last applied successfully.
+	// +optional
+	LastSuccessfulCommit string `json:"lastSuccessfulCommit,omitempty"`
+
+	// Permalink is the backend's URL for the operation, when it has one.
+	// +optional
+	Permalink string `json:"permalink,omitempty"`
+
+	// LastResyncTime is when the update finished.
+	// +optional
+	LastResyncTime *metav1.Time `json:"lastResyncTime,omitempty"`
+
+	// Failures counts consecutive failed attempts; it drives the retry
+	// backoff and resets to 0 on success.
+	// +optional
+	Failures int64 `json:"failures,omitempty"`
+}
+
+// CurrentStackUpdate describes the update in flight.
+type CurrentStackUpdate struct {
+	// Generation is the Stack generation the update runs for.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+
+	// ReconcileRequest is the reconciliation-request annotation value the
+	// update runs for.
+	// +optional
+	ReconcileRequest string `json:"reconcileRequest,omitempty"`
+
+	// Name is the name of the Update object.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Commit is the source revision being applied.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+}
+
+// ProjectInfo is what Pulumi.yaml says about the project.
+type ProjectInfo struct {
+	// Name of the Pulumi project.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Runtime of the Pulumi project (nodejs, python, go, yaml, ...).
+	// +optional
+	Runtime string `json:"runtime,omitempty"`
+}
+
+// DriftDetectionStatus reports on scheduled drift checks.
+type DriftDetectionStatus struct {
+	// LastCheck is when the last drift check finished.
+	// +optional
+	LastCheck *metav1.Time `json:"lastCheck,omitempty"`
+}

@@ -1,0 +1,143 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
+	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/inputs"
+	"github.com/stackwright/stackwright/internal/source"
+)
+
+// reconcileDelete destroys the stack's resources when destroyOnFinalize asks for it, with
+// the artifact of the last update that may have created them, and releases the finalizer
+// only once that destroy succeeded.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.stack, pulumiv1.StackFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	s.op = v1alpha1.UpdateTypeDestroy
+	return s.run(ctx,
+		r.observeUpdate,
+		r.chooseDestroy,
+		r.resolveDestroyInputs,
+		r.decideNext,
+		r.startUpdate,
+		r.releaseDestroyed,
+	)
+}
+
+// chooseDestroy releases a Stack that needs no destroy, and otherwise sets up the destroy
+// of the last artifact that may have created resources.
+func (r *Reconciler) chooseDestroy(ctx context.Context, s *scope) (bool, error) {
+	stack := s.stack
+	var last *pulumiv1.ArtifactRef
+	if sw := stack.Status.Stackwright; sw != nil {
+		last = sw.LastArtifact
+	}
+	switch {
+	case !stack.Spec.DestroyOnFinalize:
+		return false, r.releaseFinalizer(ctx, s, corev1.EventTypeNormal, EventResourcesKept, "destroyOnFinalize is not set: the stack's resources are left in place")
+	case last == nil:
+		return false, r.releaseFinalizer(ctx, s, corev1.EventTypeNormal, EventDestroyed, "No update ever ran: nothing to destroy")
+	}
+	if why := runnerPodOnly(stack, last); why != "" {
+		// A destroy without the tokens the Stack asks for, or without its image, is not the
+		// destroy it asked for. No runner Pod can be created in a terminating namespace, so
+		// there it can never run: as with missing Secrets, holding the finalizer would only
+		// block the namespace forever.
+		if r.namespaceTerminating(ctx, stack.Namespace) {
+			return false, r.releaseWithoutDestroy(ctx, s, why+", and none can be created there")
+		}
+		if !r.Options.RunnerPods {
+			markStalled(stack, pulumiv1.ReasonInvalidSpec, why+": run the manager with --executor=job")
+			return false, nil
+		}
+	}
+	s.artifact = source.Artifact{Revision: last.Revision, Digest: last.Digest, Dir: last.Dir}
+	return true, nil
+}
+
+// resolveDestroyInputs resolves the inputs the destroy needs. In a terminating namespace
+// nothing can be created, so what is missing now stays missing: the finalizer is released
+// rather than blocking the namespace forever.
+func (r *Reconciler) resolveDestroyInputs(ctx context.Context, s *scope) (bool, error) {
+	in, err := inputs.Resolve(ctx, r.Client, s.stack, r.Options.Inputs)
+	if err != nil {
+		if _, isFault := fault.As(err); isFault && r.namespaceTerminating(ctx, s.stack.Namespace) {
+			return false, r.releaseWithoutDestroy(ctx, s, err.Error())
+		}
+		return r.handleFault(s, err, false)
+	}
+	s.inputs = in
+	return true, nil
+}
+
+// releaseDestroyed ends the deletion of a Stack whose destroy succeeded.
+func (r *Reconciler) releaseDestroyed(ctx context.Context, s *scope) (bool, error) {
+	return false, r.releaseFinalizer(ctx, s, corev1.EventTypeNormal, EventDestroyed,
+		fmt.Sprintf("Destroyed the stack's resources (Update %s)", s.stack.Status.LastUpdate.Name))
+}
+
+// releaseWithoutDestroy releases a Stack whose destroy can never run. The event may be
+// refused in a terminating namespace, so the log says it as well.
+func (r *Reconciler) releaseWithoutDestroy(ctx context.Context, s *scope, why string) error {
+	msg := fmt.Sprintf("Namespace %s is being deleted and destroy cannot run (%s): the stack's resources were left in place; its state remains in the backend", s.stack.Namespace, why)
+	return r.releaseFinalizer(ctx, s, corev1.EventTypeWarning, EventResourcesKept, msg)
+}
+
+// releaseFinalizer removes the Stack's finalizer and then announces it with an event and a
+// log line, only if this reconcile was the one that removed it: a reconcile working from a
+// cache that has not yet seen the removal finds the Stack gone and says nothing twice.
+func (r *Reconciler) releaseFinalizer(ctx context.Context, s *scope, eventType, reason, msg string) error {
+	// The status is written first: once the finalizer is gone the Stack may be too.
+	conditions.Remove(s.stack, pulumiv1.ConditionReconciling)
+	if err := s.patcher.Status(ctx, s.stack); err != nil {
+		return err
+	}
+	controllerutil.RemoveFinalizer(s.stack, pulumiv1.StackFinalizer)
+	if err := s.patcher.Finalizers(ctx, s.stack); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	logMsg := "Released finalizer"
+	if eventType == corev1.EventTypeWarning {
+		logMsg = "Released finalizer without destroy"
+	}
+	ctrl.LoggerFrom(ctx).Info(logMsg, "reason", reason, "detail", msg)
+	r.event(s.stack, eventType, reason, "%s", msg)
+	return nil
+}
+
+// namespaceTerminating reports whether the namespace is being deleted. Errors count as no:
+// the caller then keeps waiting, which is the safe side.
+func (r *Reconciler) namespaceTerminating(ctx context.Context, name string) bool {
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		return false
+	}
+	return !ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating
+}
+
+// runnerPodOnly says why a Stack's runs need a runner Pod (the Job executor), or "" when
+// they can run anywhere. last is the artifact of its last update.
+func runnerPodOnly(stack *pulumiv1.Stack, last *pulumiv1.ArtifactRef) string {
+	switch {
+	case len(stack.Spec.IdentityTokens()) > 0:
+		return "spec.stackwright.identityTokens needs a runner Pod"
+	case last != nil && last.Digest == "":
+		return "the program is baked into the workspace image, which only a runner Pod can run"
+	}
+	return ""
+}

@@ -1,0 +1,60 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// pruneUpdates keeps the newest finished Updates of a Stack (UpdateHistory of them) and
+// deletes the rest with their outputs Secrets. The Updates the status names are always
+// kept: they are the record of what is deployed.
+func (r *Reconciler) pruneUpdates(ctx context.Context, stack *pulumiv1.Stack) error {
+	if r.Options.UpdateHistory <= 0 {
+		return nil
+	}
+	var list v1alpha1.UpdateList
+	if err := r.Client.List(ctx, &list, client.InNamespace(stack.Namespace), client.MatchingFields{IndexUpdateStack: stack.Name}); err != nil {
+		return fmt.Errorf("failed to list Updates of Stack %s: %w", stack.Name, err)
+	}
+	keep := map[string]bool{}
+	if lu := stack.Status.LastUpdate; lu != nil {
+		keep[lu.Name] = true
+	}
+	if cu := stack.Status.CurrentUpdate; cu != nil {
+		keep[cu.Name] = true
+	}
+	var finished []*v1alpha1.Update
+	for i := range list.Items {
+		u := &list.Items[i]
+		if u.Status.Finished() && !keep[u.Name] && metav1.IsControlledBy(u, stack) {
+			finished = append(finished, u)
+		}
+	}
+	sort.Slice(finished, func(i, j int) bool {
+		return finished[j].CreationTimestamp.Before(&finished[i].CreationTimestamp)
+	})
+	for _, u := range finished[min(len(finished), max(r.Options.UpdateHistory-len(keep), 0)):] {
+		if err := r.Client.Delete(ctx, u); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to delete Update %s: %w", u.Name, err)
+		}
+		if name := u.Status.OutputsSecretName; name != "" {
+			sec := &corev1.Secret{}
+			sec.Namespace, sec.Name = u.Namespace, name
+			// Owned by the Update, so garbage collection would get it too; deleting it now
+			// keeps outputs from outliving their record when no collector runs.
+			if err := r.Client.Delete(ctx, sec); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("failed to delete outputs Secret %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/patch"
+	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/inputs"
+)
+
+// The phases of a reconcile, in the order they run. Each either proceeds or ends the
+// reconcile with the Stack's conditions saying why.
+
+// identityTokensNeedJob is why a Stack with identity tokens does not run under the local
+// executor.
+const identityTokensNeedJob = "spec.stackwright.identityTokens needs the job executor: the local executor runs the engine in the manager, where no ServiceAccount token of the Stack can be mounted; run the manager with --executor=job, or remove identityTokens"
+
+// detachedPoll is how often a Stack checks on a detached Update, which no watch announces.
+const detachedPoll = 2 * time.Second
+
+// faultRequeue is how soon a Stack waiting for a missing object looks again, in case the
+// watch that should announce the object is not in place (another namespace, a Flux CRD
+// installed later).
+const faultRequeue = 30 * time.Second
+
+// observeUpdate looks at the Update recorded in status.currentUpdate: one in flight ends
+// the reconcile (its completion triggers the next); a finished one has its result folded
+// into the status; one that was recorded but never created is to be resumed.
+func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) {
+	cu := s.stack.Status.CurrentUpdate
+	if cu == nil {
+		return true, nil
+	}
+	u, detached, err := r.findUpdate(ctx, s.stack.Namespace, cu.Name)
+	switch {
+	case err != nil:
+		return false, err
+	case u == nil:
+		s.resume = cu.Name
+		return true, nil
+	case !u.Status.Finished():
+		markUpdateInFlight(s.stack, u, detached)
+		if detached {
+			s.requeueAfter(detachedPoll)
+		}
+		return false, nil
+	}
+	outputs, err := r.readOutputs(ctx, u)
+	if err != nil {
+		return false, err
+	}
+	recordFinish(s.stack, u, outputs, r.Now())
+	if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
+		r.event(s.stack, corev1.EventTypeNormal, EventUpdateSucceeded, "%s succeeded at revision %s (Update %s)", u.Spec.Type, u.Spec.Revision, u.Name)
+	} else {
+		r.event(s.stack, corev1.EventTypeWarning, EventUpdateFailed, "%s failed (Update %s): %s", u.Spec.Type, u.Name, u.Status.Message)
+	}
+	if err := r.pruneUpdates(ctx, s.stack); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to prune Update history")
+	}
+	return true, nil
+}
+
+// checkSuspended stops everything but the observation of an Update in flight.
+func (r *Reconciler) checkSuspended(_ context.Context, s *scope) (bool, error) {
+	if s.stack.Spec.Suspended() {
+		markSuspended(s.stack)
+		return false, nil
+	}
+	clearSuspended(s.stack)
+	return true, nil
+}
+
+// checkExecutor stalls a Stack that this manager's executor cannot run as asked.
+func (r *Reconciler) checkExecutor(_ context.Context, s *scope) (bool, error) {
+	if len(s.stack.Spec.IdentityTokens()) > 0 && !r.Options.RunnerPods {
+		markStalled(s.stack, pulumiv1.ReasonInvalidSpec, identityTokensNeedJob)
+		return false, nil
+	}
+	return true, nil
+}
+
+// resolveSource resolves the program to run into an artifact.
+func (r *Reconciler) resolveSource(ctx context.Context, s *scope) (bool, error) {
+	if err := s.progress(ctx, "Fetching "+describeSource(&s.stack.Spec)); err != nil {
+		return false, err
+	}
+	art, err := r.Sources.Resolve(ctx, s.stack)
+	if err != nil {
+		return r.handleFault(s, err, true)
+	}
+	s.artifact = art
+	markSourceReady(s.stack, true, pulumiv1.ReasonArtifactReady, artifactMessage(art))
+	return true, nil
+}
+
+// resolveInputs reads the config, environment and credentials the spec references.
+func (r *Reconciler) resolveInputs(ctx context.Context, s *scope) (bool, error) {
+	in, err := inputs.Resolve(ctx, r.Client, s.stack, r.Options.Inputs)
+	if err != nil {
+		return r.handleFault(s, err, false)
+	}
+	s.inputs = in
+	return true, nil
+}
+
+// decideNext decides, from the desired-state key and the status, whether to start an
+// Update, wait out a backoff, stall, or do nothing because op already succeeded for
+// exactly this desired state.
+func (r *Reconciler) decideNext(_ context.Context, s *scope) (bool, error) {
+	s.key = desiredStateKey(s.stack, s.op, s.artifact, s.inputs.Fingerprint)
+	stackwrightStatus(s.stack).DesiredStateKey = s.key
+	if s.resume != "" {
+		s.next = decision{action: actionRun, attempt: max(stackwrightStatus(s.stack).Attempt, 1), why: "resuming recorded update"}
+		return true, nil
+	}
+	s.next = decide(r.Now(), s.stack, s.key, policy{base: r.Options.RetryBase, maxBackoff: r.Options.MaxBackoff, stallAfter: r.Options.StallAfter})
+	lu := s.stack.Status.LastUpdate
+	switch s.next.action {
+	case actionBackoff:
+		markReconciling(s.stack, pulumiv1.ReasonRetryingAfterFailure, fmt.Sprintf("%s failed, retrying in %s: %s",
+			lu.Type, s.next.requeueAfter.Round(time.Second), lu.Message))
+		s.requeueAfter(s.next.requeueAfter)
+		return false, nil
+	case actionStalled:
+		failures := stackwrightStatus(s.stack).PermanentFailures
+		if !isStalled(s.stack) {
+			r.event(s.stack, corev1.EventTypeWarning, EventStalled, "%s stalled after %d permanent failures", s.op, failures)
+		}
+		markStalled(s.stack, failedReason(s.op), fmt.Sprintf("%s failed %d times in a row with a permanent error; change the spec, its references or the source, or set the %s annotation to retry. Last error: %s",
+			s.op, failures, pulumiv1.ReconcileRequestAnnotation, lu.Message))
+		return false, nil
+	}
+	return true, nil
+}
+
+// startUpdate records the decided Update in the Stack's status, persists that with an
+// optimistic lock, and only then creates the Update.
+func (r *Reconciler) startUpdate(ctx context.Context, s *scope) (bool, error) {
+	if s.next.action != actionRun {
+		return true, nil
+	}
+	stack := s.stack
+	u := r.buildUpdate(s)
+	recordStart(stack, u)
+	markReconciling(stack, inProgressReason(s.op), fmt.Sprintf("Starting %s: %s (Update %s)", s.op, s.next.why, u.Name))
+	// The lock makes a decision taken on a stale copy of the Stack (a lagging cache) fail
+	// here instead of overwriting an intent recorded meanwhile; the retry sees it.
+	if err := s.patcher.Status(ctx, stack, patch.WithOptimisticLock()); err != nil {
+		return false, err
+	}
+	if err := controllerutil.SetControllerReference(stack, u, r.Client.Scheme()); err != nil {
+		return false, fmt.Errorf("failed to set owner of Update %s: %w", u.Name, err)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	if err := r.Client.Create(ctx, u, client.FieldOwner(fieldManager)); err != nil {
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return false, nil
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) && s.op == v1alpha1.UpdateTypeDestroy && r.Detached != nil:
+			r.Detached.RunDetached(u)
+			log.Info("Namespace terminating: running destroy without an Update object", "update", u.Name)
+			// No watch announces an in-memory Update's progress.
+			s.requeueAfter(detachedPoll)
+			return false, nil
+		}
+		return false, fmt.Errorf("failed to create Update %s: %w", u.Name, err)
+	}
+	log.Info("Started update", "update", u.Name, "type", u.Spec.Type, "revision", u.Spec.Revision, "attempt", u.Spec.Attempt, "why", s.next.why)
+	r.event(stack, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, s.next.why, u.Name)
+	return false, nil
+}
+
+// markUpToDate ends a reconcile that found the desired state deployed.
+func (r *Reconciler) markUpToDate(_ context.Context, s *scope) (bool, error) {
+	s.upToDate = true
+	markReady(s.stack, readyMessage(s.stack))
+	s.requeueAfter(minPositive(s.stack.Spec.ResyncPeriod(), s.next.requeueAfter))
+	return false, nil
+}
+
+// handleFault turns a resolution failure into conditions: Stalled for faults that need a
+// human, Reconciling with a requeue for those that clear by themselves, and a returned error
+// (retried with the controller's backoff) for anything unexpected.
+func (r *Reconciler) handleFault(s *scope, err error, fromSource bool) (bool, error) {
+	f, ok := fault.As(err)
+	if !ok {
+		markReconciling(s.stack, pulumiv1.ReasonProgressing, err.Error())
+		return false, err
+	}
+	if fromSource {
+		markSourceReady(s.stack, false, f.Reason, f.Error())
+	}
+	if f.Stalled {
+		markStalled(s.stack, f.Reason, f.Error())
+		return false, nil
+	}
+	markReconciling(s.stack, f.Reason, f.Error())
+	s.requeueAfter(faultRequeue)
+	return false, nil
+}
+
+func readyMessage(s *pulumiv1.Stack) string {
+	lu := s.Status.LastUpdate
+	if lu == nil {
+		return "up to date"
+	}
+	return fmt.Sprintf("%s succeeded at revision %s", lu.Type, lu.LastSuccessfulCommit)
+}

@@ -1,0 +1,78 @@
+package stack
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
+	"github.com/stackwright/stackwright/internal/controller/patch"
+	"github.com/stackwright/stackwright/internal/inputs"
+	"github.com/stackwright/stackwright/internal/source"
+)
+
+// scope is what one reconcile of a Stack has learned so far. Each phase reads it and adds
+// to it; a new feature is a new phase (and, if it must, a new field), not a new parameter.
+type scope struct {
+	stack   *pulumiv1.Stack
+	patcher *patch.Patcher
+
+	// op is the operation the Stack is driven toward: its spec's, or destroy while it is
+	// being deleted.
+	op v1alpha1.UpdateType
+	// resume names the Update that status.currentUpdate records but that does not exist:
+	// a crash came between recording it and creating it (or the cache has not caught up).
+	resume string
+	// artifact is the resolved program.
+	artifact source.Artifact
+	// inputs are the resolved config, environment and backend.
+	inputs *inputs.Inputs
+	// key identifies the desired state: op on artifact with inputs.
+	key string
+	// next is what decideNext chose.
+	next decision
+	// upToDate is set when the desired state is found deployed.
+	upToDate bool
+
+	result ctrl.Result
+}
+
+// phase is one step of a reconcile. It returns false when the reconcile ends with it: the
+// Stack's conditions then say why, and scope.result when to look again.
+type phase func(ctx context.Context, s *scope) (proceed bool, err error)
+
+// run runs phases in order until one ends the reconcile.
+func (s *scope) run(ctx context.Context, phases ...phase) (ctrl.Result, error) {
+	for _, p := range phases {
+		proceed, err := p(ctx, s)
+		if err != nil || !proceed {
+			return s.result, err
+		}
+	}
+	return s.result, nil
+}
+
+// requeueAfter asks to look again within d; the earliest request wins.
+func (s *scope) requeueAfter(d time.Duration) {
+	s.result.RequeueAfter = minPositive(s.result.RequeueAfter, d)
+}
+
+// progress says what a slow phase is doing and persists it before the phase starts, so a
+// user sees it while it lasts. A Stack settled for its generation keeps its conditions.
+func (s *scope) progress(ctx context.Context, msg string) error {
+	conditions.MarkProgress(s.stack, msg)
+	return s.patcher.Status(ctx, s.stack)
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0 || a < b:
+		return a
+	}
+	return b
+}

@@ -1,0 +1,141 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/source"
+)
+
+// updateName is <stack>-<first 10 hex of the key>-<attempt>, shortened to fit a name, so
+// that deciding twice on the same status yields the same name.
+func updateName(stack, key string, attempt int32) string {
+	suffix := "-" + key[:min(10, len(key))] + "-" + strconv.Itoa(int(attempt))
+	const maxName = 253
+	if len(stack)+len(suffix) > maxName {
+		stack = strings.TrimRight(stack[:maxName-len(suffix)], "-.")
+	}
+	return stack + suffix
+}
+
+// buildUpdate builds the Update that scope decided to start, in full, once. A resumed
+// Update keeps the name its intent recorded.
+func (r *Reconciler) buildUpdate(s *scope) *v1alpha1.Update {
+	stack, spec, attempt := s.stack, &s.stack.Spec, s.next.attempt
+	name := s.resume
+	if name == "" {
+		name = updateName(stack.Name, s.key, attempt)
+	}
+	u := &v1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: stack.Namespace},
+		Spec: v1alpha1.UpdateSpec{
+			StackName: stack.Name, Type: s.op, Revision: s.artifact.Revision, ArtifactDigest: s.artifact.Digest,
+			ProjectDir: s.artifact.Dir, DesiredStateKey: s.key, Attempt: attempt,
+			Options: &v1alpha1.UpdateOptions{
+				Refresh: spec.Refresh, ExpectNoChanges: spec.ExpectNoRefreshChanges, Targets: spec.Targets,
+				TargetDependents: spec.TargetDependents, RunProgram: spec.RunProgram,
+				Remove:  s.op == v1alpha1.UpdateTypeDestroy,
+				Message: fmt.Sprintf("Stackwright: %s (Stack %s/%s, generation %d)", s.next.why, stack.Namespace, stack.Name, stack.Generation),
+			},
+		},
+	}
+	if len(stack.Name) <= 63 {
+		u.Labels = map[string]string{v1alpha1.StackLabel: stack.Name}
+	}
+	return u
+}
+
+// findUpdate finds a recorded Update: in the cache, on the API server (the cache may lag),
+// or among the detached ones (reported as such). Nil when it exists nowhere.
+func (r *Reconciler) findUpdate(ctx context.Context, namespace, name string) (*v1alpha1.Update, bool, error) {
+	u := &v1alpha1.Update{}
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	err := r.Client.Get(ctx, key, u)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, u)
+	}
+	switch {
+	case err == nil:
+		return u, false, nil
+	case !apierrors.IsNotFound(err):
+		return nil, false, fmt.Errorf("failed to get Update %s: %w", name, err)
+	case r.Detached != nil:
+		if d, ok := r.Detached.Detached(namespace, name); ok {
+			return d, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// readOutputs reads the outputs a successful Update left in its Secret, masking secret ones.
+func (r *Reconciler) readOutputs(ctx context.Context, u *v1alpha1.Update) (map[string]apiextensionsv1.JSON, error) {
+	if u.Status.Phase != v1alpha1.UpdatePhaseSucceeded || u.Status.OutputsSecretName == "" {
+		return nil, nil
+	}
+	sec := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: u.Namespace, Name: u.Status.OutputsSecretName}
+	err := r.Client.Get(ctx, key, sec)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		// The runner wrote the Secret just before the Update's result, and the cache may
+		// not have it yet: only the API server can say it is really gone.
+		err = r.APIReader.Get(ctx, key, sec)
+	}
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			// Pruned or deleted by hand: the status keeps the outputs it has.
+			return nil, nil
+		}
+		return nil, fmt.Errorf("failed to get outputs Secret %s: %w", u.Status.OutputsSecretName, err)
+	}
+	secret := map[string]bool{}
+	for _, k := range strings.Split(sec.Annotations[v1alpha1.SecretOutputsAnnotation], ",") {
+		if k != "" {
+			secret[k] = true
+		}
+	}
+	return maskOutputs(sec.Data, secret), nil
+}
+
+// describeSource names what resolving the Stack's source fetches, for progress messages.
+func describeSource(spec *pulumiv1.StackSpec) string {
+	switch spec.SourceKind() {
+	case pulumiv1.SourceKindGit:
+		if spec.Commit != "" {
+			return fmt.Sprintf("commit %s of %s", spec.Commit, spec.ProjectRepo)
+		}
+		return fmt.Sprintf("branch %s of %s", nonEmpty(spec.Branch, "HEAD"), spec.ProjectRepo)
+	case pulumiv1.SourceKindFlux:
+		ref := spec.FluxSource.SourceRef
+		return fmt.Sprintf("the artifact of %s %s", ref.Kind, ref.Name)
+	case pulumiv1.SourceKindProgram:
+		return fmt.Sprintf("the artifact of Program %s", spec.ProgramRef.Name)
+	case pulumiv1.SourceKindImage:
+		return "the program in the workspace image"
+	}
+	return "the source"
+}
+
+// artifactMessage says what the Stack will run.
+func artifactMessage(art source.Artifact) string {
+	if art.Digest == "" {
+		return fmt.Sprintf("revision %s, program at %s in the image", art.Revision, art.Dir)
+	}
+	return fmt.Sprintf("revision %s, artifact %s", art.Revision, art.Digest)
+}
+
+func nonEmpty[T ~string](v, fallback T) T {
+	if v == "" {
+		return fallback
+	}
+	return v
+}

@@ -1,0 +1,110 @@
+package update_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
+)
+
+// newUpdate creates a Stack and an Update of it, owned by it when owned is set, with the
+// given status.
+func newUpdate(t *testing.T, s *kubetest.Scenario, name string, owned bool, status v1alpha1.UpdateStatus) *v1alpha1.Update {
+	t.Helper()
+	st := &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Name: "stack-" + name},
+		Spec:       pulumiv1.StackSpec{Stack: "dev", ProgramRef: &pulumiv1.ProgramReference{Name: "p"}},
+	}
+	s.Create(st)
+	u := &v1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace},
+		Spec:       v1alpha1.UpdateSpec{StackName: st.Name, Type: v1alpha1.UpdateTypeUp, DesiredStateKey: "k", Attempt: 1},
+	}
+	if owned {
+		if err := controllerutil.SetControllerReference(st, u, env.Scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Create(u)
+	if status.Phase != "" {
+		u.Status = status
+		if err := env.Client.Status().Update(t.Context(), u); err != nil {
+			t.Fatalf("failed to set status of Update %s: %v", name, err)
+		}
+	}
+	return u
+}
+
+func TestReconciler_Reconcile_SubmitsPendingUpdatesOfItsStack(t *testing.T) {
+	t.Parallel()
+	s := env.Scenario(t)
+	u := newUpdate(t, s, "pending", true, v1alpha1.UpdateStatus{})
+	s.Eventually(func(g Gomega) {
+		g.Expect(exec.wasSubmitted(s.Namespace, u.Name)).To(BeTrue(), "Update %s was not submitted", u.Name)
+	})
+}
+
+// Only the Stack controller decides what runs: an Update someone created by hand, not
+// owned by its Stack, could destroy a stack they cannot edit.
+func TestReconciler_Reconcile_IgnoresUpdatesNotCreatedByTheirStack(t *testing.T) {
+	t.Parallel()
+	s := env.Scenario(t)
+	forged := newUpdate(t, s, "forged", false, v1alpha1.UpdateStatus{})
+	s.Eventually(func(g Gomega) {
+		var ignored bool
+		for _, line := range strings.Split(kubetest.Logs.String(), "\n") {
+			ignored = ignored || strings.Contains(line, "Ignoring Update not created by its Stack") && strings.Contains(line, s.Namespace)
+		}
+		g.Expect(ignored).To(BeTrue(), "the controller has not looked at Update %s yet", forged.Name)
+	})
+	if exec.wasSubmitted(s.Namespace, forged.Name) {
+		t.Errorf("Update %s, not owned by its Stack, was submitted", forged.Name)
+	}
+}
+
+// A Running Update whose runner no executor owns (the manager restarted mid-run) is
+// failed, so that its Stack retries instead of waiting forever.
+func TestReconciler_Reconcile_FailsRunningUpdateOfAGoneRunner(t *testing.T) {
+	t.Parallel()
+	s := env.Scenario(t)
+	u := newUpdate(t, s, "orphan", true, v1alpha1.UpdateStatus{Phase: v1alpha1.UpdatePhaseRunning, Runner: "host/1/gone"})
+	s.WaitCondition(u, v1alpha1.ConditionComplete, metav1.ConditionFalse, v1alpha1.ReasonRunnerLost)
+	want := v1alpha1.UpdateStatus{
+		Phase: v1alpha1.UpdatePhaseFailed, Runner: "host/1/gone", Result: v1alpha1.UpdateResultCancelled,
+		Message: "runner host/1/gone stopped while the update was running (the manager restarted); it will be retried",
+	}
+	if diff := cmp.Diff(want, u.Status, cmpopts.IgnoreFields(v1alpha1.UpdateStatus{}, "EndTime", "Conditions")); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	if u.Status.EndTime == nil {
+		t.Error("status.endTime is not set")
+	}
+}
+
+// A Running Update whose runner is alive is left to it.
+func TestReconciler_Reconcile_LeavesRunningUpdateOfALiveRunner(t *testing.T) {
+	t.Parallel()
+	s := env.Scenario(t)
+	exec.mu.Lock()
+	exec.alive["host/2/alive"] = true
+	exec.mu.Unlock()
+	alive := newUpdate(t, s, "alive", true, v1alpha1.UpdateStatus{Phase: v1alpha1.UpdatePhaseRunning, Runner: "host/2/alive"})
+	// An orphan created after it is handled after it: once the orphan is failed, the live
+	// one has been looked at too.
+	orphan := newUpdate(t, s, "orphan", true, v1alpha1.UpdateStatus{Phase: v1alpha1.UpdatePhaseRunning, Runner: "host/2/gone"})
+	s.WaitCondition(orphan, v1alpha1.ConditionComplete, metav1.ConditionFalse, v1alpha1.ReasonRunnerLost)
+	if err := s.Get(alive); err != nil {
+		t.Fatal(err)
+	}
+	if alive.Status.Phase != v1alpha1.UpdatePhaseRunning {
+		t.Errorf("Update of a live runner: phase %s, want Running", alive.Status.Phase)
+	}
+}

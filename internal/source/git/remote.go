@@ -1,0 +1,356 @@
+package git
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"golang.org/x/sync/singleflight"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/fault"
+)
+
+// remote is everything shared by the Stacks that use one repository URL with the same
+// credentials.
+type remote struct {
+	url     string // for messages and logs, without any password
+	ep      *transport.Endpoint
+	auth    transport.AuthMethod
+	cred    *credentials
+	full    *repo
+	shallow *repo
+
+	// lists runs at most one ref listing at a time; fetches and packs at most one fetch
+	// and one packing per commit; checks one project check per (commit, repoDir).
+	lists, fetches, packs, checks singleflight.Group
+
+	mu      sync.Mutex
+	listing *listing
+	digests map[plumbing.Hash]string // commit -> artifact digest
+	checked map[dirCheck]error       // (commit, repoDir) -> nil or the permanent fault
+}
+
+type dirCheck struct {
+	commit plumbing.Hash
+	dir    string
+}
+
+// listing is the outcome of one ref listing (ls-remote).
+type listing struct {
+	at   time.Time
+	refs map[plumbing.ReferenceName]plumbing.Hash
+	err  error
+}
+
+// fresh reports whether l may answer a caller polling every interval. Any caller's
+// interval is honoured: a Stack polling every 10 s refreshes the listing for one polling
+// every minute, never the other way round.
+func (l *listing) fresh(now time.Time, interval time.Duration) bool {
+	if l == nil {
+		return false
+	}
+	if l.err != nil {
+		interval = min(interval, failedListingTTL)
+	}
+	age := now.Sub(l.at)
+	return age >= 0 && age < interval
+}
+
+func (rm *remote) currentListing() *listing {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	return rm.listing
+}
+
+// head returns the commit ref points at, from a listing no older than interval. Concurrent
+// callers share one listing; the caller whose call lists also fetches its head in the same
+// session when it is missing (see list).
+func (rm *remote) head(ctx context.Context, ref plumbing.ReferenceName, shallow bool, interval time.Duration, now func() time.Time) (plumbing.Hash, error) {
+	l := rm.currentListing()
+	if !l.fresh(now(), interval) {
+		var err error
+		l, err = await(ctx, &rm.lists, "", listTimeout+fetchTimeout, func(ctx context.Context) (*listing, error) {
+			// Another caller may have listed between our check and this call.
+			if l := rm.currentListing(); l.fresh(now(), interval) {
+				return l, nil
+			}
+			return rm.list(ctx, now(), ref, shallow), nil
+		})
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	if l.err != nil {
+		return plumbing.ZeroHash, l.err
+	}
+	h, ok := l.refs[ref]
+	if !ok {
+		return plumbing.ZeroHash, fault.Retry(pulumiv1.ReasonSourceUnavailable, "branch %q not found in %s", ref.Short(), rm.url)
+	}
+	return h, nil
+}
+
+// list lists the remote's refs and records the listing for everyone. When the caller's
+// head is not in the cache yet, it is fetched on the same session: over smart HTTP that
+// saves the second ref advertisement a separate fetch starts with, over SSH a second
+// connection, and the wanted commit is one the server has just advertised, which every
+// server accepts.
+func (rm *remote) list(ctx context.Context, at time.Time, ref plumbing.ReferenceName, shallow bool) *listing {
+	log := ctrl.LoggerFrom(ctx).WithValues("repo", rm.url)
+	l := &listing{at: at}
+	sess, ar, err := rm.advertise(ctx)
+	if err != nil {
+		l.err = rm.fault("list the refs of", err)
+		log.V(1).Info("Git ref listing failed", "error", l.err.Error())
+	} else {
+		defer sess.Close()
+		l.refs = advertised(ar)
+		log.V(1).Info("Listed git refs", "refs", len(l.refs))
+	}
+	if h, ok := l.refs[ref]; ok && rm.holder(h) == nil {
+		// A failure here is not the listing's: the caller finds the commit missing and
+		// fetches it on its own, reporting that error.
+		_, _, _ = rm.fetches.Do(h.String(), func() (any, error) {
+			if rm.holder(h) != nil {
+				return nil, nil
+			}
+			return nil, rm.fetchCommit(ctx, sess, ar, h, ref, shallow)
+		})
+	}
+	// Published only now, so that a caller arriving during the fetch joins this call
+	// rather than seeing a fresh listing and starting a fetch (and a listing) of its own.
+	rm.mu.Lock()
+	rm.listing = l
+	rm.mu.Unlock()
+	return l
+}
+
+// ensure makes commit h present in the cache, fetching it when needed. ref is the branch
+// it was listed for ("" for a pinned commit).
+func (rm *remote) ensure(ctx context.Context, h plumbing.Hash, ref plumbing.ReferenceName, shallow bool) error {
+	if rm.holder(h) != nil {
+		return nil
+	}
+	_, err := await(ctx, &rm.fetches, h.String(), listTimeout+fetchTimeout, func(ctx context.Context) (struct{}, error) {
+		if rm.holder(h) != nil {
+			return struct{}{}, nil
+		}
+		sess, ar, err := rm.advertise(ctx)
+		if err != nil {
+			return struct{}{}, rm.fault("fetch from", err)
+		}
+		defer sess.Close()
+		return struct{}{}, rm.fetchCommit(ctx, sess, ar, h, ref, shallow)
+	})
+	return err
+}
+
+// advertise opens an upload-pack session and reads the server's refs.
+func (rm *remote) advertise(ctx context.Context) (transport.UploadPackSession, *packp.AdvRefs, error) {
+	tr, err := client.NewClient(rm.ep)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := tr.NewUploadPackSession(rm.ep, rm.auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		_ = sess.Close()
+		return nil, nil, err
+	}
+	return sess, ar, nil
+}
+
+// fetchCommit fetches h on an open session. A commit the server advertised, or any commit
+// when the server allows wanting reachable ones, is fetched alone (at depth 1 for shallow
+// Stacks). Otherwise, which is what a pinned older commit meets on servers with
+// git's default configuration, every branch is fetched with full history and h looked
+// for among them.
+func (rm *remote) fetchCommit(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, h plumbing.Hash, ref plumbing.ReferenceName, shallow bool) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("repo", rm.url, "commit", h.String())
+	refs := advertised(ar)
+	// An annotated tag is advertised as the tag object, which is what may be asked for;
+	// the commit comes with it.
+	want, tip := h, false
+	for name, v := range ar.References {
+		if v == h {
+			tip = true
+		}
+		if p, ok := ar.Peeled[name]; ok && p == h {
+			want, tip = v, true
+		}
+	}
+	var err error
+	if tip || ar.Capabilities.Supports(capability.AllowReachableSHA1InWant) {
+		rp := rm.full
+		if shallow && ar.Capabilities.Supports(capability.Shallow) {
+			rp = rm.shallow
+		}
+		keep := map[plumbing.ReferenceName]plumbing.Hash{}
+		if ref != "" {
+			keep[ref] = h
+		} else {
+			keep[plumbing.ReferenceName("refs/pinned/"+h.String())] = h
+		}
+		log.Info("Fetching git commit", "shallow", rp.shallow)
+		err = rp.fetch(ctx, sess, ar, []plumbing.Hash{want}, keep)
+	} else {
+		heads := map[plumbing.ReferenceName]plumbing.Hash{}
+		var wants []plumbing.Hash
+		for name, v := range refs {
+			if name.IsBranch() {
+				heads[name] = v
+				wants = append(wants, v)
+			}
+		}
+		log.Info("Fetching every git branch to find a commit the server does not let us ask for", "branches", len(heads))
+		err = rm.full.fetch(ctx, sess, ar, wants, heads)
+	}
+	if err != nil {
+		return rm.fault("fetch commit "+h.String()+" from", err)
+	}
+	if rm.holder(h) == nil {
+		return fault.Retry(pulumiv1.ReasonSourceUnavailable, "commit %s not found in any branch of %s", h, rm.url)
+	}
+	return nil
+}
+
+// holder returns the repository that has commit h, or nil.
+func (rm *remote) holder(h plumbing.Hash) *repo {
+	for _, rp := range []*repo{rm.full, rm.shallow} {
+		if rp.hasCommit(h) {
+			return rp
+		}
+	}
+	return nil
+}
+
+// memoised returns the artifact of (h, dir) when both were already established.
+func (rm *remote) memoised(h plumbing.Hash, dir string, store *artifact.Store) (string, bool) {
+	rm.mu.Lock()
+	d, packed := rm.digests[h]
+	checkErr, checked := rm.checked[dirCheck{h, dir}]
+	rm.mu.Unlock()
+	return d, packed && checked && checkErr == nil && store.Has(d)
+}
+
+// artifact returns the digest of the tarball of commit h (which must be present), after
+// checking that dir holds a Pulumi project at h. Both results are remembered: a commit
+// never changes.
+func (rm *remote) artifact(ctx context.Context, h plumbing.Hash, dir string, store *artifact.Store, lim artifact.Limits) (string, error) {
+	if err := rm.checkProject(ctx, h, dir); err != nil {
+		return "", err
+	}
+	return await(ctx, &rm.packs, h.String(), packTimeout, func(ctx context.Context) (string, error) {
+		rm.mu.Lock()
+		d, ok := rm.digests[h]
+		rm.mu.Unlock()
+		if ok && store.Has(d) {
+			return d, nil
+		}
+		rp := rm.holder(h)
+		if rp == nil {
+			return "", fmt.Errorf("failed to read commit %s: not in the cache", h)
+		}
+		files, skipped, err := rp.files(h, lim)
+		if err != nil {
+			return "", err
+		}
+		tarball, err := artifact.Pack(files)
+		if err != nil {
+			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "commit %s of %s cannot be packed: %v", h, rm.url, err)
+		}
+		d, err = store.Put(bytes.NewReader(tarball), lim.MaxBytes)
+		if errors.Is(err, artifact.ErrTooLarge) {
+			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "commit %s of %s packs into more than the %d bytes an artifact may have", h, rm.url, lim.MaxBytes)
+		}
+		if err != nil {
+			return "", fmt.Errorf("failed to store artifact of commit %s: %w", h, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Packed git commit", "repo", rm.url, "commit", h.String(), "files", len(files), "skipped", skipped, "digest", d)
+		rm.mu.Lock()
+		if len(rm.digests) >= maxMemo {
+			clear(rm.digests)
+		}
+		rm.digests[h] = d
+		rm.mu.Unlock()
+		return d, nil
+	})
+}
+
+// checkProject checks, once per (commit, repoDir), that dir holds a Pulumi project at h.
+func (rm *remote) checkProject(ctx context.Context, h plumbing.Hash, dir string) error {
+	key := dirCheck{h, dir}
+	rm.mu.Lock()
+	checkErr, checked := rm.checked[key]
+	rm.mu.Unlock()
+	if checked {
+		return checkErr
+	}
+	_, err := await(ctx, &rm.checks, h.String()+"\x00"+dir, packTimeout, func(context.Context) (struct{}, error) {
+		rp := rm.holder(h)
+		if rp == nil {
+			return struct{}{}, fmt.Errorf("failed to read commit %s: not in the cache", h)
+		}
+		err := rp.checkProject(h, dir)
+		// Only verdicts about the commit are kept; a failure to read it is not one.
+		if f, ok := fault.As(err); err == nil || ok && f.Stalled {
+			rm.mu.Lock()
+			if len(rm.checked) >= maxMemo {
+				clear(rm.checked)
+			}
+			rm.checked[key] = err
+			rm.mu.Unlock()
+		}
+		return struct{}{}, err
+	})
+	return err
+}
+
+// advertised returns the refs of an advertisement, annotated tags peeled to the commit
+// they name.
+func advertised(ar *packp.AdvRefs) map[plumbing.ReferenceName]plumbing.Hash {
+	out := make(map[plumbing.ReferenceName]plumbing.Hash, len(ar.References))
+	for name, h := range ar.References {
+		if p, ok := ar.Peeled[name]; ok {
+			h = p
+		}
+		out[plumbing.ReferenceName(name)] = h
+	}
+	if ar.Head != nil {
+		out[plumbing.HEAD] = *ar.Head
+	}
+	return out
+}
+
+// await runs fn once for all concurrent callers with the same key. fn gets a context that
+// no single caller can cancel (others may still be waiting for the result), bounded by
+// timeout; a caller whose own context ends stops waiting without stopping fn.
+func await[T any](ctx context.Context, g *singleflight.Group, key string, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	ch := g.DoChan(key, func() (any, error) {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		return fn(fctx)
+	})
+	select {
+	case res := <-ch:
+		v, _ := res.Val.(T)
+		return v, res.Err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
