@@ -37,6 +37,10 @@ func WithOptimisticLock() Option { return func(o *options) { o.lock = true } }
 // Status writes obj's status if it differs from the last one read or written. An object
 // that is already gone while being deleted has no status left to write. After a locked
 // write was refused as stale, Status writes nothing and returns that refusal.
+//
+// Every write, locked or not, adopts the resourceVersion it produced, so a locked write
+// detects changes made since this Patcher's last write: lock every write that precedes
+// the one that must not be decided on a stale copy.
 func (p *Patcher) Status(ctx context.Context, obj client.Object, opts ...Option) error {
 	if p.stale != nil {
 		return p.stale

@@ -62,9 +62,13 @@ func (s *scope) requeueAfter(d time.Duration) {
 
 // progress says what a slow phase is doing and persists it before the phase starts, so a
 // user sees it while it lasts. A Stack settled for its generation keeps its conditions.
+//
+// The write is locked like the intent that may follow it: an unlocked write would adopt
+// the newest resourceVersion, and the intent's lock could then no longer tell that this
+// reconcile began from a stale copy.
 func (s *scope) progress(ctx context.Context, msg string) error {
 	conditions.MarkProgress(s.stack, msg)
-	return s.patcher.Status(ctx, s.stack)
+	return s.patcher.Status(ctx, s.stack, patch.WithOptimisticLock())
 }
 
 func minPositive(a, b time.Duration) time.Duration {
