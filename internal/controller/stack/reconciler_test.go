@@ -84,8 +84,7 @@ func TestStackReconciler_Reconcile_ProgramStackLifecycle(t *testing.T) {
 	// Delete destroys first, then lets the Stack go.
 	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
 	s.waitGone(st)
-	_, err = s.readFile("greeting.txt")
-	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "file survived destroy: %v", err)
+	s.requireDestroyed("greeting.txt")
 }
 
 // A Stack whose Program or Secret does not exist yet waits with a precise reason and
@@ -291,8 +290,7 @@ func TestStackReconciler_Delete_TerminatingNamespaceDoesNotDeadlock(t *testing.T
 	s.g.Expect(env.Client.Delete(s.ctx(), stranded)).To(Succeed())
 	s.waitGone(destroyed)
 	s.waitGone(stranded)
-	_, err := s.readFile("ns.txt")
-	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "the destroyable Stack's file survived: %v", err)
+	s.requireDestroyed("ns.txt")
 	// Events are refused in a terminating namespace too; the log keeps the explanation.
 	var kept []string
 	for _, line := range strings.Split(kubetest.Logs.String(), "\n") {
@@ -331,8 +329,7 @@ func TestStackReconciler_Delete_AfterProgramDeletedUsesLastArtifact(t *testing.T
 	s.g.Expect(env.Client.Delete(s.ctx(), prog)).To(Succeed())
 	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
 	s.waitGone(st)
-	_, err := s.readFile("orphan.txt")
-	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "file survived destroy: %v", err)
+	s.requireDestroyed("orphan.txt")
 }
 
 // preview: true only ever previews: nothing is created, and the Stack is Ready.
@@ -496,8 +493,7 @@ func TestStackReconciler_Delete_IdentityTokensStallDestroyUntilRemoved(t *testin
 	st = s.get(s.g, "federated")
 	s.patch(st, func() { st.Spec.Stackwright = nil })
 	s.waitGone(st)
-	_, err = s.readFile("federated.txt")
-	s.g.Expect(errors.Is(err, fs.ErrNotExist)).To(BeTrue(), "file survived destroy: %v", err)
+	s.requireDestroyed("federated.txt")
 }
 
 // In a terminating namespace no runner Pod can ever carry the tokens, so the finalizer of a

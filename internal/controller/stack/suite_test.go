@@ -2,7 +2,9 @@ package stack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -170,6 +172,15 @@ func (s *scenario) updates(stack string) []v1alpha1.Update {
 func (s *scenario) readFile(rel string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(s.files, rel))
 	return string(b), err
+}
+
+// requireDestroyed fails the test unless the test-provider file rel is gone: the destroy
+// removed it.
+func (s *scenario) requireDestroyed(rel string) {
+	s.t.Helper()
+	if _, err := s.readFile(rel); !errors.Is(err, fs.ErrNotExist) {
+		s.t.Errorf("%s survived destroy: %v", rel, err)
+	}
 }
 
 func (s *scenario) patch(obj client.Object, mutate func()) {

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -43,7 +44,7 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 	if p.Status.ObservedGeneration != p.Generation {
 		return source.Artifact{}, fault.Retry(pulumiv1.ReasonSourceUnavailable, "waiting for Program %q to render generation %d", p.Name, p.Generation)
 	}
-	if c := apimeta.FindStatusCondition(p.Status.Conditions, pulumiv1.ConditionStalled); c != nil && c.Status == "True" {
+	if c := apimeta.FindStatusCondition(p.Status.Conditions, pulumiv1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
 		return source.Artifact{}, fault.Stall(c.Reason, "Program %q cannot be rendered: %s", p.Name, c.Message)
 	}
 	a := p.Status.Artifact
