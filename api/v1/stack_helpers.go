@@ -18,7 +18,7 @@ const (
 )
 
 // SourceKind reports which source the spec selects. It returns "" when more than one is
-// set (admission rejects that) or none at all (admitted, as PKO does, and stalled).
+// set or none at all (both admitted, as PKO does, and stalled by Review).
 func (s *StackSpec) SourceKind() SourceKind {
 	var kind SourceKind
 	n := 0
@@ -74,7 +74,7 @@ const (
 // continueResyncOnCommitMatch, re-runs an unchanged desired state. Zero means never: Flux
 // sources and Programs announce their changes through watches.
 func (s *StackSpec) ResyncPeriod() time.Duration {
-	d := time.Duration(s.ResyncFrequencySeconds) * time.Second
+	d := time.Duration(max(s.ResyncFrequencySeconds, 0)) * time.Second
 	polls := s.Branch != "" || s.ContinueResyncOnCommitMatch
 	switch {
 	case d == 0 && polls:

@@ -181,7 +181,7 @@ spec:
   workspaceReclaimPolicy: Delete
   prerequisites:
     - name: base
-      requirement: {succeededWithinDuration: 1h0m0s} # metav1.Duration re-encodes "1h" in this form
+      requirement: {succeededWithinDuration: 1h}
   driftDetection:
     schedules: [{cron: "*/15 * * * *", autoRemediate: true}]
   stackwright:
@@ -189,8 +189,8 @@ spec:
 `
 	var s Stack
 	roundTrip(t, doc, &s)
-	if d := s.Spec.Prerequisites[0].Requirement.SucceededWithinDuration; d == nil || d.Hours() != 1 {
-		t.Errorf("succeededWithinDuration = %v", d)
+	if d, err := s.Spec.Prerequisites[0].SucceededWithin(); err != nil || d != time.Hour {
+		t.Errorf("succeededWithinDuration = %v, %v", d, err)
 	}
 	if !s.Spec.Suspended() {
 		t.Error("suspend lost")

@@ -3,11 +3,9 @@ package v1
 // ConfigMapRef selects one key of a ConfigMap in the Stack's namespace.
 type ConfigMapRef struct {
 	// Name of the ConfigMap.
-	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 
 	// Key within the ConfigMap.
-	// +kubebuilder:validation:MinLength=1
 	Key string `json:"key"`
 
 	// JSON parses the value as JSON and sets it as structured configuration;
@@ -17,7 +15,6 @@ type ConfigMapRef struct {
 }
 
 // ResourceSelectorType says where a ResourceRef takes its value from.
-// +kubebuilder:validation:Enum=Env;FS;Secret;Literal
 type ResourceSelectorType string
 
 const (
@@ -36,10 +33,6 @@ const (
 // ResourceRef says where a value (an environment variable, a secret config
 // value, a credential) is loaded from. The selector matching type must be set.
 //
-// +kubebuilder:validation:XValidation:rule="self.type != 'Env' || has(self.env)",message="a reference of type Env must set env.name"
-// +kubebuilder:validation:XValidation:rule="self.type != 'FS' || has(self.filesystem)",message="a reference of type FS must set filesystem.path"
-// +kubebuilder:validation:XValidation:rule="self.type != 'Secret' || has(self.secret)",message="a reference of type Secret must set secret.name and secret.key"
-// +kubebuilder:validation:XValidation:rule="self.type != 'Literal' || has(self.literal)",message="a reference of type Literal must set literal.value"
 type ResourceRef struct {
 	// Type selects the selector used: Env, FS, Secret or Literal.
 	Type ResourceSelectorType `json:"type"`
@@ -70,14 +63,12 @@ type ResourceSelector struct {
 // EnvSelector names an environment variable.
 type EnvSelector struct {
 	// Name of the environment variable.
-	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 }
 
 // FSSelector names a file.
 type FSSelector struct {
 	// Path of the file.
-	// +kubebuilder:validation:MinLength=1
 	Path string `json:"path"`
 }
 
@@ -90,11 +81,9 @@ type SecretSelector struct {
 	Namespace string `json:"namespace,omitempty"`
 
 	// Name of the Secret.
-	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 
 	// Key within the Secret.
-	// +kubebuilder:validation:MinLength=1
 	Key string `json:"key"`
 }
 

@@ -44,7 +44,6 @@ type GitSource struct {
 
 // GitAuthConfig holds git credentials. When several modes are set, the first
 // of sshAuth, accessToken, basicAuth (PKO's order) is used.
-// +kubebuilder:validation:XValidation:rule="has(self.accessToken) || has(self.sshAuth) || has(self.basicAuth) || has(self.githubApp)",message="spec.gitAuth must set one of accessToken, sshAuth, basicAuth or githubApp"
 type GitAuthConfig struct {
 	// AccessToken is a personal access token, used over HTTPS.
 	// +optional
@@ -100,21 +99,17 @@ type FluxSource struct {
 // name.
 type FluxSourceReference struct {
 	// APIVersion of the source, e.g. "source.toolkit.fluxcd.io/v1".
-	// +kubebuilder:validation:MinLength=1
 	APIVersion string `json:"apiVersion"`
 
 	// Kind of the source, e.g. "GitRepository", "OCIRepository" or "Bucket".
-	// +kubebuilder:validation:MinLength=1
 	Kind string `json:"kind"`
 
 	// Name of the source object.
-	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 }
 
 // ProgramReference names a Program object in the Stack's namespace.
 type ProgramReference struct {
 	// Name of the Program.
-	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 }

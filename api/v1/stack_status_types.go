@@ -108,7 +108,6 @@ type ArtifactRef struct {
 }
 
 // UpdateState is the outcome recorded in status.lastUpdate.state.
-// +kubebuilder:validation:Enum=succeeded;failed
 type UpdateState string
 
 const (

@@ -12,23 +12,16 @@ import (
 // are mapped onto their replacements by the controller. Everything Stackwright
 // adds on top of PKO lives in spec.stackwright.
 //
-// Exactly one source must be given: a git repository (projectRepo and its
-// companions), a Flux source object (fluxSource) or a Program object
-// (programRef).
-//
-// +kubebuilder:validation:XValidation:rule="(has(self.projectRepo) && size(self.projectRepo) > 0 ? 1 : 0) + (has(self.fluxSource) ? 1 : 0) + (has(self.programRef) ? 1 : 0) <= 1",message="at most one of spec.projectRepo, spec.fluxSource or spec.programRef may be set (with none, the program is baked into spec.workspaceTemplate's image at spec.local.dir)"
-// +kubebuilder:validation:XValidation:rule="!(has(self.commit) && size(self.commit) > 0 && has(self.branch) && size(self.branch) > 0)",message="spec.commit and spec.branch are mutually exclusive"
-// +kubebuilder:validation:XValidation:rule="!has(self.projectRepo) || size(self.projectRepo) == 0 || (has(self.commit) && size(self.commit) > 0) || (has(self.branch) && size(self.branch) > 0)",message="spec.projectRepo requires one of spec.commit or spec.branch"
-// +kubebuilder:validation:XValidation:rule="(has(self.projectRepo) && size(self.projectRepo) > 0) || ((!has(self.commit) || size(self.commit) == 0) && (!has(self.branch) || size(self.branch) == 0))",message="spec.commit and spec.branch are only valid with spec.projectRepo"
-// +kubebuilder:validation:XValidation:rule="(has(self.projectRepo) && size(self.projectRepo) > 0) || !has(self.repoDir) || size(self.repoDir) == 0",message="spec.repoDir is only valid with spec.projectRepo (use spec.fluxSource.dir with a Flux source)"
-// +kubebuilder:validation:XValidation:rule="(has(self.projectRepo) && size(self.projectRepo) > 0) || !has(self.shallow) || !self.shallow",message="spec.shallow is only valid with spec.projectRepo"
-// +kubebuilder:validation:XValidation:rule="(has(self.projectRepo) && size(self.projectRepo) > 0) || (!has(self.gitAuth) && (!has(self.gitAuthSecret) || size(self.gitAuthSecret) == 0))",message="spec.gitAuth and spec.gitAuthSecret are only valid with spec.projectRepo"
+// One source is given: a git repository (projectRepo and its companions), a
+// Flux source object (fluxSource), a Program object (programRef) or, with none
+// of them, a program baked into spec.workspaceTemplate's image. Admission is no
+// stricter than PKO's; what it lets through but cannot run is reported by
+// Review and stalls the Stack.
 type StackSpec struct {
 	// ---- Identity and backend ----
 
 	// Stack is the fully qualified name of the Pulumi stack to deploy, for
 	// example "org/project/dev" (Pulumi Cloud) or "dev" (self-managed backend).
-	// +kubebuilder:validation:MinLength=1
 	Stack string `json:"stack"`
 
 	// Backend is the URL of the state backend used for all operations, e.g.
@@ -176,16 +169,14 @@ type StackSpec struct {
 
 	// ResyncFrequencySeconds is how often the source is polled (branch
 	// tracking) and, with continueResyncOnCommitMatch, the program re-run.
-	// 0 means the default (60s). Like PKO, non-zero values below 60 are
-	// treated as 60.
+	// 0 (or a negative value) means the default, 60s. Values below 10 are
+	// treated as 10 (PKO's floor is 60).
 	// +optional
-	// +kubebuilder:validation:Minimum=0
 	ResyncFrequencySeconds int64 `json:"resyncFrequencySeconds,omitempty"`
 
 	// RetryMaxBackoffDurationSeconds caps the exponential backoff between
 	// retries of a failed update. 0 means the default (86400, one day).
 	// +optional
-	// +kubebuilder:validation:Minimum=0
 	RetryMaxBackoffDurationSeconds int64 `json:"retryMaxBackoffDurationSeconds,omitempty"`
 
 	// Preview only runs previews, never updates.
@@ -240,7 +231,6 @@ type StackSpec struct {
 // is updated.
 type PrerequisiteRef struct {
 	// Name of the prerequisite Stack, in the same namespace.
-	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 
 	// Requirement tightens what counts as satisfied. Without it the
@@ -252,11 +242,10 @@ type PrerequisiteRef struct {
 // RequirementSpec lists conditions a prerequisite must meet.
 type RequirementSpec struct {
 	// SucceededWithinDuration requires the prerequisite's last success to be
-	// no older than this duration (e.g. "1h"): a non-negative Go duration.
+	// no older than this duration (e.g. "1h"): a non-negative Go duration. A
+	// value that does not parse stalls the Stack (reason SpecInvalid).
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
-	SucceededWithinDuration *metav1.Duration `json:"succeededWithinDuration,omitempty"`
+	SucceededWithinDuration string `json:"succeededWithinDuration,omitempty"`
 }
 
 // DriftDetectionSpec schedules drift checks: refresh previews that report
@@ -304,7 +293,7 @@ type Stack struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   StackSpec   `json:"spec"`
+	Spec   StackSpec   `json:"spec,omitempty"`
 	Status StackStatus `json:"status,omitempty"`
 }
 

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +79,16 @@ func (r *Reconciler) checkSuspended(_ context.Context, s *scope) (bool, error) {
 		return false, nil
 	}
 	clearSuspended(s.stack)
+	return true, nil
+}
+
+// reviewSpec stalls a Stack whose spec passed admission (which is no stricter than PKO's)
+// but cannot run as written, before anything is fetched or started for it.
+func (r *Reconciler) reviewSpec(_ context.Context, s *scope) (bool, error) {
+	if p := s.stack.Spec.Review().Problems; len(p) > 0 {
+		markStalled(s.stack, pulumiv1.ReasonInvalidSpec, strings.Join(p, "; "))
+		return false, nil
+	}
 	return true, nil
 }
 

@@ -68,10 +68,11 @@ func (r *Reconciler) prerequisiteUnsatisfied(ctx context.Context, stack *pulumiv
 		}
 		return fmt.Sprintf("Stack %s has not succeeded yet", pr.Name), nil
 	}
-	if pr.Requirement == nil || pr.Requirement.SucceededWithinDuration == nil || lu.LastResyncTime == nil {
+	// A malformed duration never gets here: Review stalls the Stack before its phases run.
+	within, err := pr.SucceededWithin()
+	if err != nil || within == 0 || lu.LastResyncTime == nil {
 		return "", nil
 	}
-	within := pr.Requirement.SucceededWithinDuration.Duration
 	age := r.Now().Sub(lu.LastResyncTime.Time)
 	if age <= within {
 		return "", nil

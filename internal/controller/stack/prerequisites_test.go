@@ -102,7 +102,7 @@ func TestStackReconciler_Prerequisites_StaleSuccessIsRerun(t *testing.T) {
 	time.Sleep(within + time.Second)
 
 	s.create(s.prereqStack("top", pulumiv1.PrerequisiteRef{
-		Name: "base", Requirement: &pulumiv1.RequirementSpec{SucceededWithinDuration: &metav1.Duration{Duration: within}},
+		Name: "base", Requirement: &pulumiv1.RequirementSpec{SucceededWithinDuration: within.String()},
 	}))
 	var base *pulumiv1.Stack
 	s.eventually(func(g Gomega) {

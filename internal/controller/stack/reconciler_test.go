@@ -562,3 +562,31 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// Admission lets through what PKO's does; a spec that cannot run as written (here: two
+// sources, and a lower-case reference type) stalls with Review's words before anything is
+// fetched or run, and runs again once fixed.
+func TestStackReconciler_Reconcile_SpecAdmittedButInvalidStalls(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	s.create(s.program("ambiguous", map[string]pulumiv1.Resource{"f": fileResource("ambiguous.txt", "x")}, nil))
+	st := s.stack("ambiguous", "ambiguous")
+	st.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(t.TempDir())
+	st.Spec.FluxSource = &pulumiv1.FluxSource{SourceRef: pulumiv1.FluxSourceReference{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository", Name: "repo"}}
+	st.Spec.EnvRefs["REGION"] = pulumiv1.ResourceRef{Type: "literal", ResourceSelector: pulumiv1.ResourceSelector{Literal: &pulumiv1.LiteralRef{Value: "eu"}}}
+	s.create(st)
+
+	st = s.waitCondition("ambiguous", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec)
+	msg := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message
+	s.g.Expect(msg).To(ContainSubstring("spec sets 2 sources (spec.fluxSource, spec.programRef)"))
+	s.g.Expect(msg).To(ContainSubstring(`spec.envRefs[REGION]: type "literal" is not one of Env, FS, Secret, Literal`))
+	s.g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation))
+	s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionSourceReady)).To(BeNil(), "nothing may be fetched for an invalid spec")
+	s.g.Consistently(func() int { return len(s.updates("ambiguous")) }).WithTimeout(2 * time.Second).Should(BeZero())
+
+	s.patch(st, func() {
+		st.Spec.FluxSource = nil
+		st.Spec.EnvRefs["REGION"] = literal("eu")
+	})
+	s.waitReady("ambiguous")
+}
