@@ -89,7 +89,7 @@ func startTracker(ctx context.Context, cfg *rest.Config, s *runtime.Scheme, name
 // isReady is kstatus Ready for the Stack's current generation.
 func isReady(s *pulumiv1.Stack) bool {
 	c := apimeta.FindStatusCondition(s.Status.Conditions, pulumiv1.ConditionReady)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == pulumiv1.ReasonReconciliationSucceeded &&
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == pulumiv1.ReasonProcessingCompleted &&
 		c.ObservedGeneration == s.Generation && s.Status.ObservedGeneration == s.Generation
 }
 

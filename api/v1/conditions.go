@@ -45,13 +45,22 @@ const (
 
 // Condition reasons. Each is a CamelCase token suitable for metav1.Condition.
 const (
-	// ReasonReconciliationSucceeded (Ready=True): the desired state has been
-	// applied and nothing is pending.
-	ReasonReconciliationSucceeded = "ReconciliationSucceeded"
+	// ReasonProcessingCompleted (Ready=True): the desired state has been
+	// applied and nothing is pending. PKO's name.
+	ReasonProcessingCompleted = "ProcessingCompleted"
 
-	// ReasonProgressing (Reconciling=True): work toward the desired state has
+	// ReasonNotReadyInProgress (Ready=False while Reconciling=True): PKO's
+	// name; the Reconciling condition says what is in progress.
+	ReasonNotReadyInProgress = "NotReadyInProgress"
+
+	// ReasonNotReadyStalled (Ready=False while Stalled=True): PKO's name; the
+	// Stalled condition says what a human must do.
+	ReasonNotReadyStalled = "NotReadyStalled"
+
+	// ReasonStackProcessing (Reconciling=True): work toward the desired state has
 	// started but no update is running yet (resolving the source, preparing).
-	ReasonProgressing = "Progressing"
+	// PKO's name.
+	ReasonStackProcessing = "StackProcessing"
 
 	// ReasonUpdateInProgress (Reconciling=True): an Update for the current
 	// desired state is queued or running.
@@ -61,9 +70,9 @@ const (
 	// with a transient error and will be retried after a backoff.
 	ReasonRetryingAfterFailure = "RetryingAfterFailure"
 
-	// ReasonStackUpdateFailed (Ready=False, Stalled=True once retries are
+	// ReasonUpdateFailed (Ready=False, Stalled=True once retries are
 	// exhausted): the engine reported a permanent failure for the update.
-	ReasonStackUpdateFailed = "StackUpdateFailed"
+	ReasonUpdateFailed = "UpdateFailed"
 
 	// ReasonSourceUnavailable (SourceReady=False; Stalled=True if it
 	// persists): the repository, Flux source or Program could not be resolved
@@ -78,9 +87,9 @@ const (
 	// object in another namespace, which is refused.
 	ReasonCrossNamespaceReference = "CrossNamespaceReference"
 
-	// ReasonInvalidSpec (Stalled=True): the spec passed admission but cannot
+	// ReasonSpecInvalid (Stalled=True): the spec passed admission but cannot
 	// be processed as written.
-	ReasonInvalidSpec = "InvalidSpec"
+	ReasonSpecInvalid = "SpecInvalid"
 
 	// ReasonPrerequisiteNotSatisfied (Reconciling=True): a prerequisite Stack
 	// is not Ready, or did not succeed recently enough.

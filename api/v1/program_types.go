@@ -205,7 +205,13 @@ type ProgramArtifact struct {
 	// +optional
 	Revision string `json:"revision,omitempty"`
 
-	// URL is where runners fetch the artifact from.
+	// Path is the artifact's path in the manager's artifact store, relative to its root
+	// (Flux's and PKO's artifact field).
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// URL is PKO's download URL of the artifact. Stackwright leaves it empty: runners
+	// fetch artifacts by digest from the manager's runner API, with a runner's token.
 	// +optional
 	URL string `json:"url,omitempty"`
 
@@ -216,6 +222,10 @@ type ProgramArtifact struct {
 	// LastUpdateTime is when the artifact was last (re)rendered.
 	// +optional
 	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
+
+	// Metadata is Flux's and PKO's free-form artifact metadata; Stackwright sets none.
+	// +optional
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // Program is an inline Pulumi YAML program that Stacks use through

@@ -213,7 +213,7 @@ spec:
 func TestStatusDeepCopy(t *testing.T) {
 	now := metav1.Now()
 	st := StackStatus{
-		Conditions:    []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReconciliationSucceeded}},
+		Conditions:    []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonProcessingCompleted}},
 		LastUpdate:    &StackUpdateState{State: UpdateStateSucceeded, LastResyncTime: &now},
 		CurrentUpdate: &CurrentStackUpdate{Name: "u"},
 	}
@@ -224,7 +224,7 @@ func TestStatusDeepCopy(t *testing.T) {
 	c.Conditions[0].Reason = "x"
 	c.LastUpdate.LastResyncTime.Time = now.Add(1)
 	c.CurrentUpdate.Name = "v"
-	if st.Conditions[0].Reason != ReasonReconciliationSucceeded || !st.LastUpdate.LastResyncTime.Equal(&now) || st.CurrentUpdate.Name != "u" {
+	if st.Conditions[0].Reason != ReasonProcessingCompleted || !st.LastUpdate.LastResyncTime.Equal(&now) || st.CurrentUpdate.Name != "u" {
 		t.Error("DeepCopy shares status memory")
 	}
 }

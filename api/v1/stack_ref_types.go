@@ -32,7 +32,6 @@ const (
 
 // ResourceRef says where a value (an environment variable, a secret config
 // value, a credential) is loaded from. The selector matching type must be set.
-//
 type ResourceRef struct {
 	// Type selects the selector used: Env, FS, Secret or Literal.
 	Type ResourceSelectorType `json:"type"`

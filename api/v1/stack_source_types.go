@@ -1,9 +1,5 @@
 package v1
 
-import (
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-)
-
 // GitSource fetches the program from a git repository. Its fields are inlined
 // at the top level of the Stack spec, as in PKO.
 type GitSource struct {
@@ -57,13 +53,18 @@ type GitAuthConfig struct {
 	// +optional
 	BasicAuth *BasicAuth `json:"basicAuth,omitempty"`
 
-	// GitHubApp authenticates as a GitHub App installation. Its content is
-	// kept verbatim (the shape follows PKO and is decoded by the source
-	// layer).
+	// GitHubApp authenticates as a GitHub App installation, in PKO's shape.
+	// Not supported yet: a Stack that sets it stalls (SpecInvalid).
 	// +optional
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
-	GitHubApp *apiextensionsv1.JSON `json:"githubApp,omitempty"`
+	GitHubApp *GitHubAppAuth `json:"githubApp,omitempty"`
+}
+
+// GitHubAppAuth is PKO's GitHub App credential: the app's ID, the installation's ID and
+// the app's private key.
+type GitHubAppAuth struct {
+	AppID          ResourceRef `json:"appID"`
+	InstallationID ResourceRef `json:"installationID"`
+	PrivateKey     ResourceRef `json:"privateKey"`
 }
 
 // SSHAuth is SSH key authentication for git.

@@ -12,7 +12,7 @@ type StackwrightSpec struct {
 	// IdentityTokens are projected ServiceAccount tokens, each with its own
 	// audience and lifetime, mounted into the runner Pod for cloud workload
 	// identity federation. They need the Job executor: with the local
-	// executor the Stack is stalled (InvalidSpec) instead of running without
+	// executor the Stack is stalled (SpecInvalid) instead of running without
 	// them.
 	// +optional
 	// +listType=atomic

@@ -195,13 +195,11 @@ type StackSpec struct {
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// WorkspaceTemplate is PKO's customisation of its per-stack Workspace
-	// (metadata, image, resources, volumes, pod template, ...). Stackwright
-	// has no Workspace object; it accepts and preserves any content here
-	// unchanged and honours the parts that map onto its runners.
+	// (metadata, image, resources, volumes, pod template, ...), with PKO's
+	// schema. Stackwright has no Workspace object: the Job executor applies the
+	// parts that map onto runner Pods and refuses, naming them, the others.
 	// +optional
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
-	WorkspaceTemplate *apiextensionsv1.JSON `json:"workspaceTemplate,omitempty"`
+	WorkspaceTemplate *WorkspaceTemplate `json:"workspaceTemplate,omitempty"`
 
 	// WorkspaceReclaimPolicy is PKO's choice of keeping (Retain) or deleting
 	// (Delete) the stack's workspace after a successful update. Empty means
@@ -210,12 +208,10 @@ type StackSpec struct {
 	WorkspaceReclaimPolicy WorkspaceReclaimPolicy `json:"workspaceReclaimPolicy,omitempty"`
 
 	// UpdateTemplate is PKO's customisation of the Update objects generated
-	// for this Stack (metadata, TTL, parallelism, ...). Any content is
-	// accepted and preserved unchanged.
+	// for this Stack (metadata, TTL, parallelism, ...), with PKO's schema.
+	// Accepted and kept; not applied (docs/api.md).
 	// +optional
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
-	UpdateTemplate *apiextensionsv1.JSON `json:"updateTemplate,omitempty"`
+	UpdateTemplate *UpdateTemplate `json:"updateTemplate,omitempty"`
 
 	// ---- Stackwright additions ----
 
@@ -278,17 +274,23 @@ const (
 	WorkspaceReclaimDelete WorkspaceReclaimPolicy = "Delete"
 )
 
-// Stack is a Pulumi stack reconciled by Stackwright.
+// Stack is a Pulumi stack reconciled by Stackwright. The printer columns are PKO's, in
+// PKO's order, then Stackwright's (-o wide).
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories={pulumi,stackwright},shortName=stk
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Stack",type=string,priority=10,JSONPath=`.spec.stack`
-// +kubebuilder:printcolumn:name="Last Commit",type=string,JSONPath=`.status.lastUpdate.lastSuccessfulCommit`
-// +kubebuilder:printcolumn:name="Last Update",type=date,JSONPath=`.status.lastUpdate.lastResyncTime`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Last Update",type=string,JSONPath=`.status.lastUpdate.state`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.status.lastUpdate.lastResyncTime`
+// +kubebuilder:printcolumn:name="Last Commit",type=string,priority=10,JSONPath=`.status.lastUpdate.lastAttemptedCommit`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reconciling",type=string,JSONPath=`.status.conditions[?(@.type=="Reconciling")].reason`
+// +kubebuilder:printcolumn:name="Stalled",type=string,JSONPath=`.status.conditions[?(@.type=="Stalled")].reason`
+// +kubebuilder:printcolumn:name="Permalink",type=string,JSONPath=`.status.lastUpdate.permalink`
+// +kubebuilder:printcolumn:name="Suspended",type=string,priority=10,JSONPath=`.status.conditions[?(@.type=="Suspended")].status`
+// +kubebuilder:printcolumn:name="Current Update",type=string,priority=10,JSONPath=`.status.currentUpdate.name`
 type Stack struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -98,3 +98,15 @@ func newObject(apiVersion, kind, namespace, name string) *unstructured.Unstructu
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// decodeInto decodes JSON into a T, refusing fields T does not have.
+func decodeInto[T any](t *testing.T, s string) *T {
+	t.Helper()
+	var v T
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("bad test case: %v", err)
+	}
+	return &v
+}

@@ -100,7 +100,10 @@ stack: dev
 projectRepo: https://github.com/org/repo.git
 branch: main
 gitAuth:
-  githubApp: {appId: "12345", installationId: "678", privateKey: {type: Secret, secret: {name: app, key: pem}}}`},
+  githubApp:
+    appID: {type: Literal, literal: {value: "12345"}}
+    installationID: {type: Literal, literal: {value: "678"}}
+    privateKey: {type: Secret, secret: {name: app, key: pem}}`},
 		{"prerequisitesAndDurations", `
 stack: dev
 programRef: {name: prog}
@@ -200,8 +203,8 @@ func TestStack_Create_DefaultsIdentityTokens(t *testing.T) {
 	}
 }
 
-// Free-form JSON (config values, workspace and update templates) survives storage exactly,
-// through the typed API (apiextensionsv1.JSON) and through unstructured objects.
+// Free-form JSON (config values) and PKO's templates survive storage exactly, through the
+// typed API and through unstructured objects.
 func TestStack_Create_RoundTripsFreeFormJSON(t *testing.T) {
 	config := map[string]string{
 		"app:replicas":   `3`,
@@ -232,8 +235,7 @@ func TestStack_Create_RoundTripsFreeFormJSON(t *testing.T) {
 				"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "pulumi", "effect": "NoSchedule"}],
 				"containers": [{"name": "pulumi", "volumeMounts": [{"name": "cache", "mountPath": "/cache"}]}],
 				"volumes": [{"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}}]
-			}},
-			"futureField": {"count": 2, "ratio": 0.75, "on": true}
+			}}
 		}
 	}`
 	updateTemplate := `{"metadata": {"labels": {"audit": "yes"}}, "spec": {"ttlAfterCompleted": "1h", "parallel": 8, "message": "from k8s"}}`
@@ -247,8 +249,8 @@ func TestStack_Create_RoundTripsFreeFormJSON(t *testing.T) {
 				Stack:             "dev",
 				ProgramRef:        &pulumiv1.ProgramReference{Name: "prog"},
 				Config:            map[string]apiextensionsv1.JSON{},
-				WorkspaceTemplate: rawJSON(t, workspaceTemplate),
-				UpdateTemplate:    rawJSON(t, updateTemplate),
+				WorkspaceTemplate: decodeInto[pulumiv1.WorkspaceTemplate](t, workspaceTemplate),
+				UpdateTemplate:    decodeInto[pulumiv1.UpdateTemplate](t, updateTemplate),
 				GitSource:         pulumiv1.GitSource{},
 				Stackwright:       &pulumiv1.StackwrightSpec{Suspend: true},
 			},

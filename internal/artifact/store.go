@@ -128,6 +128,16 @@ func (s *Store) put(r io.Reader, maxBytes int64, want string) (digest string, er
 	return digest, nil
 }
 
+// RelPath is where the store keeps an artifact, relative to its root ("sha256/<hex>.tar.gz"):
+// what Flux calls an artifact's path. It is "" for a malformed digest.
+func RelPath(digest string) string {
+	h, err := digestHex(digest)
+	if err != nil {
+		return ""
+	}
+	return "sha256/" + h + ".tar.gz"
+}
+
 // Has reports whether the artifact is stored. Invalid digests are never stored.
 func (s *Store) Has(digest string) bool {
 	h, err := digestHex(digest)
@@ -188,9 +198,11 @@ func (s *Store) Remove(digest string) error {
 	return nil
 }
 
-func (s *Store) blobDir() string        { return filepath.Join(s.dir, "sha256") }
-func (s *Store) tmpDir() string         { return filepath.Join(s.dir, "tmp") }
-func (s *Store) path(hex string) string { return filepath.Join(s.blobDir(), hex+".tar.gz") }
+func (s *Store) blobDir() string { return filepath.Join(s.dir, "sha256") }
+func (s *Store) tmpDir() string  { return filepath.Join(s.dir, "tmp") }
+func (s *Store) path(hex string) string {
+	return filepath.Join(s.dir, filepath.FromSlash(RelPath("sha256:"+hex)))
+}
 
 func (s *Store) removeStaleTemps(before time.Time) error {
 	entries, err := os.ReadDir(s.tmpDir())

@@ -66,7 +66,7 @@ type Inputs struct {
 
 // Resolve reads every object stack references. Failures are *fault.Error values:
 // ConfigUnavailable (retryable) for missing objects and keys, CrossNamespaceReference and
-// InvalidSpec (stalled) for references that can never work.
+// SpecInvalid (stalled) for references that can never work.
 func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Options) (*Inputs, error) {
 	r := &resolver{ctx: ctx, c: c, ns: stack.Namespace, opts: o, objects: map[string]client.Object{}}
 	spec := &stack.Spec
@@ -163,7 +163,7 @@ func configRefValue(ref pulumiv1.ConfigMapRef, s string) (json.RawMessage, error
 		return jsonString(s), nil
 	}
 	if !json.Valid([]byte(s)) {
-		return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "key %q of ConfigMap %q is not valid JSON, but the configRef sets json: true", ref.Key, ref.Name)
+		return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "key %q of ConfigMap %q is not valid JSON, but the configRef sets json: true", ref.Key, ref.Name)
 	}
 	return json.RawMessage(s), nil
 }
@@ -180,12 +180,12 @@ func (r *resolver) ref(ref pulumiv1.ResourceRef, field string) (string, error) {
 	switch ref.Type {
 	case pulumiv1.ResourceSelectorLiteral:
 		if ref.Literal == nil {
-			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type Literal needs literal.value", field)
+			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: type Literal needs literal.value", field)
 		}
 		return ref.Literal.Value, nil
 	case pulumiv1.ResourceSelectorSecret:
 		if ref.Secret == nil {
-			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type Secret needs secret.name and secret.key", field)
+			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: type Secret needs secret.name and secret.key", field)
 		}
 		if ref.Secret.Namespace != "" && ref.Secret.Namespace != r.ns {
 			return "", fault.Stall(pulumiv1.ReasonCrossNamespaceReference, "%s refers to Secret %s/%s: references must stay in the Stack's namespace %q", field, ref.Secret.Namespace, ref.Secret.Name, r.ns)
@@ -193,10 +193,10 @@ func (r *resolver) ref(ref pulumiv1.ResourceRef, field string) (string, error) {
 		return r.secretKey(ref.Secret.Name, ref.Secret.Key)
 	case pulumiv1.ResourceSelectorEnv:
 		if ref.Env == nil {
-			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type Env needs env.name", field)
+			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: type Env needs env.name", field)
 		}
 		if !r.opts.AllowEnvRefs {
-			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: references of type Env would read the manager's environment and are disabled (start the manager with --allow-env-refs to permit them)", field)
+			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: references of type Env would read the manager's environment and are disabled (start the manager with --allow-env-refs to permit them)", field)
 		}
 		v, ok := os.LookupEnv(ref.Env.Name)
 		if !ok {
@@ -205,17 +205,17 @@ func (r *resolver) ref(ref pulumiv1.ResourceRef, field string) (string, error) {
 		return v, nil
 	case pulumiv1.ResourceSelectorFS:
 		if ref.FileSystem == nil {
-			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type FS needs filesystem.path", field)
+			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: type FS needs filesystem.path", field)
 		}
 		return r.file(ref.FileSystem.Path, field)
 	default:
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: unknown reference type %q", field, ref.Type)
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: unknown reference type %q", field, ref.Type)
 	}
 }
 
 func (r *resolver) file(path, field string) (string, error) {
 	if r.opts.FSRoot == "" {
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: references of type FS would read the manager's file system and are disabled (start the manager with --fs-ref-root to permit a directory)", field)
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: references of type FS would read the manager's file system and are disabled (start the manager with --fs-ref-root to permit a directory)", field)
 	}
 	root := filepath.Clean(r.opts.FSRoot)
 	p := filepath.Clean(path)
@@ -223,7 +223,7 @@ func (r *resolver) file(path, field string) (string, error) {
 		p = filepath.Join(root, p)
 	}
 	if rel, err := filepath.Rel(root, p); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: path %q is outside the permitted directory %s", field, path, root)
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: path %q is outside the permitted directory %s", field, path, root)
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {

@@ -154,7 +154,7 @@ func TestResolve_References_FailWithPreciseFaults(t *testing.T) {
 		{name: "missingSecret", spec: env(secretRef("nope", "k")), wantReason: pulumiv1.ReasonConfigUnavailable},
 		{name: "missingKey", spec: env(secretRef("creds", "nope")), wantReason: pulumiv1.ReasonConfigUnavailable},
 		{name: "missingConfigMap", spec: pulumiv1.StackSpec{ConfigRef: map[string]pulumiv1.ConfigMapRef{"a": {Name: "nope", Key: "k"}}}, wantReason: pulumiv1.ReasonConfigUnavailable},
-		{name: "invalidJSON", spec: pulumiv1.StackSpec{ConfigRef: map[string]pulumiv1.ConfigMapRef{"a": {Name: "cm", Key: "bad", JSON: true}}}, wantReason: pulumiv1.ReasonInvalidSpec, wantStalled: true},
+		{name: "invalidJSON", spec: pulumiv1.StackSpec{ConfigRef: map[string]pulumiv1.ConfigMapRef{"a": {Name: "cm", Key: "bad", JSON: true}}}, wantReason: pulumiv1.ReasonSpecInvalid, wantStalled: true},
 		{
 			name:        "crossNamespaceSecret",
 			spec:        env(pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorSecret, ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Namespace: "other", Name: "creds", Key: "k"}}}),
@@ -164,20 +164,20 @@ func TestResolve_References_FailWithPreciseFaults(t *testing.T) {
 		{
 			name:        "envRefDisabled",
 			spec:        env(pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorEnv, ResourceSelector: pulumiv1.ResourceSelector{Env: &pulumiv1.EnvSelector{Name: "HOME"}}}),
-			wantReason:  pulumiv1.ReasonInvalidSpec,
+			wantReason:  pulumiv1.ReasonSpecInvalid,
 			wantStalled: true,
 		},
 		{
 			name:        "fsRefDisabled",
 			spec:        env(pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorFS, ResourceSelector: pulumiv1.ResourceSelector{FileSystem: &pulumiv1.FSSelector{Path: "ok"}}}),
-			wantReason:  pulumiv1.ReasonInvalidSpec,
+			wantReason:  pulumiv1.ReasonSpecInvalid,
 			wantStalled: true,
 		},
 		{
 			name:        "fsRefEscapingRoot",
 			spec:        env(pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorFS, ResourceSelector: pulumiv1.ResourceSelector{FileSystem: &pulumiv1.FSSelector{Path: "../etc/passwd"}}}),
 			opts:        Options{FSRoot: fsRoot},
-			wantReason:  pulumiv1.ReasonInvalidSpec,
+			wantReason:  pulumiv1.ReasonSpecInvalid,
 			wantStalled: true,
 		},
 		{

@@ -124,7 +124,7 @@ func (r *Runner) run(ctx context.Context, u *v1alpha1.Update, tail *engine.Tail)
 	if len(stack.Spec.IdentityTokens()) > 0 {
 		// The Stack controller does not start such runs here; an Update created before the
 		// manager switched executors still must not run without its tokens.
-		return engine.Result{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.stackwright.identityTokens needs the job executor: the engine would run in the manager, without the tokens")
+		return engine.Result{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.stackwright.identityTokens needs the job executor: the engine would run in the manager, without the tokens")
 	}
 	dir, err := r.prepare(u, stack)
 	if err != nil {
@@ -178,7 +178,7 @@ func (r *Runner) prepare(u *v1alpha1.Update, stack *pulumiv1.Stack) (string, err
 		return "", fmt.Errorf("failed to clear work directory %s: %w", work, err)
 	}
 	if u.Spec.ArtifactDigest == "" {
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "the program of revision %s is baked into the Stack's workspace image, which only a runner Pod (the Job executor) can run", u.Spec.Revision)
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "the program of revision %s is baked into the Stack's workspace image, which only a runner Pod (the Job executor) can run", u.Spec.Revision)
 	}
 	if err := r.Store.Extract(u.Spec.ArtifactDigest, work, r.Limits); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -194,11 +194,11 @@ func (r *Runner) prepare(u *v1alpha1.Update, stack *pulumiv1.Stack) (string, err
 func ProjectDir(work, projectDir, revision string) (string, error) {
 	dir := filepath.Join(work, filepath.FromSlash(projectDir))
 	if rel, err := filepath.Rel(work, dir); err != nil || strings.HasPrefix(rel, "..") {
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "project directory %q leaves the artifact", projectDir)
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "project directory %q leaves the artifact", projectDir)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "Pulumi.yaml")); err != nil {
 		if _, yerr := os.Stat(filepath.Join(dir, "Pulumi.yml")); yerr != nil {
-			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "no Pulumi.yaml in directory %q of revision %s", projectDir, revision)
+			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "no Pulumi.yaml in directory %q of revision %s", projectDir, revision)
 		}
 	}
 	return dir, nil

@@ -24,7 +24,7 @@ func TestFailure_Error_MapsToRetryReason(t *testing.T) {
 		wantResult v1alpha1.UpdateResult
 	}{
 		{name: "missingSecretIsTransient", err: fault.Retry(pulumiv1.ReasonConfigUnavailable, "Secret %q not found", "x"), wantReason: v1alpha1.ReasonTransientFailure, wantResult: v1alpha1.UpdateResultFailed},
-		{name: "invalidSpecIsPermanent", err: fault.Stall(pulumiv1.ReasonInvalidSpec, "no Pulumi.yaml"), wantReason: v1alpha1.ReasonPermanentFailure, wantResult: v1alpha1.UpdateResultFailed},
+		{name: "invalidSpecIsPermanent", err: fault.Stall(pulumiv1.ReasonSpecInvalid, "no Pulumi.yaml"), wantReason: v1alpha1.ReasonPermanentFailure, wantResult: v1alpha1.UpdateResultFailed},
 		{name: "cancelled", err: fmt.Errorf("failed to update stack: %w", context.Canceled), wantReason: v1alpha1.ReasonCancelled, wantResult: v1alpha1.UpdateResultCancelled},
 		{name: "lockHeldIsConflict", err: errors.New("error: the stack is currently locked by 1 lock(s)"), wantReason: v1alpha1.ReasonUpdateConflict, wantResult: v1alpha1.UpdateResultFailed},
 		{name: "networkIsTransient", err: errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), wantReason: v1alpha1.ReasonTransientFailure, wantResult: v1alpha1.UpdateResultFailed},
@@ -58,7 +58,7 @@ func TestFinish_Outcome_FillsStatusAndCondition(t *testing.T) {
 	}
 
 	failed := &v1alpha1.Update{}
-	Finish(failed, engine.Result{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "no Pulumi.yaml in %q", "sub"), "", now)
+	Finish(failed, engine.Result{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "no Pulumi.yaml in %q", "sub"), "", now)
 	c := apimeta.FindStatusCondition(failed.Status.Conditions, v1alpha1.ConditionComplete)
 	if failed.Status.Phase != v1alpha1.UpdatePhaseFailed || c == nil || c.Reason != v1alpha1.ReasonPermanentFailure || c.Message != `no Pulumi.yaml in "sub"` {
 		t.Errorf("status after failure = %+v, condition %+v", failed.Status, c)

@@ -20,7 +20,7 @@ type Artifact struct {
 
 // Resolver resolves the source of one kind of Stack. Failures the Stack's status should
 // explain are *fault.Error values (reason SourceUnavailable while a source is missing or not
-// ready, CrossNamespaceReference or InvalidSpec when it can never work).
+// ready, CrossNamespaceReference or SpecInvalid when it can never work).
 type Resolver interface {
 	Resolve(ctx context.Context, stack *pulumiv1.Stack) (Artifact, error)
 }
@@ -35,11 +35,11 @@ func (r Registry) Resolve(ctx context.Context, stack *pulumiv1.Stack) (Artifact,
 	if !ok {
 		switch kind {
 		case "":
-			return Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "the Stack names no program: set one of spec.projectRepo, spec.fluxSource or spec.programRef, or a spec.workspaceTemplate with spec.image and spec.local.dir (a program baked into the image)")
+			return Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "the Stack names no program: set one of spec.projectRepo, spec.fluxSource or spec.programRef, or a spec.workspaceTemplate with spec.image and spec.local.dir (a program baked into the image)")
 		case pulumiv1.SourceKindImage:
-			return Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "the program is baked into the workspace image (spec.workspaceTemplate spec.local.dir), which only the Job executor can run; this manager runs --executor=local")
+			return Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "the program is baked into the workspace image (spec.workspaceTemplate spec.local.dir), which only the Job executor can run; this manager runs --executor=local")
 		}
-		return Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "%s sources are not supported by this manager", kind)
+		return Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "%s sources are not supported by this manager", kind)
 	}
 	return res.Resolve(ctx, stack)
 }

@@ -69,14 +69,14 @@ func MarkReady(o Object, reason, msg string) {
 // MarkReconciling records progress, or a wait that clears by itself.
 func MarkReconciling(o Object, reason, msg string) {
 	Set(o, pulumiv1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
-	Set(o, pulumiv1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	Set(o, pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyInProgress, msg)
 	Remove(o, pulumiv1.ConditionStalled)
 }
 
 // MarkStalled records that only a human can move the object on.
 func MarkStalled(o Object, reason, msg string) {
 	Set(o, pulumiv1.ConditionStalled, metav1.ConditionTrue, reason, msg)
-	Set(o, pulumiv1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	Set(o, pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyStalled, msg)
 	Remove(o, pulumiv1.ConditionReconciling)
 }
 
@@ -87,7 +87,7 @@ func MarkProgress(o Object, msg string) {
 	if Settled(o) {
 		return
 	}
-	MarkReconciling(o, pulumiv1.ReasonProgressing, msg)
+	MarkReconciling(o, pulumiv1.ReasonStackProcessing, msg)
 }
 
 // Settled reports whether everything that can be done for the current generation has been:

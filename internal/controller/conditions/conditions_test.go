@@ -34,23 +34,23 @@ func TestConditions_Mark_KstatusPairs(t *testing.T) {
 		want   []metav1.Condition
 	}{
 		{
-			name:   "reconciling pairs Ready=False with the same reason and clears Stalled",
+			name:   "reconciling pairs Ready=False NotReadyInProgress with the same message and clears Stalled",
 			before: []metav1.Condition{stalledTrue(1)},
 			mark:   func(o conditions.Object) { conditions.MarkReconciling(o, "Waiting", "waiting for x") },
 			want: []metav1.Condition{
 				cond(pulumiv1.ConditionReconciling, metav1.ConditionTrue, "Waiting", "waiting for x", 2),
-				cond(pulumiv1.ConditionReady, metav1.ConditionFalse, "Waiting", "waiting for x", 2),
+				cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyInProgress, "waiting for x", 2),
 			},
 		},
 		{
-			name: "stalled pairs Ready=False with the same reason and clears Reconciling",
+			name: "stalled pairs Ready=False NotReadyStalled with the same message and clears Reconciling",
 			before: []metav1.Condition{
 				cond(pulumiv1.ConditionReconciling, metav1.ConditionTrue, "Waiting", "w", 2),
 			},
 			mark: func(o conditions.Object) { conditions.MarkStalled(o, "Bad", "bad") },
 			want: []metav1.Condition{
 				cond(pulumiv1.ConditionStalled, metav1.ConditionTrue, "Bad", "bad", 2),
-				cond(pulumiv1.ConditionReady, metav1.ConditionFalse, "Bad", "bad", 2),
+				cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyStalled, "bad", 2),
 			},
 		},
 		{
@@ -66,8 +66,8 @@ func TestConditions_Mark_KstatusPairs(t *testing.T) {
 			before: []metav1.Condition{readyTrue(1)},
 			mark:   func(o conditions.Object) { conditions.MarkProgress(o, "Fetching x") },
 			want: []metav1.Condition{
-				cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonProgressing, "Fetching x", 2),
-				cond(pulumiv1.ConditionReconciling, metav1.ConditionTrue, pulumiv1.ReasonProgressing, "Fetching x", 2),
+				cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyInProgress, "Fetching x", 2),
+				cond(pulumiv1.ConditionReconciling, metav1.ConditionTrue, pulumiv1.ReasonStackProcessing, "Fetching x", 2),
 			},
 		},
 		{

@@ -31,8 +31,8 @@ const (
 
 	// EventReasonArtifactReady: a generation was rendered into a new artifact.
 	EventReasonArtifactReady = pulumiv1.ReasonArtifactReady
-	// EventReasonInvalidSpec: a generation cannot be rendered as written.
-	EventReasonInvalidSpec = pulumiv1.ReasonInvalidSpec
+	// EventReasonSpecInvalid: a generation cannot be rendered as written.
+	EventReasonSpecInvalid = pulumiv1.ReasonSpecInvalid
 	// EventReasonStoreFailed: the artifact could not be written; the controller retries.
 	EventReasonStoreFailed = "ArtifactStoreFailed"
 
@@ -50,9 +50,6 @@ type Reconciler struct {
 	Store  *artifact.Store
 	// Recorder emits events on transitions; SetupWithManager provides one when nil.
 	Recorder events.EventRecorder
-	// ArtifactURL, when set, gives the URL runners fetch an artifact from, recorded in
-	// status.artifact.url.
-	ArtifactURL func(digest string) string
 }
 
 // SetupWithManager registers the controller. Only spec changes (a new generation) trigger
@@ -101,7 +98,7 @@ func (r *Reconciler) render(ctx context.Context, prog *pulumiv1.Program) error {
 	tarball, err := programsource.Tarball(prog)
 	if err != nil {
 		log.Info("Program cannot be rendered", "generation", prog.Generation, "error", err.Error())
-		markStalled(prog, pulumiv1.ReasonInvalidSpec, err.Error())
+		markStalled(prog, pulumiv1.ReasonSpecInvalid, err.Error())
 		// Only a new generation can fix it, and that triggers a reconcile by itself.
 		return nil
 	}
@@ -113,10 +110,7 @@ func (r *Reconciler) render(ctx context.Context, prog *pulumiv1.Program) error {
 		}
 		log.V(1).Info("Stored artifact", "digest", digest, "size", len(tarball))
 	}
-	res := rendered{digest: digest, revision: programsource.Revision(prog), size: int64(len(tarball))}
-	if r.ArtifactURL != nil {
-		res.url = r.ArtifactURL(digest)
-	}
+	res := rendered{digest: digest, revision: programsource.Revision(prog), size: int64(len(tarball)), path: artifact.RelPath(digest)}
 	markReady(prog, res, metav1.Now())
 	return nil
 }
@@ -138,8 +132,8 @@ func (r *Reconciler) emitTransition(before, after *pulumiv1.Program) {
 	switch {
 	case now.Status == metav1.ConditionTrue:
 		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, EventReasonArtifactReady, eventActionRender, "%s", now.Message)
-	case now.Reason == pulumiv1.ReasonInvalidSpec:
-		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, EventReasonInvalidSpec, eventActionRender, "%s", now.Message)
+	case conditions.IsTrue(after, pulumiv1.ConditionStalled):
+		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, EventReasonSpecInvalid, eventActionRender, "%s", now.Message)
 	default:
 		r.Recorder.Eventf(after, nil, corev1.EventTypeWarning, EventReasonStoreFailed, eventActionStore, "%s", now.Message)
 	}

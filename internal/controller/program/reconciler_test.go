@@ -81,7 +81,8 @@ func TestReconciler_Reconcile_RendersProgramIntoStore(t *testing.T) {
 	if got.Status.Artifact == nil || got.Status.Artifact.LastUpdateTime == nil {
 		t.Fatalf("status.artifact = %+v; want it set with lastUpdateTime", got.Status.Artifact)
 	}
-	wantArtifact := pulumiv1.ProgramArtifact{Digest: digest, Revision: "generation/1", Size: int64(len(tarball))}
+	wantArtifact := pulumiv1.ProgramArtifact{Digest: digest, Revision: "generation/1", Size: int64(len(tarball)),
+		Path: "sha256/" + strings.TrimPrefix(digest, "sha256:") + ".tar.gz"}
 	if diff := cmp.Diff(wantArtifact, *got.Status.Artifact, cmpopts.IgnoreFields(pulumiv1.ProgramArtifact{}, "LastUpdateTime")); diff != "" {
 		t.Errorf("status.artifact (-want +got):\n%s", diff)
 	}
@@ -93,9 +94,12 @@ func TestReconciler_Reconcile_RendersProgramIntoStore(t *testing.T) {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
 
-	// The stored artifact is exactly the rendered project.
+	// The stored artifact is exactly the rendered project, where status.artifact.path says.
 	if !store.Has(digest) {
 		t.Fatalf("store lacks %s", digest)
+	}
+	if _, err := os.Stat(filepath.Join(store.Dir(), filepath.FromSlash(got.Status.Artifact.Path))); err != nil {
+		t.Errorf("status.artifact.path does not lead to the stored artifact: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "x")
 	if err := store.Extract(digest, dir, artifact.DefaultLimits); err != nil {
@@ -187,8 +191,8 @@ func TestReconciler_Reconcile_InvalidSpecStallsUntilFixed(t *testing.T) {
 	checkObserved(t, got, 1)
 	msg := `failed to render Program: resource "greeting" sets both get and properties, which are mutually exclusive`
 	wantConditions := []metav1.Condition{
-		{Type: pulumiv1.ConditionReady, Status: metav1.ConditionFalse, Reason: pulumiv1.ReasonInvalidSpec, Message: msg, ObservedGeneration: 1},
-		{Type: pulumiv1.ConditionStalled, Status: metav1.ConditionTrue, Reason: pulumiv1.ReasonInvalidSpec, Message: msg, ObservedGeneration: 1},
+		{Type: pulumiv1.ConditionReady, Status: metav1.ConditionFalse, Reason: pulumiv1.ReasonNotReadyStalled, Message: msg, ObservedGeneration: 1},
+		{Type: pulumiv1.ConditionStalled, Status: metav1.ConditionTrue, Reason: pulumiv1.ReasonSpecInvalid, Message: msg, ObservedGeneration: 1},
 	}
 	if diff := cmp.Diff(wantConditions, got.Status.Conditions, ignoreTransitionTime); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
@@ -196,7 +200,7 @@ func TestReconciler_Reconcile_InvalidSpecStallsUntilFixed(t *testing.T) {
 	if got.Status.Artifact != nil {
 		t.Errorf("status.artifact = %+v; want none for a Program that never rendered", got.Status.Artifact)
 	}
-	s.WaitEvent(got, "Warning", program.EventReasonInvalidSpec)
+	s.WaitEvent(got, "Warning", program.EventReasonSpecInvalid)
 
 	r.Get = nil
 	s.Patch(got, func() { got.Program.Resources["greeting"] = r })
@@ -231,9 +235,9 @@ func TestReconciler_Reconcile_StoreFailureRetriesUntilItRecovers(t *testing.T) {
 		t.Errorf("status = %+v; want no observedGeneration and no artifact while the store fails", got.Status)
 	}
 	ready := meta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionReady)
-	// Ready=False carries the same reason as Reconciling, as for every kind.
-	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != pulumiv1.ReasonRetryingAfterFailure {
-		t.Errorf("Ready = %+v; want False/%s", ready, pulumiv1.ReasonRetryingAfterFailure)
+	// Ready=False says NotReadyInProgress (PKO's reason), as for every kind; Reconciling says why.
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != pulumiv1.ReasonNotReadyInProgress {
+		t.Errorf("Ready = %+v; want False/%s", ready, pulumiv1.ReasonNotReadyInProgress)
 	}
 	if c := meta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionReconciling); c.Reason != pulumiv1.ReasonRetryingAfterFailure || !strings.Contains(c.Message, "failed to store artifact") {
 		t.Errorf("Reconciling = %+v; want %s naming the store failure", c, pulumiv1.ReasonRetryingAfterFailure)

@@ -14,7 +14,7 @@ type rendered struct {
 	digest   string
 	revision string
 	size     int64
-	url      string
+	path     string
 }
 
 // markReady records a stored artifact for the current generation. lastUpdateTime moves
@@ -25,7 +25,7 @@ func markReady(p *pulumiv1.Program, r rendered, now metav1.Time) {
 	if a == nil || a.Digest != r.digest || a.LastUpdateTime == nil {
 		a = &pulumiv1.ProgramArtifact{LastUpdateTime: &now}
 	}
-	a.Digest, a.Revision, a.Size, a.URL = r.digest, r.revision, r.size, r.url
+	a.Digest, a.Revision, a.Size, a.Path = r.digest, r.revision, r.size, r.path
 	p.Status.Artifact = a
 	conditions.MarkReady(p, pulumiv1.ReasonArtifactReady, fmt.Sprintf("Rendered %s to artifact %s", r.revision, r.digest))
 }

@@ -37,11 +37,11 @@ func TestStatus_Mark_Transitions(t *testing.T) {
 			name:       "first render records the artifact and its time",
 			generation: 1,
 			mark: func(p *pulumiv1.Program) {
-				markReady(p, rendered{digest: "sha256:a", revision: "generation/1", size: 10, url: "http://x/a"}, now)
+				markReady(p, rendered{digest: "sha256:a", revision: "generation/1", size: 10, path: "sha256/a.tar.gz"}, now)
 			},
 			want: pulumiv1.ProgramStatus{
 				ObservedGeneration: 1,
-				Artifact:           &pulumiv1.ProgramArtifact{Digest: "sha256:a", Revision: "generation/1", Size: 10, URL: "http://x/a", LastUpdateTime: &now},
+				Artifact:           &pulumiv1.ProgramArtifact{Digest: "sha256:a", Revision: "generation/1", Size: 10, Path: "sha256/a.tar.gz", LastUpdateTime: &now},
 				Conditions:         []metav1.Condition{cond(pulumiv1.ConditionReady, metav1.ConditionTrue, pulumiv1.ReasonArtifactReady, "Rendered generation/1 to artifact sha256:a", 1)},
 			},
 		},
@@ -75,13 +75,13 @@ func TestStatus_Mark_Transitions(t *testing.T) {
 			name:       "invalid spec stalls, handles the generation and keeps the last artifact",
 			generation: 2,
 			status:     readyAt(1, "sha256:a", earlier),
-			mark:       func(p *pulumiv1.Program) { markStalled(p, pulumiv1.ReasonInvalidSpec, "bad") },
+			mark:       func(p *pulumiv1.Program) { markStalled(p, pulumiv1.ReasonSpecInvalid, "bad") },
 			want: pulumiv1.ProgramStatus{
 				ObservedGeneration: 2,
 				Artifact:           readyAt(1, "sha256:a", earlier).Artifact,
 				Conditions: []metav1.Condition{
-					cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonInvalidSpec, "bad", 2),
-					cond(pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec, "bad", 2),
+					cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyStalled, "bad", 2),
+					cond(pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonSpecInvalid, "bad", 2),
 				},
 			},
 		},
@@ -94,7 +94,7 @@ func TestStatus_Mark_Transitions(t *testing.T) {
 				ObservedGeneration: 1,
 				Artifact:           readyAt(1, "sha256:a", earlier).Artifact,
 				Conditions: []metav1.Condition{
-					cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonRetryingAfterFailure, "disk full", 2),
+					cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyInProgress, "disk full", 2),
 					cond(pulumiv1.ConditionReconciling, metav1.ConditionTrue, pulumiv1.ReasonRetryingAfterFailure, "disk full", 2),
 				},
 			},
@@ -103,8 +103,8 @@ func TestStatus_Mark_Transitions(t *testing.T) {
 			name:       "ready after a failure clears Stalled and Reconciling",
 			generation: 3,
 			status: pulumiv1.ProgramStatus{Conditions: []metav1.Condition{
-				cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonInvalidSpec, "bad", 2),
-				cond(pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec, "bad", 2),
+				cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonSpecInvalid, "bad", 2),
+				cond(pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonSpecInvalid, "bad", 2),
 				cond(pulumiv1.ConditionReconciling, metav1.ConditionTrue, pulumiv1.ReasonRetryingAfterFailure, "x", 2),
 			}},
 			mark: func(p *pulumiv1.Program) {
@@ -122,12 +122,12 @@ func TestStatus_Mark_Transitions(t *testing.T) {
 			status: pulumiv1.ProgramStatus{Conditions: []metav1.Condition{
 				cond(pulumiv1.ConditionReconciling, metav1.ConditionTrue, pulumiv1.ReasonRetryingAfterFailure, "x", 1),
 			}},
-			mark: func(p *pulumiv1.Program) { markStalled(p, pulumiv1.ReasonInvalidSpec, "bad") },
+			mark: func(p *pulumiv1.Program) { markStalled(p, pulumiv1.ReasonSpecInvalid, "bad") },
 			want: pulumiv1.ProgramStatus{
 				ObservedGeneration: 1,
 				Conditions: []metav1.Condition{
-					cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonInvalidSpec, "bad", 1),
-					cond(pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec, "bad", 1),
+					cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyStalled, "bad", 1),
+					cond(pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonSpecInvalid, "bad", 1),
 				},
 			},
 		},
@@ -147,7 +147,7 @@ func TestStatus_Mark_Transitions(t *testing.T) {
 
 func TestStatus_SetCondition_TruncatesLongMessages(t *testing.T) {
 	p := &pulumiv1.Program{}
-	markStalled(p, pulumiv1.ReasonInvalidSpec, strings.Repeat("é", conditions.MaxMessage))
+	markStalled(p, pulumiv1.ReasonSpecInvalid, strings.Repeat("é", conditions.MaxMessage))
 	for _, c := range p.Status.Conditions {
 		if len(c.Message) > conditions.MaxMessage+3 || !strings.HasSuffix(c.Message, "...") {
 			t.Errorf("%s message has %d bytes; want at most %d ending in ...", c.Type, len(c.Message), conditions.MaxMessage+3)

@@ -59,7 +59,7 @@ func (r *Reconciler) chooseDestroy(ctx context.Context, s *scope) (bool, error) 
 			return false, r.releaseWithoutDestroy(ctx, s, why+", and none can be created there")
 		}
 		if !r.Options.RunnerPods {
-			markStalled(stack, pulumiv1.ReasonInvalidSpec, why+": run the manager with --executor=job")
+			markStalled(stack, pulumiv1.ReasonSpecInvalid, why+": run the manager with --executor=job")
 			return false, nil
 		}
 	}

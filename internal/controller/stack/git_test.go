@@ -61,7 +61,7 @@ func TestStackReconciler_Reconcile_GitBranchAndCommit(t *testing.T) {
 	s.g.Expect(content).To(Equal("v1"))
 	s.g.Expect(s.waitReady("pinned").Status.LastUpdate.LastSuccessfulCommit).To(Equal(first))
 
-	got := s.waitCondition("denied", pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonSourceUnavailable)
+	got := s.waitCondition("denied", pulumiv1.ConditionReconciling, metav1.ConditionTrue, pulumiv1.ReasonSourceUnavailable)
 	msg := apimeta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionReady).Message
 	s.g.Expect(msg).To(ContainSubstring("git-creds"))
 	s.g.Expect(msg).NotTo(ContainSubstring("nope"))

@@ -86,7 +86,7 @@ func (r *Reconciler) checkSuspended(_ context.Context, s *scope) (bool, error) {
 // but cannot run as written, before anything is fetched or started for it.
 func (r *Reconciler) reviewSpec(_ context.Context, s *scope) (bool, error) {
 	if p := s.stack.Spec.Review().Problems; len(p) > 0 {
-		markStalled(s.stack, pulumiv1.ReasonInvalidSpec, strings.Join(p, "; "))
+		markStalled(s.stack, pulumiv1.ReasonSpecInvalid, strings.Join(p, "; "))
 		return false, nil
 	}
 	return true, nil
@@ -95,7 +95,7 @@ func (r *Reconciler) reviewSpec(_ context.Context, s *scope) (bool, error) {
 // checkExecutor stalls a Stack that this manager's executor cannot run as asked.
 func (r *Reconciler) checkExecutor(_ context.Context, s *scope) (bool, error) {
 	if len(s.stack.Spec.IdentityTokens()) > 0 && !r.Options.RunnerPods {
-		markStalled(s.stack, pulumiv1.ReasonInvalidSpec, identityTokensNeedJob)
+		markStalled(s.stack, pulumiv1.ReasonSpecInvalid, identityTokensNeedJob)
 		return false, nil
 	}
 	return true, nil
@@ -206,7 +206,7 @@ func (r *Reconciler) markUpToDate(_ context.Context, s *scope) (bool, error) {
 func (r *Reconciler) handleFault(s *scope, err error, fromSource bool) (bool, error) {
 	f, ok := fault.As(err)
 	if !ok {
-		markReconciling(s.stack, pulumiv1.ReasonProgressing, err.Error())
+		markReconciling(s.stack, pulumiv1.ReasonStackProcessing, err.Error())
 		return false, err
 	}
 	if fromSource {

@@ -31,7 +31,7 @@ func (r *Reconciler) awaitPrerequisites(ctx context.Context, s *scope) (bool, er
 	if cycle, err := r.prerequisiteCycle(ctx, stack); err != nil {
 		return false, err
 	} else if cycle != nil {
-		markStalled(stack, pulumiv1.ReasonInvalidSpec, "spec.prerequisites form a cycle: "+strings.Join(cycle, " → ")+"; none of these Stacks can ever be updated")
+		markStalled(stack, pulumiv1.ReasonSpecInvalid, "spec.prerequisites form a cycle: "+strings.Join(cycle, " → ")+"; none of these Stacks can ever be updated")
 		return false, nil
 	}
 	var waiting []string
@@ -69,8 +69,8 @@ func (r *Reconciler) prerequisiteUnsatisfied(ctx context.Context, stack *pulumiv
 		return fmt.Sprintf("Stack %s has not succeeded yet", pr.Name), nil
 	}
 	// A malformed duration never gets here: Review stalls the Stack before its phases run.
-	within, err := pr.SucceededWithin()
-	if err != nil || within == 0 || lu.LastResyncTime == nil {
+	within, _ := pr.SucceededWithin()
+	if within == 0 || lu.LastResyncTime == nil {
 		return "", nil
 	}
 	age := r.Now().Sub(lu.LastResyncTime.Time)

@@ -82,7 +82,7 @@ func TestStackReconciler_Prerequisites_CycleStalls(t *testing.T) {
 	s.create(s.prereqStack("a", after("b")...))
 	s.create(s.prereqStack("b", after("a")...))
 	for _, name := range []string{"a", "b"} {
-		st := s.waitCondition(name, pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec)
+		st := s.waitCondition(name, pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonSpecInvalid)
 		s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message).To(ContainSubstring("form a cycle"))
 		s.g.Expect(s.updates(name)).To(BeEmpty())
 	}

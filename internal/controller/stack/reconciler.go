@@ -131,7 +131,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 func logEnd(ctx context.Context, stack *pulumiv1.Stack, start time.Time, res ctrl.Result, err error) {
 	kv := []any{"duration", time.Since(start).Round(time.Millisecond), "requeueAfter", res.RequeueAfter}
 	if c := conditions.Get(stack, pulumiv1.ConditionReady); c != nil {
-		kv = append(kv, "ready", c.Status, "reason", c.Reason)
+		reason := c.Reason
+		// Ready=False only says NotReadyInProgress or NotReadyStalled; the other condition says why.
+		for _, typ := range []string{pulumiv1.ConditionReconciling, pulumiv1.ConditionStalled} {
+			if conditions.IsTrue(stack, typ) {
+				reason = conditions.Get(stack, typ).Reason
+			}
+		}
+		kv = append(kv, "ready", c.Status, "reason", reason)
 	}
 	if err != nil {
 		kv = append(kv, "error", err.Error())

@@ -14,6 +14,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -99,14 +101,14 @@ func TestStackReconciler_Reconcile_MissingReferencesWaitThenProceed(t *testing.T
 	}}
 	s.create(st)
 
-	got := s.waitCondition("waiting", pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonSourceUnavailable)
+	got := s.waitCondition("waiting", pulumiv1.ConditionReconciling, metav1.ConditionTrue, pulumiv1.ReasonSourceUnavailable)
 	s.g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionReconciling).Message).To(ContainSubstring(`Program "later" not found`))
 	s.g.Expect(apimeta.IsStatusConditionTrue(got.Status.Conditions, pulumiv1.ConditionStalled)).To(BeFalse())
 
 	prog := s.program("later", map[string]pulumiv1.Resource{"f": fileResource("secret.txt", "${greeting}")}, nil)
 	prog.Program.Configuration = map[string]pulumiv1.Configuration{"greeting": {Type: "String"}}
 	s.create(prog)
-	got = s.waitCondition("waiting", pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonConfigUnavailable)
+	got = s.waitCondition("waiting", pulumiv1.ConditionReconciling, metav1.ConditionTrue, pulumiv1.ReasonConfigUnavailable)
 	s.g.Expect(apimeta.FindStatusCondition(got.Status.Conditions, pulumiv1.ConditionReady).Message).To(ContainSubstring(`Secret "creds" not found`))
 
 	s.create(secretOf(s.ns, "creds", map[string]string{"greeting": "psst"}))
@@ -150,7 +152,7 @@ func TestStackReconciler_Reconcile_PermanentFailuresStallUntilRequested(t *testi
 	s.create(s.program("broken", map[string]pulumiv1.Resource{"f": flakyResource(100, 0)}, nil))
 	s.create(s.stack("broken", "broken"))
 
-	st := s.waitCondition("broken", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonStackUpdateFailed)
+	st := s.waitCondition("broken", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonUpdateFailed)
 	s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message).To(ContainSubstring("induced failure 3 of 100"))
 	s.g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation))
 	// Stalled means stalled: no retry however long it waits (the next backoff would be 9s).
@@ -161,7 +163,7 @@ func TestStackReconciler_Reconcile_PermanentFailuresStallUntilRequested(t *testi
 	s.eventually(func(g Gomega) {
 		g.Expect(s.get(g, "broken").Status.LastUpdate.Message).To(ContainSubstring("induced failure 4 of 100"))
 	})
-	st = s.waitCondition("broken", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonStackUpdateFailed)
+	st = s.waitCondition("broken", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonUpdateFailed)
 
 	s.patch(st, func() { st.Annotations = map[string]string{pulumiv1.ReconcileRequestAnnotation: "try-again"} })
 	s.eventually(func(g Gomega) {
@@ -453,7 +455,7 @@ func TestStackReconciler_Reconcile_IdentityTokensNeedJobExecutor(t *testing.T) {
 	s.patch(deployed, func() { deployed.Spec.Stackwright = identityTokens() })
 
 	for _, name := range []string{"fresh", "deployed"} {
-		st := s.waitCondition(name, pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec)
+		st := s.waitCondition(name, pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonSpecInvalid)
 		s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message).To(HavePrefix("spec.stackwright.identityTokens needs the job executor"))
 		s.g.Expect(apimeta.IsStatusConditionFalse(st.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue())
 		s.g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation))
@@ -477,7 +479,7 @@ func TestStackReconciler_Delete_IdentityTokensStallDestroyUntilRemoved(t *testin
 	s.create(st)
 	st = s.waitReady("federated")
 	s.patch(st, func() { st.Spec.Stackwright = identityTokens() })
-	st = s.waitCondition("federated", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec)
+	st = s.waitCondition("federated", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonSpecInvalid)
 
 	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
 	s.g.Consistently(func(g Gomega) {
@@ -507,7 +509,7 @@ func TestStackReconciler_Delete_IdentityTokensInTerminatingNamespaceReleased(t *
 	s.create(st)
 	st = s.waitReady("federated")
 	s.patch(st, func() { st.Spec.Stackwright = identityTokens() })
-	st = s.waitCondition("federated", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec)
+	st = s.waitCondition("federated", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonSpecInvalid)
 
 	s.g.Expect(env.Client.Delete(s.ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
 	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
@@ -576,7 +578,7 @@ func TestStackReconciler_Reconcile_SpecAdmittedButInvalidStalls(t *testing.T) {
 	st.Spec.EnvRefs["REGION"] = pulumiv1.ResourceRef{Type: "literal", ResourceSelector: pulumiv1.ResourceSelector{Literal: &pulumiv1.LiteralRef{Value: "eu"}}}
 	s.create(st)
 
-	st = s.waitCondition("ambiguous", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonInvalidSpec)
+	st = s.waitCondition("ambiguous", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonSpecInvalid)
 	msg := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message
 	s.g.Expect(msg).To(ContainSubstring("spec sets 2 sources (spec.fluxSource, spec.programRef)"))
 	s.g.Expect(msg).To(ContainSubstring(`spec.envRefs[REGION]: type "literal" is not one of Env, FS, Secret, Literal`))
@@ -589,4 +591,85 @@ func TestStackReconciler_Reconcile_SpecAdmittedButInvalidStalls(t *testing.T) {
 		st.Spec.EnvRefs["REGION"] = literal("eu")
 	})
 	s.waitReady("ambiguous")
+}
+
+// A Stack applied as PKO's older pulumi.com/v1alpha1 is the same object as its v1 form:
+// the controller, which reads v1, deploys it, and it reads back under either version.
+func TestStackReconciler_Reconcile_V1alpha1StackIsReconciled(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	s.create(s.program("legacy", map[string]pulumiv1.Resource{"f": fileResource("legacy.txt", "old manifests still work")}, nil))
+	st := s.stack("legacy", "legacy")
+	st.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(t.TempDir())
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
+	s.g.Expect(err).NotTo(HaveOccurred())
+	legacy := &unstructured.Unstructured{Object: content}
+	legacy.SetAPIVersion("pulumi.com/v1alpha1")
+	legacy.SetKind("Stack")
+	s.create(legacy)
+
+	ready := s.waitReady("legacy")
+	back := &unstructured.Unstructured{}
+	back.SetAPIVersion("pulumi.com/v1alpha1")
+	back.SetKind("Stack")
+	s.g.Expect(env.Client.Get(s.ctx(), client.ObjectKeyFromObject(ready), back)).To(Succeed())
+	s.g.Expect(back.GetAPIVersion()).To(Equal("pulumi.com/v1alpha1"))
+	got, _, _ := unstructured.NestedString(back.Object, "status", "lastUpdate", "state")
+	s.g.Expect(got).To(Equal(string(pulumiv1.UpdateStateSucceeded)))
+}
+
+// docs/migration-from-pko.md, step 4: Stackwright takes over Stacks as PKO left them (PKO's
+// finalizer, status and condition reasons; one of them stopped with an update in flight)
+// and runs one up for each, after which they are Ready under Stackwright and delete as
+// before. Suspension stands in for "no controller yet": it lets the test write PKO's status
+// before Stackwright acts on the Stack.
+func TestStackReconciler_Reconcile_AdoptsStacksLeftByPKO(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	s.create(s.program("adopted", map[string]pulumiv1.Resource{"f": fileResource("adopted.txt", "x")}, nil))
+	finished := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	pkoStatus := func(inFlight bool) pulumiv1.StackStatus {
+		st := pulumiv1.StackStatus{
+			ObservedGeneration: 1,
+			Outputs:            map[string]apiextensionsv1.JSON{"bucket": {Raw: []byte(`"b-123"`)}},
+			LastUpdate: &pulumiv1.StackUpdateState{
+				Generation: 1, Name: "adopted-pko-1", Type: "up", State: pulumiv1.UpdateStateSucceeded,
+				LastAttemptedCommit: "1", LastSuccessfulCommit: "1", LastResyncTime: &finished,
+			},
+			Conditions: []metav1.Condition{{Type: pulumiv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "ProcessingCompleted", Message: "the stack has been processed and is up to date", LastTransitionTime: finished, ObservedGeneration: 1}},
+		}
+		if inFlight {
+			st.CurrentUpdate = &pulumiv1.CurrentStackUpdate{Generation: 1, Name: "inflight-pko-2", Commit: "1"}
+		}
+		return st
+	}
+	for _, name := range []string{"adopted", "inflight"} {
+		st := s.stack(name, "adopted")
+		st.Finalizers = []string{pulumiv1.StackFinalizer}
+		st.Spec.Stackwright = &pulumiv1.StackwrightSpec{Suspend: true}
+		s.create(st)
+		s.waitCondition(name, pulumiv1.ConditionSuspended, metav1.ConditionTrue, pulumiv1.ReasonSuspended)
+		s.eventually(func(g Gomega) {
+			st := s.get(g, name)
+			st.Status = pkoStatus(name == "inflight")
+			g.Expect(env.Client.Status().Update(s.ctx(), st)).To(Succeed())
+		})
+		st = s.get(s.g, name)
+		s.patch(st, func() { st.Spec.Stackwright = nil })
+	}
+
+	for _, name := range []string{"adopted", "inflight"} {
+		st := s.waitReady(name)
+		s.g.Expect(st.Finalizers).To(Equal([]string{pulumiv1.StackFinalizer}), "PKO's finalizer is Stackwright's: kept, not doubled")
+		s.g.Expect(st.Status.LastUpdate.State).To(Equal(pulumiv1.UpdateStateSucceeded))
+		s.g.Expect(st.Status.LastUpdate.LastSuccessfulCommit).To(HavePrefix("generation/"))
+		s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionReady).Reason).To(Equal(pulumiv1.ReasonProcessingCompleted))
+		ups := s.updates(name)
+		s.g.Expect(ups).To(HaveLen(1), "one up per adopted Stack")
+		s.g.Expect(ups[0].Spec.Type).To(Equal(v1alpha1.UpdateTypeUp))
+	}
+
+	st := s.get(s.g, "adopted")
+	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
+	s.waitGone(st)
 }

@@ -22,7 +22,7 @@ const secretOutputValue = `"[secret]"`
 
 // markReady records that the current generation is deployed.
 func markReady(s *pulumiv1.Stack, msg string) {
-	conditions.MarkReady(s, pulumiv1.ReasonReconciliationSucceeded, msg)
+	conditions.MarkReady(s, pulumiv1.ReasonProcessingCompleted, msg)
 }
 
 // markReconciling records progress, or a wait that clears by itself; the generation is
@@ -58,7 +58,9 @@ func markUpdateInFlight(s *pulumiv1.Stack, u *v1alpha1.Update, detached bool) {
 }
 
 // finalizeStatus derives, once at the end of every reconcile, what the outcome implies:
-// the generation counts as observed only once the Stack is Ready or Stalled for it,
+// the generation counts as observed only once the Stack is Ready or Stalled for it, or
+// suspended with nothing in flight (all it will do until resumed; otherwise Argo CD and
+// kstatus would show a suspended Stack as in progress for as long as it stays suspended),
 // Reconciling never outlives the work it described, and a reconcile request counts as
 // handled only when this reconcile found the desired state deployed (an Update started for
 // it records the request with its intent).
@@ -66,7 +68,8 @@ func finalizeStatus(s *pulumiv1.Stack, upToDate bool) {
 	if upToDate {
 		s.Status.ObservedReconcileRequest = s.ReconcileRequest()
 	}
-	if !conditions.Settled(s) {
+	idle := conditions.IsTrue(s, pulumiv1.ConditionSuspended) && s.Status.CurrentUpdate == nil
+	if !conditions.Settled(s) && !idle {
 		return
 	}
 	s.Status.ObservedGeneration = s.Generation
@@ -86,7 +89,7 @@ func failedReason(op v1alpha1.UpdateType) string {
 	if op == v1alpha1.UpdateTypeDestroy {
 		return pulumiv1.ReasonDestroyFailed
 	}
-	return pulumiv1.ReasonStackUpdateFailed
+	return pulumiv1.ReasonUpdateFailed
 }
 
 func isStalled(s *pulumiv1.Stack) bool { return conditions.IsTrue(s, pulumiv1.ConditionStalled) }

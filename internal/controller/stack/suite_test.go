@@ -144,7 +144,7 @@ func (s *scenario) waitCondition(name, typ string, status metav1.ConditionStatus
 
 func (s *scenario) waitReady(name string) *pulumiv1.Stack {
 	s.t.Helper()
-	st := s.waitCondition(name, pulumiv1.ConditionReady, metav1.ConditionTrue, pulumiv1.ReasonReconciliationSucceeded)
+	st := s.waitCondition(name, pulumiv1.ConditionReady, metav1.ConditionTrue, pulumiv1.ReasonProcessingCompleted)
 	s.g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation))
 	return st
 }

@@ -252,7 +252,7 @@ func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
 	}
 	tmpl, err := parseWorkspaceTemplate(stack.Spec.WorkspaceTemplate)
 	if err != nil {
-		return fault.Stall(pulumiv1.ReasonInvalidSpec, "%v", err)
+		return fault.Stall(pulumiv1.ReasonSpecInvalid, "%v", err)
 	}
 	stale, err := e.goneRunners(ctx, u)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -229,7 +228,7 @@ resources:
 	const img = "registry.example.com/baked:1"
 	s.filesStackWith("baked", nil, func(st *pulumiv1.Stack) {
 		st.Spec.ProgramRef = nil
-		st.Spec.WorkspaceTemplate = &apiextensionsv1.JSON{Raw: []byte(`{"spec":{"image":"` + img + `","local":{"dir":"` + baked + `"}}}`)}
+		st.Spec.WorkspaceTemplate = &pulumiv1.WorkspaceTemplate{Spec: &pulumiv1.WorkspaceTemplateSpec{Image: img, Local: &pulumiv1.WorkspaceLocalSource{Dir: baked}}}
 	})
 	st := s.waitReady("baked")
 	s.g.Expect(st.Status.LastUpdate.LastSuccessfulCommit).To(Equal("image:" + img))

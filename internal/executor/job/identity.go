@@ -64,10 +64,10 @@ func newIdentity(tokens []pulumiv1.IdentityToken, taken map[string]string, mode 
 		})
 		set := func(name, value string) error {
 			if from, ok := taken[name]; ok {
-				return fault.Stall(pulumiv1.ReasonInvalidSpec, "%s sets %s, which %s sets too: set it in one place only", field, name, from)
+				return fault.Stall(pulumiv1.ReasonSpecInvalid, "%s sets %s, which %s sets too: set it in one place only", field, name, from)
 			}
 			if prev, ok := id.env[name]; ok && prev != value {
-				return fault.Stall(pulumiv1.ReasonInvalidSpec, "%s and %s both set %s", setBy[name], field, name)
+				return fault.Stall(pulumiv1.ReasonSpecInvalid, "%s and %s both set %s", setBy[name], field, name)
 			}
 			id.env[name], setBy[name] = value, field
 			return nil

@@ -1,14 +1,14 @@
 package job
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 )
 
 // workspaceOverlay is the part of a Stack's spec.workspaceTemplate (PKO v2's Workspace
@@ -16,116 +16,68 @@ import (
 type workspaceOverlay struct {
 	ServiceAccountName string
 	Image              string
+	ImagePullPolicy    corev1.PullPolicy
 	Resources          *corev1.ResourceRequirements
 	Env                []corev1.EnvVar
+	PodLabels          map[string]string
+	PodAnnotations     map[string]string
 	NodeSelector       map[string]string
 	Tolerations        []corev1.Toleration
 	Volumes            []corev1.Volume
 	VolumeMounts       []corev1.VolumeMount
 }
 
-// pkoWorkspace mirrors PKO v2's WorkspaceTemplate. Every field PKO defines is listed, so
-// that one Stackwright does not honour is named in the error instead of being dropped.
-type pkoWorkspace struct {
-	Metadata json.RawMessage `json:"metadata,omitempty"`
-	Spec     struct {
-		ServiceAccountName string                       `json:"serviceAccountName,omitempty"`
-		Image              string                       `json:"image,omitempty"`
-		ImagePullPolicy    string                       `json:"imagePullPolicy,omitempty"`
-		Resources          *corev1.ResourceRequirements `json:"resources,omitempty"`
-		Env                []corev1.EnvVar              `json:"env,omitempty"`
-		PodTemplate        *struct {
-			Metadata json.RawMessage `json:"metadata,omitempty"`
-			Spec     *corev1.PodSpec `json:"spec,omitempty"`
-		} `json:"podTemplate,omitempty"`
-		// Not honoured: named when set.
-		SecurityProfile json.RawMessage `json:"securityProfile,omitempty"`
-		EnvFrom         json.RawMessage `json:"envFrom,omitempty"`
-		Git             json.RawMessage `json:"git,omitempty"`
-		Flux            json.RawMessage `json:"flux,omitempty"`
-		// PKO's custom source (the program baked into spec.image); the Stack controller
-		// resolves it as the Stack's source.
-		Local *struct {
-			Dir string `json:"dir,omitempty"`
-		} `json:"local,omitempty"`
-		PulumiLogLevel json.RawMessage `json:"pulumiLogLevel,omitempty"`
-		Stacks         json.RawMessage `json:"stacks,omitempty"`
-	} `json:"spec,omitempty"`
-}
-
 // pkoContainer is the container of PKO's workspace Pod whose settings map onto the
 // runner container.
 const pkoContainer = "pulumi"
 
+// restrictedProfile is PKO's securityProfile that runner Pods always meet.
+const restrictedProfile = "restricted"
+
 // parseWorkspaceTemplate reads the honoured part of a workspaceTemplate, and refuses,
 // naming them, the settings the Job executor cannot honour: silently running without
-// them would be worse than not running.
-func parseWorkspaceTemplate(raw *apiextensionsv1.JSON) (*workspaceOverlay, error) {
-	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 || string(raw.Raw) == "null" {
+// them would be worse than not running. Admission has already checked the template
+// against PKO's schema.
+func parseWorkspaceTemplate(t *pulumiv1.WorkspaceTemplate) (*workspaceOverlay, error) {
+	if t == nil {
 		return nil, nil
 	}
-	var ws pkoWorkspace
-	dec := json.NewDecoder(bytes.NewReader(raw.Raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ws); err != nil {
-		return nil, fmt.Errorf("workspaceTemplate: %w", err)
-	}
 	var unsupported []string
-	set := func(name string, v json.RawMessage) {
-		if len(v) > 0 && string(v) != "null" && string(v) != "{}" {
+	set := func(name string, v any) {
+		if b, _ := json.Marshal(v); len(b) > 0 && string(b) != "null" && string(b) != "{}" && string(b) != "[]" {
 			unsupported = append(unsupported, name)
 		}
 	}
-	set("metadata", ws.Metadata)
-	set("spec.securityProfile", ws.Spec.SecurityProfile)
-	set("spec.envFrom", ws.Spec.EnvFrom)
-	set("spec.git", ws.Spec.Git)
-	set("spec.flux", ws.Spec.Flux)
-	set("spec.pulumiLogLevel", ws.Spec.PulumiLogLevel)
-	set("spec.stacks", ws.Spec.Stacks)
-	if ws.Spec.ImagePullPolicy != "" {
-		unsupported = append(unsupported, "spec.imagePullPolicy")
-	}
-	o := &workspaceOverlay{
-		ServiceAccountName: ws.Spec.ServiceAccountName,
-		Image:              ws.Spec.Image,
-		Resources:          ws.Spec.Resources,
-		Env:                ws.Spec.Env,
-	}
-	if ws.Spec.Local != nil && ws.Spec.Local.Dir != "" && ws.Spec.Image == "" {
-		unsupported = append(unsupported, "spec.local without spec.image")
-	}
-	if pt := ws.Spec.PodTemplate; pt != nil {
-		set("spec.podTemplate.metadata", pt.Metadata)
-		if p := pt.Spec; p != nil {
-			o.NodeSelector, o.Tolerations, o.Volumes = p.NodeSelector, p.Tolerations, p.Volumes
-			for _, c := range p.Containers {
-				if c.Name != pkoContainer {
-					unsupported = append(unsupported, "spec.podTemplate.spec.containers["+c.Name+"]")
-					continue
-				}
-				o.VolumeMounts = c.VolumeMounts
-				o.Env = append(o.Env, c.Env...)
-				if c.Image != "" || len(c.Command) > 0 || len(c.Args) > 0 || c.SecurityContext != nil || len(c.EnvFrom) > 0 {
-					unsupported = append(unsupported, "spec.podTemplate.spec.containers[pulumi] (only env and volumeMounts)")
-				}
+	set("metadata", t.Metadata)
+	o := &workspaceOverlay{}
+	if ws := t.Spec; ws != nil {
+		if ws.SecurityProfile != "" && ws.SecurityProfile != restrictedProfile {
+			unsupported = append(unsupported, "spec.securityProfile "+ws.SecurityProfile+" (runner Pods are always restricted)")
+		}
+		set("spec.envFrom", ws.EnvFrom)
+		set("spec.git", ws.Git)
+		set("spec.flux", ws.Flux)
+		set("spec.projectInfo", ws.ProjectInfo)
+		set("spec.serviceTemplate", ws.ServiceTemplate)
+		set("spec.pulumiLogLevel", ws.PulumiLogLevel)
+		set("spec.stacks", ws.Stacks)
+		o.ServiceAccountName, o.Image, o.ImagePullPolicy = ws.ServiceAccountName, ws.Image, ws.ImagePullPolicy
+		o.Resources, o.Env = ws.Resources, ws.Env
+		if ws.Local != nil && ws.Local.Dir != "" && ws.Image == "" {
+			unsupported = append(unsupported, "spec.local without spec.image")
+		}
+		if pt := ws.PodTemplate; pt != nil {
+			if m := pt.Metadata; m != nil {
+				o.PodLabels, o.PodAnnotations = m.Labels, m.Annotations
 			}
-			rest := *p
-			rest.NodeSelector, rest.Tolerations, rest.Volumes, rest.Containers = nil, nil, nil, nil
-			if b, _ := json.Marshal(rest); string(b) != "{}" && string(b) != `{"containers":null}` {
-				var fields map[string]json.RawMessage
-				_ = json.Unmarshal(b, &fields)
-				for k := range fields {
-					if k != "containers" {
-						unsupported = append(unsupported, "spec.podTemplate.spec."+k)
-					}
-				}
+			if p := pt.Spec; p != nil {
+				unsupported = append(unsupported, o.podSpec(p)...)
 			}
 		}
 	}
 	if len(unsupported) > 0 {
 		sort.Strings(unsupported)
-		return nil, fmt.Errorf("workspaceTemplate sets %s, which the Job executor does not apply (it honours spec.serviceAccountName, spec.image, spec.local.dir, spec.resources, spec.env, and in spec.podTemplate.spec: nodeSelector, tolerations, volumes, and the env and volumeMounts of container %q)",
+		return nil, fmt.Errorf("workspaceTemplate sets %s, which the Job executor does not apply (it honours spec.serviceAccountName, spec.image, spec.imagePullPolicy, spec.local.dir, spec.resources, spec.env, spec.securityProfile restricted, spec.podTemplate.metadata labels and annotations, and in spec.podTemplate.spec: nodeSelector, tolerations, volumes, and the env, resources and volumeMounts of container %q)",
 			strings.Join(unsupported, ", "), pkoContainer)
 	}
 	for _, v := range o.Volumes {
@@ -133,5 +85,45 @@ func parseWorkspaceTemplate(raw *apiextensionsv1.JSON) (*workspaceOverlay, error
 			return nil, fmt.Errorf("workspaceTemplate volume %q is a hostPath, which the restricted Pod Security profile of runner Pods forbids", v.Name)
 		}
 	}
+	for k := range o.PodLabels {
+		if strings.HasPrefix(k, "stackwright.dev/") || k == LabelManagedBy {
+			return nil, fmt.Errorf("workspaceTemplate pod label %q is reserved: Stackwright finds its runner Pods by it", k)
+		}
+	}
 	return o, nil
+}
+
+// podSpec takes the honoured part of podTemplate.spec and returns the fields it cannot
+// apply.
+func (o *workspaceOverlay) podSpec(p *corev1.PodSpec) []string {
+	var unsupported []string
+	o.NodeSelector, o.Tolerations, o.Volumes = p.NodeSelector, p.Tolerations, p.Volumes
+	for _, c := range p.Containers {
+		if c.Name != pkoContainer {
+			unsupported = append(unsupported, "spec.podTemplate.spec.containers["+c.Name+"]")
+			continue
+		}
+		o.VolumeMounts = c.VolumeMounts
+		o.Env = append(o.Env, c.Env...)
+		// PKO applies the pod template over spec.resources, so the container's win.
+		if len(c.Resources.Limits) > 0 || len(c.Resources.Requests) > 0 || len(c.Resources.Claims) > 0 {
+			o.Resources = c.Resources.DeepCopy()
+		}
+		rest := c
+		rest.Name, rest.VolumeMounts, rest.Env, rest.Resources = "", nil, nil, corev1.ResourceRequirements{}
+		if b, _ := json.Marshal(rest); string(b) != `{"name":"","resources":{}}` {
+			unsupported = append(unsupported, "spec.podTemplate.spec.containers[pulumi] (only env, resources and volumeMounts)")
+		}
+	}
+	rest := *p
+	rest.NodeSelector, rest.Tolerations, rest.Volumes, rest.Containers = nil, nil, nil, nil
+	b, _ := json.Marshal(rest)
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(b, &fields)
+	for k := range fields {
+		if k != "containers" {
+			unsupported = append(unsupported, "spec.podTemplate.spec."+k)
+		}
+	}
+	return unsupported
 }

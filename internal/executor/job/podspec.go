@@ -97,6 +97,7 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 	}
 	resources := o.Resources
 	image := o.Image
+	pullPolicy := o.PullPolicy
 	var env []corev1.EnvVar
 	var nodeSelector map[string]string
 	var tolerations []corev1.Toleration
@@ -111,6 +112,9 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 		}
 		if tmpl.Resources != nil {
 			resources = *tmpl.Resources
+		}
+		if tmpl.ImagePullPolicy != "" {
+			pullPolicy = tmpl.ImagePullPolicy
 		}
 		env, nodeSelector, tolerations = tmpl.Env, tmpl.NodeSelector, tmpl.Tolerations
 		volumes, mounts = tmpl.Volumes, tmpl.VolumeMounts
@@ -168,7 +172,7 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 	runner := corev1.Container{
 		Name:            containerName,
 		Image:           image,
-		ImagePullPolicy: o.PullPolicy,
+		ImagePullPolicy: pullPolicy,
 		Args:            args,
 		Env: append([]corev1.EnvVar{
 			{Name: "HOME", Value: ScratchDir},
@@ -235,7 +239,7 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 			ActiveDeadlineSeconds:   ptr(o.Deadline),
 			TTLSecondsAfterFinished: ptr(o.TTL),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: podMeta(tmpl, labels),
 				Spec:       pod,
 			},
 		},
@@ -273,4 +277,18 @@ func DefaultResources() corev1.ResourceRequirements {
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
 	}
+}
+
+// podMeta is the runner Pod's metadata: the template's labels and annotations (PKO's
+// podTemplate.metadata, e.g. for sidecar injection), under Stackwright's own labels.
+func podMeta(tmpl *workspaceOverlay, labels map[string]string) metav1.ObjectMeta {
+	if tmpl == nil || (len(tmpl.PodLabels) == 0 && len(tmpl.PodAnnotations) == 0) {
+		return metav1.ObjectMeta{Labels: labels}
+	}
+	l := maps.Clone(tmpl.PodLabels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	maps.Copy(l, labels)
+	return metav1.ObjectMeta{Labels: l, Annotations: maps.Clone(tmpl.PodAnnotations)}
 }

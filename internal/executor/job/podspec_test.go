@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -112,7 +111,7 @@ func TestBuildJob_WorkspaceTemplate_OverlaysHonouredParts(t *testing.T) {
 	    "containers": [{"name": "pulumi", "env": [{"name": "B", "value": "2"}], "volumeMounts": [{"name": "state", "mountPath": "/state"}]}]
 	  }}
 	}}`
-	overlay, err := parseWorkspaceTemplate(&apiextensionsv1.JSON{Raw: []byte(tmpl)})
+	overlay, err := parseWorkspaceTemplate(workspaceTemplate(t, tmpl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +144,54 @@ func TestBuildJob_WorkspaceTemplate_OverlaysHonouredParts(t *testing.T) {
 	}
 }
 
+// workspaceTemplate decodes a template as the API server admits it: unknown fields are
+// refused at admission, so a test case with one is a broken test case.
+func workspaceTemplate(t *testing.T, s string) *pulumiv1.WorkspaceTemplate {
+	t.Helper()
+	var w pulumiv1.WorkspaceTemplate
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		t.Fatalf("bad test template: %v", err)
+	}
+	return &w
+}
+
+// PKO's custom-source and sidecar-injection examples set these; the runner Pod takes them.
+func TestBuildJob_WorkspaceTemplate_PKOExampleFieldsHonoured(t *testing.T) {
+	tmpl := `{"spec": {
+	  "image": "example.com/program:1",
+	  "imagePullPolicy": "IfNotPresent",
+	  "securityProfile": "restricted",
+	  "podTemplate": {
+	    "metadata": {"labels": {"team": "infra"}, "annotations": {"vault.hashicorp.com/agent-inject": "true"}},
+	    "spec": {"containers": [{"name": "pulumi", "resources": {"requests": {"cpu": "2"}}}]}
+	  }
+	}}`
+	overlay, err := parseWorkspaceTemplate(workspaceTemplate(t, tmpl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, _, err := buildJob(testUpdate("web-abc-1"), &pulumiv1.Stack{}, &Work{}, nil, PodOptions{Image: "runner:1", PullPolicy: corev1.PullAlways, Resources: DefaultResources()}, overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := job.Spec.Template
+	c := pt.Spec.Containers[0]
+	got := map[string]any{
+		"pullPolicy": string(c.ImagePullPolicy), "bootstrapPullPolicy": string(pt.Spec.InitContainers[0].ImagePullPolicy),
+		"cpu": c.Resources.Requests.Cpu().String(), "team": pt.Labels["team"], "managedBy": pt.Labels[LabelManagedBy],
+		"annotations": pt.Annotations,
+	}
+	want := map[string]any{
+		"pullPolicy": "IfNotPresent", "bootstrapPullPolicy": "Always", "cpu": "2", "team": "infra", "managedBy": ManagedBy,
+		"annotations": map[string]string{"vault.hashicorp.com/agent-inject": "true"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestParseWorkspaceTemplate_Unsupported_NamedInError(t *testing.T) {
 	for _, tc := range []struct {
 		name, tmpl, want string
@@ -153,12 +200,13 @@ func TestParseWorkspaceTemplate_Unsupported_NamedInError(t *testing.T) {
 		{name: "sidecar container", tmpl: `{"spec":{"podTemplate":{"spec":{"containers":[{"name":"sidecar","image":"x"}]}}}}`, want: "containers[sidecar]"},
 		{name: "pod field", tmpl: `{"spec":{"podTemplate":{"spec":{"hostNetwork":true}}}}`, want: "spec.podTemplate.spec.hostNetwork"},
 		{name: "host path", tmpl: `{"spec":{"podTemplate":{"spec":{"volumes":[{"name":"h","hostPath":{"path":"/"}}]}}}}`, want: "hostPath"},
-		{name: "unknown field", tmpl: `{"spec":{"imag":"x"}}`, want: "imag"},
+		{name: "reserved pod label", tmpl: `{"spec":{"podTemplate":{"metadata":{"labels":{"stackwright.dev/update":"x"}}}}}`, want: `pod label "stackwright.dev/update" is reserved`},
+		{name: "pulumi container image", tmpl: `{"spec":{"podTemplate":{"spec":{"containers":[{"name":"pulumi","image":"x"}]}}}}`, want: "containers[pulumi] (only env, resources and volumeMounts)"},
+		{name: "template metadata", tmpl: `{"metadata":{"labels":{"a":"b"}}}`, want: "metadata"},
 		{name: "custom source without image", tmpl: `{"spec":{"local":{"dir":"/src"}}}`, want: "spec.local without spec.image"},
-		{name: "custom source unknown field", tmpl: `{"spec":{"image":"x","local":{"path":"/src"}}}`, want: "path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseWorkspaceTemplate(&apiextensionsv1.JSON{Raw: []byte(tc.tmpl)})
+			_, err := parseWorkspaceTemplate(workspaceTemplate(t, tc.tmpl))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v; want it to name %q", err, tc.want)
 			}
@@ -347,15 +395,15 @@ func TestBuildJob_IdentityTokens_ConflictingVariablesRefused(t *testing.T) {
 			var overlay *workspaceOverlay
 			if tc.template != "" {
 				var err error
-				if overlay, err = parseWorkspaceTemplate(&apiextensionsv1.JSON{Raw: []byte(tc.template)}); err != nil {
+				if overlay, err = parseWorkspaceTemplate(workspaceTemplate(t, tc.template)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			stack := &pulumiv1.Stack{Spec: pulumiv1.StackSpec{Stackwright: &pulumiv1.StackwrightSpec{IdentityTokens: tc.tokens}}}
 			_, _, err := buildJob(testUpdate("web-abc-1"), stack, &Work{Request: engine.Request{Env: tc.env}}, nil, PodOptions{}, overlay)
 			f, ok := fault.As(err)
-			if !ok || !f.Stalled || f.Reason != pulumiv1.ReasonInvalidSpec || !strings.Contains(f.Error(), tc.want) {
-				t.Errorf("error = %v; want an InvalidSpec stall saying %q", err, tc.want)
+			if !ok || !f.Stalled || f.Reason != pulumiv1.ReasonSpecInvalid || !strings.Contains(f.Error(), tc.want) {
+				t.Errorf("error = %v; want a SpecInvalid stall saying %q", err, tc.want)
 			}
 		})
 	}

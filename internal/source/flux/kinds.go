@@ -95,11 +95,11 @@ func ObjectIndexKey(obj client.Object) string {
 func sourceGVK(ref pulumiv1.FluxSourceReference) (schema.GroupVersionKind, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil || gv.Group != Group || !slices.Contains(versions, gv.Version) {
-		return schema.GroupVersionKind{}, fault.Stall(pulumiv1.ReasonInvalidSpec,
+		return schema.GroupVersionKind{}, fault.Stall(pulumiv1.ReasonSpecInvalid,
 			"spec.fluxSource.sourceRef.apiVersion %q is not supported; want %s", ref.APIVersion, alternatives(Group+"/", versions))
 	}
 	if !slices.Contains(kinds, ref.Kind) {
-		return schema.GroupVersionKind{}, fault.Stall(pulumiv1.ReasonInvalidSpec,
+		return schema.GroupVersionKind{}, fault.Stall(pulumiv1.ReasonSpecInvalid,
 			"spec.fluxSource.sourceRef.kind %q is not supported; want %s", ref.Kind, alternatives("", kinds))
 	}
 	return gv.WithKind(ref.Kind), nil

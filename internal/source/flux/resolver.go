@@ -83,7 +83,7 @@ var _ source.Resolver = (*Resolver)(nil)
 func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.Artifact, error) {
 	fs := stack.Spec.FluxSource
 	if fs == nil {
-		return source.Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.fluxSource is not set")
+		return source.Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.fluxSource is not set")
 	}
 	gvk, err := sourceGVK(fs.SourceRef)
 	if err != nil {
@@ -288,11 +288,11 @@ func cleanDir(dir string) (string, error) {
 		return "", nil
 	}
 	if path.IsAbs(dir) {
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.fluxSource.dir %q must be relative to the artifact's root", dir)
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.fluxSource.dir %q must be relative to the artifact's root", dir)
 	}
 	c := path.Clean(dir)
 	if c == ".." || strings.HasPrefix(c, "../") {
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.fluxSource.dir %q points outside the artifact", dir)
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.fluxSource.dir %q points outside the artifact", dir)
 	}
 	if c == "." {
 		return "", nil

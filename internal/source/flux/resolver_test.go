@@ -386,8 +386,8 @@ func TestResolver_Resolve_DownloadsOncePerDigest(t *testing.T) {
 	}
 }
 
-// A sourceRef or dir that can never work stalls with InvalidSpec before anything is read.
-func TestResolver_Resolve_StallsInvalidSpec(t *testing.T) {
+// A sourceRef or dir that can never work stalls with SpecInvalid before anything is read.
+func TestResolver_Resolve_StallsSpecInvalid(t *testing.T) {
 	cases := []struct {
 		name       string
 		apiVersion string
@@ -424,7 +424,7 @@ func TestResolver_Resolve_StallsInvalidSpec(t *testing.T) {
 			}
 
 			_, err := r.Resolve(ctx, stack)
-			wantFault(t, err, pulumiv1.ReasonInvalidSpec, true, tc.wantMsg)
+			wantFault(t, err, pulumiv1.ReasonSpecInvalid, true, tc.wantMsg)
 			if got := srv.requests("/a.tar.gz"); got != 0 {
 				t.Errorf("artifact server got %d requests; want none", got)
 			}

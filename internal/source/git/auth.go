@@ -132,21 +132,21 @@ func (r *secretReader) ref(ref *pulumiv1.ResourceRef, field string) (string, err
 	switch ref.Type {
 	case pulumiv1.ResourceSelectorLiteral:
 		if ref.Literal == nil {
-			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type Literal needs literal.value", field)
+			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: type Literal needs literal.value", field)
 		}
 		return ref.Literal.Value, nil
 	case pulumiv1.ResourceSelectorSecret:
 		if ref.Secret == nil {
-			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: type Secret needs secret.name and secret.key", field)
+			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: type Secret needs secret.name and secret.key", field)
 		}
 		if ref.Secret.Namespace != "" && ref.Secret.Namespace != r.ns {
 			return "", fault.Stall(pulumiv1.ReasonCrossNamespaceReference, "%s refers to Secret %s/%s: references must stay in the Stack's namespace %q", field, ref.Secret.Namespace, ref.Secret.Name, r.ns)
 		}
 		return r.key(ref.Secret.Name, ref.Secret.Key, field)
 	case pulumiv1.ResourceSelectorEnv, pulumiv1.ResourceSelectorFS:
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: git credentials must come from a Secret or a literal, not from references of type %s (they would read the manager's own environment or files)", field, ref.Type)
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: git credentials must come from a Secret or a literal, not from references of type %s (they would read the manager's own environment or files)", field, ref.Type)
 	default:
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "%s: unknown reference type %q", field, ref.Type)
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: unknown reference type %q", field, ref.Type)
 	}
 }
 
@@ -216,9 +216,9 @@ func (r *secretReader) gitAuth(a *pulumiv1.GitAuthConfig) (*credentials, error) 
 		}
 		return &credentials{method: authBasic, field: field, username: user, password: pass}, nil
 	case a.GitHubApp != nil:
-		return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.gitAuth.githubApp is not supported yet: use accessToken with an installation token, basicAuth or sshAuth")
+		return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.gitAuth.githubApp is not supported yet: use accessToken with an installation token, basicAuth or sshAuth")
 	}
-	return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.gitAuth must set one of sshAuth, accessToken or basicAuth")
+	return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.gitAuth must set one of sshAuth, accessToken or basicAuth")
 }
 
 func (r *secretReader) gitAuthSecret(name string) (*credentials, error) {

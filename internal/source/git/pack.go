@@ -19,7 +19,7 @@ import (
 // projectFiles are the names the pulumi CLI accepts for a project file.
 var projectFiles = []string{"Pulumi.yaml", "Pulumi.yml"}
 
-// checkProject reports, as a stalled InvalidSpec fault, a repoDir that does not hold a
+// checkProject reports, as a stalled SpecInvalid fault, a repoDir that does not hold a
 // Pulumi project at commit h: every update of that commit would fail the same way.
 func (rp *repo) checkProject(h plumbing.Hash, dir string) error {
 	rp.mu.Lock()
@@ -38,13 +38,13 @@ func (rp *repo) checkProject(h plumbing.Hash, dir string) error {
 		where = fmt.Sprintf("spec.repoDir %q", dir)
 		e, err := tree.FindEntry(dir)
 		if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
-			return fault.Stall(pulumiv1.ReasonInvalidSpec, "%s does not exist at commit %s", where, h)
+			return fault.Stall(pulumiv1.ReasonSpecInvalid, "%s does not exist at commit %s", where, h)
 		}
 		if err != nil {
 			return fmt.Errorf("failed to read %s at commit %s: %w", dir, h, err)
 		}
 		if e.Mode != filemode.Dir {
-			return fault.Stall(pulumiv1.ReasonInvalidSpec, "%s is not a directory at commit %s", where, h)
+			return fault.Stall(pulumiv1.ReasonSpecInvalid, "%s is not a directory at commit %s", where, h)
 		}
 		if tree, err = tree.Tree(dir); err != nil {
 			return fmt.Errorf("failed to read %s at commit %s: %w", dir, h, err)
@@ -58,9 +58,9 @@ func (rp *repo) checkProject(h plumbing.Hash, dir string) error {
 		if isFile(e.Mode) {
 			return nil
 		}
-		return fault.Stall(pulumiv1.ReasonInvalidSpec, "%s in %s at commit %s is not a regular file (symlinks and submodules are not carried into artifacts)", name, where, h)
+		return fault.Stall(pulumiv1.ReasonSpecInvalid, "%s in %s at commit %s is not a regular file (symlinks and submodules are not carried into artifacts)", name, where, h)
 	}
-	return fault.Stall(pulumiv1.ReasonInvalidSpec, "%s has no Pulumi.yaml at commit %s", where, h)
+	return fault.Stall(pulumiv1.ReasonSpecInvalid, "%s has no Pulumi.yaml at commit %s", where, h)
 }
 
 // files returns the whole tree of commit h (so that a project can use sibling
@@ -108,14 +108,14 @@ func (rp *repo) files(h plumbing.Hash, lim artifact.Limits) (map[string][]byte, 
 		}
 		size += blob.Size
 		if size > lim.MaxBytes {
-			return nil, 0, fault.Stall(pulumiv1.ReasonInvalidSpec, "the tree of commit %s holds more than %d bytes, the most an artifact may unpack to", h, lim.MaxBytes)
+			return nil, 0, fault.Stall(pulumiv1.ReasonSpecInvalid, "the tree of commit %s holds more than %d bytes, the most an artifact may unpack to", h, lim.MaxBytes)
 		}
 		// Extraction counts the directories it creates too.
 		for d := path.Dir(name); d != "." && !dirs[d]; d = path.Dir(d) {
 			dirs[d] = true
 		}
 		if len(files)+1+len(dirs) > lim.MaxFiles {
-			return nil, 0, fault.Stall(pulumiv1.ReasonInvalidSpec, "the tree of commit %s holds more than %d files and directories, the most an artifact may unpack to", h, lim.MaxFiles)
+			return nil, 0, fault.Stall(pulumiv1.ReasonSpecInvalid, "the tree of commit %s holds more than %d files and directories, the most an artifact may unpack to", h, lim.MaxFiles)
 		}
 		content, err := readBlob(blob)
 		if err != nil {

@@ -271,11 +271,11 @@ func (rm *remote) artifact(ctx context.Context, h plumbing.Hash, dir string, sto
 		}
 		tarball, err := artifact.Pack(files)
 		if err != nil {
-			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "commit %s of %s cannot be packed: %v", h, rm.url, err)
+			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "commit %s of %s cannot be packed: %v", h, rm.url, err)
 		}
 		d, err = store.Put(bytes.NewReader(tarball), lim.MaxBytes)
 		if errors.Is(err, artifact.ErrTooLarge) {
-			return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "commit %s of %s packs into more than the %d bytes an artifact may have", h, rm.url, lim.MaxBytes)
+			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "commit %s of %s packs into more than the %d bytes an artifact may have", h, rm.url, lim.MaxBytes)
 		}
 		if err != nil {
 			return "", fmt.Errorf("failed to store artifact of commit %s: %w", h, err)

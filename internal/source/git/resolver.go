@@ -46,7 +46,7 @@ func Interval(stack *pulumiv1.Stack) time.Duration {
 func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.Artifact, error) {
 	spec := &stack.Spec.GitSource
 	if spec.ProjectRepo == "" {
-		return source.Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.projectRepo is not set")
+		return source.Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.projectRepo is not set")
 	}
 	dir, err := cleanRepoDir(spec.RepoDir)
 	if err != nil {
@@ -58,7 +58,7 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 	)
 	switch {
 	case spec.Commit != "" && spec.Branch != "":
-		return source.Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.commit and spec.branch are mutually exclusive")
+		return source.Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.commit and spec.branch are mutually exclusive")
 	case spec.Commit != "":
 		if commit, err = parseCommit(spec.Commit); err != nil {
 			return source.Artifact{}, err
@@ -68,7 +68,7 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 			return source.Artifact{}, err
 		}
 	default:
-		return source.Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.projectRepo needs spec.commit or spec.branch")
+		return source.Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.projectRepo needs spec.commit or spec.branch")
 	}
 
 	cred, err := resolveCredentials(ctx, r.Client, stack)
@@ -118,10 +118,10 @@ func (r *Resolver) limits() artifact.Limits {
 // repoDir onto its checkout directory; climbing out of the repository is refused.
 func cleanRepoDir(dir string) (string, error) {
 	if strings.ContainsRune(dir, 0) || strings.Contains(dir, `\`) {
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.repoDir %q is not a valid path", dir)
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.repoDir %q is not a valid path", dir)
 	}
 	if hasDotDot(dir) {
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.repoDir %q must stay inside the repository (no %q components)", dir, "..")
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.repoDir %q must stay inside the repository (no %q components)", dir, "..")
 	}
 	return strings.TrimPrefix(path.Clean("/"+dir), "/"), nil
 }
@@ -143,11 +143,11 @@ func parseCommit(s string) (plumbing.Hash, error) {
 	case isHex && len(lower) == 40:
 		return plumbing.NewHash(lower), nil
 	case isHex && len(lower) < 40:
-		return plumbing.ZeroHash, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.commit %q is an abbreviated SHA: give the full 40-character commit SHA (git rev-parse %s)", s, s)
+		return plumbing.ZeroHash, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.commit %q is an abbreviated SHA: give the full 40-character commit SHA (git rev-parse %s)", s, s)
 	case isHex && len(lower) == 64:
-		return plumbing.ZeroHash, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.commit %q is a SHA-256 commit name: SHA-256 repositories are not supported", s)
+		return plumbing.ZeroHash, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.commit %q is a SHA-256 commit name: SHA-256 repositories are not supported", s)
 	}
-	return plumbing.ZeroHash, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.commit %q is not a commit SHA (40 hexadecimal characters)", s)
+	return plumbing.ZeroHash, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.commit %q is not a commit SHA (40 hexadecimal characters)", s)
 }
 
 // branchRef maps spec.branch to the ref to list: "main" and "refs/heads/main" are the same
@@ -159,7 +159,7 @@ func branchRef(b string) (plumbing.ReferenceName, error) {
 		ref = plumbing.NewBranchReferenceName(b)
 	}
 	if err := ref.Validate(); err != nil {
-		return "", fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.branch %q is not a valid branch name", b)
+		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.branch %q is not a valid branch name", b)
 	}
 	return ref, nil
 }

@@ -71,7 +71,7 @@ func TestResolver_Resolve_Faults(t *testing.T) {
 			src: pulumiv1.GitSource{ProjectRepo: h.url, Branch: "main", GitAuth: &pulumiv1.GitAuthConfig{AccessToken: &pulumiv1.ResourceRef{
 				Type: pulumiv1.ResourceSelectorEnv, ResourceSelector: pulumiv1.ResourceSelector{Env: &pulumiv1.EnvSelector{Name: "HOME"}},
 			}}},
-			reason:   pulumiv1.ReasonInvalidSpec,
+			reason:   pulumiv1.ReasonSpecInvalid,
 			stalled:  true,
 			contains: []string{"spec.gitAuth.accessToken", "Env"},
 		},
@@ -107,7 +107,7 @@ func TestResolver_Resolve_Faults(t *testing.T) {
 			name:     "abbreviated commit",
 			src:      pulumiv1.GitSource{ProjectRepo: h.url, Commit: h.first[:7], GitAuth: basicAuth("git-creds")},
 			objs:     []client.Object{good},
-			reason:   pulumiv1.ReasonInvalidSpec,
+			reason:   pulumiv1.ReasonSpecInvalid,
 			stalled:  true,
 			contains: []string{"abbreviated", "40-character"},
 		},
@@ -115,7 +115,7 @@ func TestResolver_Resolve_Faults(t *testing.T) {
 			name:     "repoDir climbing out",
 			src:      pulumiv1.GitSource{ProjectRepo: h.url, Branch: "main", RepoDir: "infra/../../etc", GitAuth: basicAuth("git-creds")},
 			objs:     []client.Object{good},
-			reason:   pulumiv1.ReasonInvalidSpec,
+			reason:   pulumiv1.ReasonSpecInvalid,
 			stalled:  true,
 			contains: []string{"infra/../../etc"},
 		},
@@ -123,7 +123,7 @@ func TestResolver_Resolve_Faults(t *testing.T) {
 			name:     "repoDir missing at the commit",
 			src:      pulumiv1.GitSource{ProjectRepo: h.url, Branch: "main", RepoDir: "infra/missing", GitAuth: basicAuth("git-creds")},
 			objs:     []client.Object{good},
-			reason:   pulumiv1.ReasonInvalidSpec,
+			reason:   pulumiv1.ReasonSpecInvalid,
 			stalled:  true,
 			contains: []string{`"infra/missing" does not exist at commit ` + h.first},
 		},
@@ -131,14 +131,14 @@ func TestResolver_Resolve_Faults(t *testing.T) {
 			name:     "repoDir without Pulumi.yaml",
 			src:      pulumiv1.GitSource{ProjectRepo: h.url, Branch: "main", RepoDir: "shared", GitAuth: basicAuth("git-creds")},
 			objs:     []client.Object{good},
-			reason:   pulumiv1.ReasonInvalidSpec,
+			reason:   pulumiv1.ReasonSpecInvalid,
 			stalled:  true,
 			contains: []string{`spec.repoDir "shared" has no Pulumi.yaml at commit ` + h.first},
 		},
 		{
 			name:     "local path",
 			src:      pulumiv1.GitSource{ProjectRepo: h.repo.Bare, Branch: "main"},
-			reason:   pulumiv1.ReasonInvalidSpec,
+			reason:   pulumiv1.ReasonSpecInvalid,
 			stalled:  true,
 			contains: []string{"local path"},
 		},
@@ -146,7 +146,7 @@ func TestResolver_Resolve_Faults(t *testing.T) {
 			name:     "SSH key for an https URL",
 			src:      pulumiv1.GitSource{ProjectRepo: h.url, Branch: "main", GitAuth: sshAuthFrom("ssh")},
 			objs:     []client.Object{secret("ssh", map[string]string{"key": "k", KnownHostsKey: "x"})},
-			reason:   pulumiv1.ReasonInvalidSpec,
+			reason:   pulumiv1.ReasonSpecInvalid,
 			stalled:  true,
 			contains: []string{"only works with SSH URLs"},
 		},
@@ -177,7 +177,7 @@ func TestResolver_Resolve_TreeOverLimits(t *testing.T) {
 			f := newFixture(t, h.secret)
 			f.resolver.Limits = tc.limits
 			_, err := f.resolver.Resolve(ctx(t), h.branchStack("app", "main"))
-			wantFault(t, err, pulumiv1.ReasonInvalidSpec, true, []string{tc.contains, h.first}, nil)
+			wantFault(t, err, pulumiv1.ReasonSpecInvalid, true, []string{tc.contains, h.first}, nil)
 		})
 	}
 }

@@ -93,7 +93,7 @@ func TestResolver_Resolve_SSHFaults(t *testing.T) {
 		{
 			name:     "no known_hosts",
 			data:     map[string]string{"key": string(r.key)},
-			reason:   pulumiv1.ReasonInvalidSpec,
+			reason:   pulumiv1.ReasonSpecInvalid,
 			stalled:  true,
 			contains: []string{`Secret "ssh" has no "known_hosts" key`, "ssh-keyscan"},
 		},
@@ -124,14 +124,14 @@ func TestResolver_Resolve_SSHFaults(t *testing.T) {
 		{
 			name:     "literal key has no known_hosts",
 			auth:     &pulumiv1.GitAuthConfig{SSHAuth: &pulumiv1.SSHAuth{SSHPrivateKey: literalRef(string(r.key))}},
-			reason:   pulumiv1.ReasonInvalidSpec,
+			reason:   pulumiv1.ReasonSpecInvalid,
 			stalled:  true,
 			contains: []string{"not a Secret reference"},
 		},
 		{
 			name:     "no credentials",
 			auth:     &pulumiv1.GitAuthConfig{},
-			reason:   pulumiv1.ReasonInvalidSpec,
+			reason:   pulumiv1.ReasonSpecInvalid,
 			stalled:  true,
 			contains: []string{"must set one of"},
 		},

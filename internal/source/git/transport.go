@@ -29,15 +29,15 @@ const dialTimeout = 30 * time.Second
 func parseURL(raw string) (*transport.Endpoint, error) {
 	ep, err := transport.NewEndpoint(raw)
 	if err != nil {
-		return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.projectRepo %q is not a git URL: %v", redactURL(raw), err)
+		return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.projectRepo %q is not a git URL: %v", redactURL(raw), err)
 	}
 	switch ep.Protocol {
 	case "https", "http", "ssh", "git":
 		return ep, nil
 	case "file":
-		return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.projectRepo %q is a local path: only https, http, ssh and git URLs are allowed", redactURL(raw))
+		return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.projectRepo %q is a local path: only https, http, ssh and git URLs are allowed", redactURL(raw))
 	}
-	return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.projectRepo %q uses the unsupported protocol %q", redactURL(raw), ep.Protocol)
+	return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.projectRepo %q uses the unsupported protocol %q", redactURL(raw), ep.Protocol)
 }
 
 // redactURL hides a password embedded in a URL, so messages can name the repository.
@@ -58,20 +58,20 @@ func authFor(ep *transport.Endpoint, cred *credentials, tmpDir string) (transpor
 	switch cred.method {
 	case authNone:
 		if isSSH {
-			return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.projectRepo is an SSH URL: set spec.gitAuth.sshAuth (with the server's host keys under %q in the key's Secret)", KnownHostsKey)
+			return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.projectRepo is an SSH URL: set spec.gitAuth.sshAuth (with the server's host keys under %q in the key's Secret)", KnownHostsKey)
 		}
 		return nil, nil
 	case authToken, authBasic:
 		if isSSH {
-			return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "%s gives a user name and password or token, which only work with https URLs, but spec.projectRepo is an SSH URL", cred.field)
+			return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "%s gives a user name and password or token, which only work with https URLs, but spec.projectRepo is an SSH URL", cred.field)
 		}
 		if ep.Protocol == "git" {
-			return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "%s gives credentials, but git:// URLs cannot carry any", cred.field)
+			return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "%s gives credentials, but git:// URLs cannot carry any", cred.field)
 		}
 		return &githttp.BasicAuth{Username: cred.username, Password: cred.password}, nil
 	case authSSH:
 		if !isSSH {
-			return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "%s gives an SSH key, which only works with SSH URLs (ssh://... or git@host:path), but spec.projectRepo uses %s", cred.field, ep.Protocol)
+			return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "%s gives an SSH key, which only works with SSH URLs (ssh://... or git@host:path), but spec.projectRepo uses %s", cred.field, ep.Protocol)
 		}
 		return newSSHAuth(ep, cred, tmpDir)
 	}
@@ -90,7 +90,7 @@ type sshAuth struct {
 
 func newSSHAuth(ep *transport.Endpoint, cred *credentials, tmpDir string) (*sshAuth, error) {
 	if len(cred.knownHosts) == 0 {
-		return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "%s", cred.knownHostsMissing)
+		return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "%s", cred.knownHostsMissing)
 	}
 	var (
 		signer gossh.Signer
@@ -111,7 +111,7 @@ func newSSHAuth(ep *transport.Endpoint, cred *credentials, tmpDir string) (*sshA
 	}
 	hostKeys, err := parseKnownHosts(cred.knownHosts, tmpDir)
 	if err != nil {
-		return nil, fault.Stall(pulumiv1.ReasonInvalidSpec, "the %q key of %s is not valid known_hosts content: %v", KnownHostsKey, cred.origin(), err)
+		return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "the %q key of %s is not valid known_hosts content: %v", KnownHostsKey, cred.origin(), err)
 	}
 	user := ep.User
 	if user == "" {

@@ -32,7 +32,7 @@ var _ source.Resolver = (*Resolver)(nil)
 func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.Artifact, error) {
 	ref := stack.Spec.ProgramRef
 	if ref == nil {
-		return source.Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.programRef is not set")
+		return source.Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.programRef is not set")
 	}
 	p := &pulumiv1.Program{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: ref.Name}, p); err != nil {
@@ -67,7 +67,7 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 func (r *Resolver) restore(p *pulumiv1.Program, digest string) error {
 	tarball, err := Tarball(p)
 	if err != nil {
-		return fault.Stall(pulumiv1.ReasonInvalidSpec, "Program %q cannot be rendered: %v", p.Name, err)
+		return fault.Stall(pulumiv1.ReasonSpecInvalid, "Program %q cannot be rendered: %v", p.Name, err)
 	}
 	if got := artifact.Digest(tarball); got != digest {
 		return fault.Retry(pulumiv1.ReasonSourceUnavailable, "waiting for Program %q to be rendered again: its status names artifact %s, this manager renders %s", p.Name, digest, got)

@@ -22,11 +22,11 @@ func (Resolver) Resolve(_ context.Context, stack *pulumiv1.Stack) (source.Artifa
 	p, ok := stack.Spec.WorkspaceProgram()
 	switch {
 	case !ok:
-		return source.Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.workspaceTemplate sets no spec.local.dir")
+		return source.Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.workspaceTemplate sets no spec.local.dir")
 	case p.Image == "":
-		return source.Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.workspaceTemplate sets spec.local.dir %q but no spec.image to find it in", p.Dir)
+		return source.Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.workspaceTemplate sets spec.local.dir %q but no spec.image to find it in", p.Dir)
 	case !path.IsAbs(p.Dir) || path.Clean(p.Dir) != p.Dir:
-		return source.Artifact{}, fault.Stall(pulumiv1.ReasonInvalidSpec, "spec.workspaceTemplate spec.local.dir %q must be a clean absolute path in the image", p.Dir)
+		return source.Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.workspaceTemplate spec.local.dir %q must be a clean absolute path in the image", p.Dir)
 	}
 	return source.Artifact{Revision: RevisionPrefix + p.Image, Dir: p.Dir}, nil
 }
