@@ -2,6 +2,7 @@ package v1
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -37,8 +38,8 @@ func (s *StackSpec) Review() SpecReview {
 	if strings.TrimSpace(s.Stack) == "" {
 		problem("spec.stack is empty: name the Pulumi stack to deploy")
 	}
-	if n := s.sourceCount(); n > 1 {
-		problem("spec sets %d sources (%s): set exactly one of spec.projectRepo, spec.fluxSource or spec.programRef", n, strings.Join(s.sourceFields(), ", "))
+	if f := s.sourceFields(); len(f) > 1 {
+		problem("spec sets %d sources (%s): set exactly one of spec.projectRepo, spec.fluxSource or spec.programRef", len(f), strings.Join(f, ", "))
 	}
 	git := s.ProjectRepo != ""
 	switch {
@@ -72,15 +73,15 @@ func (s *StackSpec) Review() SpecReview {
 			reviewRef(&r, "spec.gitAuth.basicAuth.password", &a.Password)
 		}
 	}
-	for _, k := range sortedKeys(s.EnvRefs) {
+	for _, k := range slices.Sorted(maps.Keys(s.EnvRefs)) {
 		ref := s.EnvRefs[k]
 		reviewRef(&r, fmt.Sprintf("spec.envRefs[%s]", k), &ref)
 	}
-	for _, k := range sortedKeys(s.SecretsRef) {
+	for _, k := range slices.Sorted(maps.Keys(s.SecretsRef)) {
 		ref := s.SecretsRef[k]
 		reviewRef(&r, fmt.Sprintf("spec.secretsRef[%s]", k), &ref)
 	}
-	for _, k := range sortedKeys(s.ConfigRef) {
+	for _, k := range slices.Sorted(maps.Keys(s.ConfigRef)) {
 		if ref := s.ConfigRef[k]; ref.Name == "" || ref.Key == "" {
 			problem("spec.configRef[%s] needs name and key", k)
 		}
@@ -161,8 +162,6 @@ func (s *StackSpec) sourceFields() []string {
 	return f
 }
 
-func (s *StackSpec) sourceCount() int { return len(s.sourceFields()) }
-
 // SucceededWithin parses requirement.succeededWithinDuration; zero means no requirement.
 // The field is a string on the wire (as metav1.Duration encodes), parsed here rather than
 // by the JSON decoder, so a malformed value stalls one Stack instead of failing the decoding
@@ -179,13 +178,4 @@ func (p *PrerequisiteRef) SucceededWithin() (time.Duration, error) {
 		return 0, fmt.Errorf("%q is negative", p.Requirement.SucceededWithinDuration)
 	}
 	return d, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

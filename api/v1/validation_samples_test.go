@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
 
 // Every sample and every PKO seed manifest is accepted by the real API server, passes
@@ -43,9 +44,10 @@ func TestSamples_Create_Accepted(t *testing.T) {
 	for _, file := range files {
 		name := filepath.Base(file)
 		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
+			ctx, warnings, c := warningClient(t)
 			ns := env.Namespace(t)
-			warnings, c := warningClient(t)
+			// PKO's seeds and our samples must not draw a guidance warning either.
+			kubetest.InstallGuidance(ctx, t, c, ns)
 			docs := readDocs(t, file)
 			if len(docs) == 0 {
 				t.Fatalf("%s holds no manifest", file)
@@ -57,7 +59,7 @@ func TestSamples_Create_Accepted(t *testing.T) {
 				if err := c.Create(ctx, doc, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
 					t.Fatalf("%s was refused: %v", key, err)
 				}
-				if w := warnings.get(); len(w) > 0 {
+				if w := warnings.Get(); len(w) > 0 {
 					t.Errorf("%s drew warnings from the API server: %v", key, w)
 				}
 

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackwright/stackwright/internal/testing/kubetest"
-	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
 var env *kubetest.Env
@@ -65,7 +64,7 @@ func readManifest(path string) (manifest, error) {
 	if err != nil {
 		return manifest{}, err
 	}
-	docs, err := readDocs(path)
+	docs, err := kubetest.ReadDocs(path)
 	if err != nil {
 		return manifest{}, err
 	}
@@ -77,8 +76,8 @@ func readManifest(path string) (manifest, error) {
 	if got := docs[0].GetName(); got != name {
 		return manifest{}, fmt.Errorf("failed to read manifest: metadata.name is %q; want the file's name %q", got, name)
 	}
-	if strings.HasPrefix(name, probePrefix) {
-		return manifest{}, fmt.Errorf("failed to read manifest: names starting with %q are the policy probes'", probePrefix)
+	if strings.HasPrefix(name, kubetest.GuidanceProbePrefix) {
+		return manifest{}, fmt.Errorf("failed to read manifest: names starting with %q are the policy probes'", kubetest.GuidanceProbePrefix)
 	}
 	if docs[0].GetNamespace() != "" {
 		return manifest{}, fmt.Errorf("failed to read manifest: it sets metadata.namespace; the test chooses the namespace")
@@ -101,25 +100,21 @@ func TestHeaders_Check_EveryPKOAdmittedManifestIsExpectedAdmitted(t *testing.T) 
 // validation, in a namespace to which the install's guidance policy is bound, and must be
 // admitted or rejected as its header says, drawing exactly the warnings it lists.
 func TestCompat_Create_PKOManifests(t *testing.T) {
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
 	manifests := readManifests(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	c := warningClient(t)
+	c := env.WarningClient(t)
 	ns := env.Namespace(t)
-	installGuidance(ctx, t, c, ns, root)
+	kubetest.InstallGuidance(ctx, t, c, ns)
 
 	for _, m := range manifests {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			obj := m.obj.DeepCopy()
 			obj.SetNamespace(ns)
-			log := &warningLog{}
-			err := c.Create(withWarnings(ctx, log), obj, client.FieldValidation("Strict"))
-			warnings := log.get()
+			w := &kubetest.Warnings{}
+			err := c.Create(kubetest.WithWarnings(ctx, w), obj, client.FieldValidation("Strict"))
+			warnings := w.Get()
 			want := m.header.expect
 			if diff := cmp.Diff(want, observe(want, err, warnings), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s\nerror: %v\nwarnings: %q", diff, err, warnings)

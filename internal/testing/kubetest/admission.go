@@ -1,4 +1,4 @@
-package compat_test
+package kubetest
 
 import (
 	"context"
@@ -20,53 +20,57 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
-// warningLog collects the warnings the API server returns to the requests made with a
-// context from withWarnings.
-type warningLog struct {
+// Warnings collects the warnings the API server returns to the requests made with a
+// context from WithWarnings.
+type Warnings struct {
 	mu    sync.Mutex
 	texts []string
 }
 
-func (l *warningLog) add(text string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.texts = append(l.texts, text)
+func (w *Warnings) add(text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.texts = append(w.texts, text)
 }
 
-func (l *warningLog) get() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.texts)
+// Get returns the warnings collected so far.
+func (w *Warnings) Get() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.texts)
 }
 
-type warningLogKey struct{}
+type warningsKey struct{}
 
-// withWarnings returns a context whose requests record their warnings in l. One client
-// serves every parallel subtest, so the warnings must follow the request, not the client.
-func withWarnings(ctx context.Context, l *warningLog) context.Context {
-	return context.WithValue(ctx, warningLogKey{}, l)
+// WithWarnings returns a context whose requests, made with a client from WarningClient,
+// record their warnings in w. The warnings follow the request rather than the client, so
+// one client serves parallel subtests.
+func WithWarnings(ctx context.Context, w *Warnings) context.Context {
+	return context.WithValue(ctx, warningsKey{}, w)
 }
 
-// contextWarnings hands each warning to the warningLog of its request's context, and drops
-// warnings of requests without one (discovery, say).
+// contextWarnings hands each warning to the Warnings of its request's context and drops
+// those of requests without one (discovery, say).
 type contextWarnings struct{}
 
 func (contextWarnings) HandleWarningHeaderWithContext(ctx context.Context, _ int, _ string, text string) {
-	if l, ok := ctx.Value(warningLogKey{}).(*warningLog); ok {
-		l.add(text)
+	if w, ok := ctx.Value(warningsKey{}).(*Warnings); ok {
+		w.add(text)
 	}
 }
 
-// warningClient returns a client whose warnings go to the warningLog of each request's
-// context.
-func warningClient(t *testing.T) client.Client {
+// WarningClient returns a client whose warnings go to the Warnings of each request's
+// context (WithWarnings).
+func (e *Env) WarningClient(t testing.TB) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(e.Config)
 	cfg.WarningHandler = nil
 	cfg.WarningHandlerWithContext = contextWarnings{}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
 	if err != nil {
 		t.Fatalf("failed to create client: %v", err)
 	}
@@ -75,8 +79,8 @@ func warningClient(t *testing.T) client.Client {
 
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
 
-// readDocs splits a YAML file into its documents, skipping empty and comment-only ones.
-func readDocs(path string) ([]*unstructured.Unstructured, error) {
+// ReadDocs splits a YAML file into its objects, skipping empty and comment-only documents.
+func ReadDocs(path string) ([]*unstructured.Unstructured, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read manifest: %w", err)
@@ -99,25 +103,30 @@ func readDocs(path string) ([]*unstructured.Unstructured, error) {
 	return docs, nil
 }
 
-// probePrefix names the Stacks that check whether the guidance policies are in effect.
-const probePrefix = "compat-probe-"
+// GuidanceProbePrefix names the Stacks InstallGuidance creates to see its policies in force;
+// a test's own Stacks must not use it.
+const GuidanceProbePrefix = "guidance-probe-"
 
-// installGuidance installs copies of the admission policies and bindings that
+// InstallGuidance installs copies of the ValidatingAdmissionPolicies and bindings that
 // config/admission ships, bound to namespace ns only so that no other test sees their
-// warnings, and returns once all of them are in effect.
+// warnings, and returns once all of them are in force.
 //
 // Each policy copy gets one more validation that warns about probe Stacks alone: a policy
-// is compiled as a whole, so once a probe draws its warning, all the policy's own
-// validations are in effect too. Probing with an ordinary Stack instead would depend on
-// what the policy warns about, which is exactly what changes.
-func installGuidance(ctx context.Context, t *testing.T, c client.Client, ns, root string) {
+// is compiled as a whole, so once a probe draws that warning, all the policy's own
+// validations are in force too. Probing with an ordinary Stack instead would depend on what
+// the policy warns about, which is what the tests using it change.
+func InstallGuidance(ctx context.Context, t testing.TB, c client.Client, ns string) {
 	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
 	policies, bindings, err := readGuidance(filepath.Join(root, "config", "admission"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(policies) == 0 {
-		t.Fatal("config/admission ships no ValidatingAdmissionPolicy; the suite expects the guidance policy")
+		t.Fatal("config/admission ships no ValidatingAdmissionPolicy")
 	}
 	// Neutral names: the API server quotes them in every warning, and a policy name with
 	// "stack" in it would match warning substrings such as "spec.stack".
@@ -125,12 +134,12 @@ func installGuidance(ctx context.Context, t *testing.T, c client.Client, ns, roo
 	var objs []client.Object
 	var probes []string
 	for i, p := range policies {
-		name := fmt.Sprintf("compat-%s-%d", ns, i)
+		name := fmt.Sprintf("guidance-%s-%d", ns, i)
 		renamed[p.Name] = name
 		p.Name = name
-		probe := fmt.Sprintf("compat probe of policy %d", i)
+		probe := fmt.Sprintf("guidance probe of policy %d", i)
 		p.Spec.Validations = append(p.Spec.Validations, admissionv1.Validation{
-			Expression: fmt.Sprintf("!object.metadata.name.startsWith('%s')", probePrefix),
+			Expression: fmt.Sprintf("!object.metadata.name.startsWith('%s')", GuidanceProbePrefix),
 			Message:    probe,
 		})
 		probes = append(probes, probe)
@@ -142,7 +151,7 @@ func installGuidance(ctx context.Context, t *testing.T, c client.Client, ns, roo
 			t.Fatalf("binding %s names policy %q, which config/admission does not ship", b.Name, b.Spec.PolicyName)
 		}
 		delete(renamed, b.Spec.PolicyName)
-		b.Name = fmt.Sprintf("compat-%s-binding-%d", ns, i)
+		b.Name = fmt.Sprintf("guidance-%s-binding-%d", ns, i)
 		b.Spec.PolicyName = policy
 		if b.Spec.MatchResources == nil {
 			b.Spec.MatchResources = &admissionv1.MatchResources{}
@@ -181,7 +190,7 @@ func readGuidance(dir string) ([]*admissionv1.ValidatingAdmissionPolicy, []*admi
 	var policies []*admissionv1.ValidatingAdmissionPolicy
 	var bindings []*admissionv1.ValidatingAdmissionPolicyBinding
 	for _, r := range k.Resources {
-		docs, err := readDocs(filepath.Join(dir, r))
+		docs, err := ReadDocs(filepath.Join(dir, r))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -209,17 +218,17 @@ func readGuidance(dir string) ([]*admissionv1.ValidatingAdmissionPolicy, []*admi
 func awaitProbes(ctx context.Context, c client.Client, ns string, probes []string) error {
 	deadline := time.Now().Add(time.Minute)
 	for n := 0; ; n++ {
-		log := &warningLog{}
+		w := &Warnings{}
 		probe := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "pulumi.com/v1",
 			"kind":       "Stack",
-			"metadata":   map[string]any{"name": fmt.Sprintf("%s%d", probePrefix, n), "namespace": ns},
+			"metadata":   map[string]any{"name": fmt.Sprintf("%s%d", GuidanceProbePrefix, n), "namespace": ns},
 			"spec":       map[string]any{"stack": "dev", "programRef": map[string]any{"name": "probe"}},
 		}}
-		if err := c.Create(withWarnings(ctx, log), probe); err != nil {
+		if err := c.Create(WithWarnings(ctx, w), probe); err != nil {
 			return fmt.Errorf("failed to create probe Stack: %w", err)
 		}
-		got := log.get()
+		got := w.Get()
 		missing := slices.DeleteFunc(slices.Clone(probes), func(p string) bool {
 			return slices.ContainsFunc(got, func(w string) bool { return strings.Contains(w, p) })
 		})
