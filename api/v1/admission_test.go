@@ -46,7 +46,7 @@ func createWithWarnings(t *testing.T, c client.Client, ns, name, body string) []
 	return w.Get()
 }
 
-func TestStackGuidancePolicy_Create_WarnsAboutUnhonouredFields(t *testing.T) {
+func TestStackGuidancePolicy_Create_WarnsAboutUnappliedFields(t *testing.T) {
 	ns, c := guidanceClient(t)
 	for _, tc := range []struct {
 		name string
@@ -55,7 +55,8 @@ func TestStackGuidancePolicy_Create_WarnsAboutUnhonouredFields(t *testing.T) {
 	}{
 		{name: "plainStackNoWarning", body: "spec: {stack: dev, programRef: {name: p}}"},
 		{name: "prerequisitesHonouredNoWarning", body: "spec: {stack: dev, programRef: {name: p}, prerequisites: [{name: network, requirement: {succeededWithinDuration: 1h}}]}"},
-		{name: "driftDetectionWarns", body: `spec: {stack: dev, programRef: {name: p}, driftDetection: {schedules: [{cron: "*/15 * * * *"}]}}`, want: []string{"spec.driftDetection is accepted but not yet honoured"}},
+		{name: "driftDetectionHonouredNoWarning", body: `spec: {stack: dev, programRef: {name: p}, driftDetection: {schedules: [{cron: "*/15 * * * *", autoRemediate: true}]}}`},
+		{name: "workspaceTemplateInitContainersWarns", body: `spec: {stack: dev, programRef: {name: p}, workspaceTemplate: {spec: {podTemplate: {spec: {containers: [{name: pulumi}], initContainers: [{name: setup, image: busybox}]}}}}}`, want: []string{"spec.workspaceTemplate.spec.podTemplate.spec.initContainers is set"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := createWithWarnings(t, c, ns, strings.ToLower(tc.name), tc.body)

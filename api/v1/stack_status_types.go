@@ -89,6 +89,11 @@ type StackwrightStatus struct {
 	// after its Program or repository is gone.
 	// +optional
 	LastArtifact *ArtifactRef `json:"lastArtifact,omitempty"`
+
+	// RemediateDrift is set when a drift check with autoRemediate found drift: the next
+	// reconcile runs an update although the desired state is deployed.
+	// +optional
+	RemediateDrift bool `json:"remediateDrift,omitempty"`
 }
 
 // ArtifactRef names an immutable program artifact.
@@ -184,6 +189,10 @@ type CurrentStackUpdate struct {
 	// Commit is the source revision being applied.
 	// +optional
 	Commit string `json:"commit,omitempty"`
+
+	// Type is the operation in flight when it is not the Stack's own (a drift check).
+	// +optional
+	Type string `json:"type,omitempty"`
 }
 
 // ProjectInfo is what Pulumi.yaml says about the project.
@@ -202,4 +211,8 @@ type DriftDetectionStatus struct {
 	// LastCheck is when the last drift check finished.
 	// +optional
 	LastCheck *metav1.Time `json:"lastCheck,omitempty"`
+
+	// LastUpdate names the Update of the last drift check.
+	// +optional
+	LastUpdate string `json:"lastUpdate,omitempty"`
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // SpecReview is what Stackwright thinks of a Stack spec that admission let in. Admission is
@@ -100,6 +102,13 @@ func (s *StackSpec) Review() SpecReview {
 			problem("spec.prerequisites[%d].requirement.succeededWithinDuration: %v", i, err)
 		}
 	}
+	if d := s.DriftDetection; d != nil {
+		for i, sc := range d.Schedules {
+			if _, err := sc.Parse(); err != nil {
+				problem("spec.driftDetection.schedules[%d].cron: %v", i, err)
+			}
+		}
+	}
 	if s.ResyncFrequencySeconds < 0 {
 		ignored("spec.resyncFrequencySeconds is negative and is ignored (the default applies)")
 	}
@@ -178,4 +187,17 @@ func (p *PrerequisiteRef) SucceededWithin() (time.Duration, error) {
 		return 0, fmt.Errorf("%q is negative", p.Requirement.SucceededWithinDuration)
 	}
 	return d, nil
+}
+
+// cronParser reads the standard five fields (minute, hour, day of month, month, day of
+// week) and the @hourly-style descriptors.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// Parse parses the schedule's cron expression.
+func (d *DriftSchedule) Parse() (cron.Schedule, error) {
+	sc, err := cronParser.Parse(d.Cron)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a five-field cron expression such as \"*/15 * * * *\": %w", d.Cron, err)
+	}
+	return sc, nil
 }

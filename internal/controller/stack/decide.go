@@ -78,6 +78,9 @@ type decision struct {
 	requeueAfter time.Duration
 	// why explains a run, for the Reconciling message and the Update's message.
 	why string
+	// refresh makes the run refresh first whatever the spec says: remediating drift needs
+	// the real state, or the update finds nothing to change.
+	refresh bool
 }
 
 // policy holds the manager-wide retry settings.
@@ -169,6 +172,11 @@ func decide(now time.Time, stack *pulumiv1.Stack, key string, p policy) decision
 	}
 	if requested {
 		return next("reconcile requested")
+	}
+	if sw.RemediateDrift {
+		d := next("remediating drift")
+		d.refresh = true
+		return d
 	}
 	if resync := stack.Spec.ResyncPeriod(); resync > 0 && stack.Spec.ContinueResyncOnCommitMatch {
 		var last time.Time

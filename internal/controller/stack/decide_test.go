@@ -50,6 +50,11 @@ func TestDecide_Status_ChoosesAction(t *testing.T) {
 			want:   decision{action: actionIdle},
 		},
 		{
+			name:   "detectedDriftIsRemediatedWithARefresh",
+			status: pulumiv1.StackStatus{LastUpdate: succeededAt(t0), Stackwright: &pulumiv1.StackwrightStatus{LastAttemptedKey: "k", LastSuccessfulKey: "k", Attempt: 1, RemediateDrift: true}},
+			want:   decision{action: actionRun, attempt: 2, why: "remediating drift", refresh: true},
+		},
+		{
 			name:   "reconcileRequestRerunsDeployedKey",
 			annot:  "2026-11-21T12:00:00Z",
 			status: pulumiv1.StackStatus{LastUpdate: succeededAt(t0), Stackwright: &pulumiv1.StackwrightStatus{LastAttemptedKey: "k", LastSuccessfulKey: "k", Attempt: 1}},

@@ -32,6 +32,9 @@ func (r *Reconciler) pruneUpdates(ctx context.Context, stack *pulumiv1.Stack) er
 	if cu := stack.Status.CurrentUpdate; cu != nil {
 		keep[cu.Name] = true
 	}
+	if d := stack.Status.DriftDetection; d != nil && d.LastUpdate != "" {
+		keep[d.LastUpdate] = true
+	}
 	var finished []*v1alpha1.Update
 	for i := range list.Items {
 		u := &list.Items[i]

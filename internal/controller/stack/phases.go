@@ -46,6 +46,8 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 	switch {
 	case err != nil:
 		return false, err
+	case cu.Type == string(v1alpha1.UpdateTypeDrift):
+		return r.observeDrift(ctx, s, u)
 	case u == nil:
 		s.resume = cu.Name
 		return true, nil
@@ -163,8 +165,13 @@ func (r *Reconciler) startUpdate(ctx context.Context, s *scope) (bool, error) {
 	}
 	stack := s.stack
 	u := r.buildUpdate(s)
-	recordStart(stack, u)
-	markReconciling(stack, inProgressReason(s.op), fmt.Sprintf("Starting %s: %s (Update %s)", s.op, s.next.why, u.Name))
+	if s.op == v1alpha1.UpdateTypeDrift {
+		// The Stack stays Ready while its resources are looked at.
+		recordDriftStart(stack, u)
+	} else {
+		recordStart(stack, u)
+		markReconciling(stack, inProgressReason(s.op), fmt.Sprintf("Starting %s: %s (Update %s)", s.op, s.next.why, u.Name))
+	}
 	// The lock makes a decision taken on a stale copy of the Stack (a lagging cache) fail
 	// here instead of overwriting an intent recorded meanwhile; the retry sees it.
 	if err := s.patcher.Status(ctx, stack, patch.WithOptimisticLock()); err != nil {

@@ -123,6 +123,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.decideNext,
 		r.awaitPrerequisites,
 		r.startUpdate,
+		r.checkDrift,
 		r.markUpToDate,
 	)
 }

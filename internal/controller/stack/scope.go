@@ -34,6 +34,8 @@ type scope struct {
 	key string
 	// next is what decideNext chose.
 	next decision
+	// driftName names the drift check checkDrift starts.
+	driftName string
 	// upToDate is set when the desired state is found deployed.
 	upToDate bool
 

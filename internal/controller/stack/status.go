@@ -115,6 +115,7 @@ func recordStart(s *pulumiv1.Stack, u *v1alpha1.Update) {
 	}
 	sw.LastAttemptedKey = u.Spec.DesiredStateKey
 	sw.Attempt = u.Spec.Attempt
+	sw.RemediateDrift = false
 	if u.Spec.Type == v1alpha1.UpdateTypeUp {
 		// From here on resources may exist that only this artifact describes.
 		sw.LastArtifact = &pulumiv1.ArtifactRef{Revision: u.Spec.Revision, Digest: u.Spec.ArtifactDigest, Dir: u.Spec.ProjectDir}

@@ -33,7 +33,10 @@ func updateName(stack, key string, attempt int32) string {
 func (r *Reconciler) buildUpdate(s *scope) *v1alpha1.Update {
 	stack, spec, attempt := s.stack, &s.stack.Spec, s.next.attempt
 	name := s.resume
-	if name == "" {
+	switch {
+	case s.driftName != "":
+		name = s.driftName
+	case name == "":
 		name = updateName(stack.Name, s.key, attempt)
 	}
 	u := &v1alpha1.Update{
@@ -42,7 +45,9 @@ func (r *Reconciler) buildUpdate(s *scope) *v1alpha1.Update {
 			StackName: stack.Name, Type: s.op, Revision: s.artifact.Revision, ArtifactDigest: s.artifact.Digest,
 			ProjectDir: s.artifact.Dir, DesiredStateKey: s.key, Attempt: attempt,
 			Options: &v1alpha1.UpdateOptions{
-				Refresh: spec.Refresh, ExpectNoChanges: spec.ExpectNoRefreshChanges, Targets: spec.Targets,
+				// A drift check reports changes; expecting none would fail it exactly when it
+				// finds some.
+				Refresh: spec.Refresh || s.next.refresh, ExpectNoChanges: spec.ExpectNoRefreshChanges && s.op != v1alpha1.UpdateTypeDrift, Targets: spec.Targets,
 				TargetDependents: spec.TargetDependents, RunProgram: spec.RunProgram,
 				Remove:  s.op == v1alpha1.UpdateTypeDestroy,
 				Message: fmt.Sprintf("Stackwright: %s (Stack %s/%s, generation %d)", s.next.why, stack.Namespace, stack.Name, stack.Generation),

@@ -1,0 +1,170 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
+	"github.com/stackwright/stackwright/internal/engine"
+)
+
+// Drift check events and the DriftDetected reason of a check that could not run.
+const (
+	EventDriftDetected     = "DriftDetected"
+	EventDriftCheckFailed  = "DriftCheckFailed"
+	reasonDriftCheckFailed = "DriftCheckFailed"
+)
+
+// nextDriftCheck is when the Stack's next scheduled drift check is due, counted from the
+// last check (or, before the first, from the last finished update, or the Stack's
+// creation); ok is false when it has no schedule that parses. Review stalls a Stack with an
+// invalid schedule before this is asked.
+func nextDriftCheck(stack *pulumiv1.Stack) (next time.Time, ok bool) {
+	d := stack.Spec.DriftDetection
+	if d == nil {
+		return time.Time{}, false
+	}
+	from := stack.CreationTimestamp.Time
+	if lu := stack.Status.LastUpdate; lu != nil && lu.LastResyncTime != nil {
+		from = lu.LastResyncTime.Time
+	}
+	if st := stack.Status.DriftDetection; st != nil && st.LastCheck != nil {
+		from = st.LastCheck.Time
+	}
+	for _, sc := range d.Schedules {
+		s, err := sc.Parse()
+		if err != nil {
+			continue
+		}
+		if n := s.Next(from); !ok || n.Before(next) {
+			next, ok = n, true
+		}
+	}
+	return next, ok
+}
+
+// autoRemediate reports whether a schedule asks for drift to be remediated.
+func autoRemediate(spec *pulumiv1.StackSpec) bool {
+	if spec.DriftDetection == nil {
+		return false
+	}
+	for _, sc := range spec.DriftDetection.Schedules {
+		if sc.AutoRemediate {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDrift starts a scheduled drift check on a Stack whose desired state is deployed and
+// that has nothing else to do, or asks to be looked at again when the next one is due.
+// Preview Stacks deploy nothing, so they have nothing to drift from.
+func (r *Reconciler) checkDrift(ctx context.Context, s *scope) (bool, error) {
+	if s.op != v1alpha1.UpdateTypeUp || s.next.action != actionIdle {
+		return true, nil
+	}
+	next, ok := nextDriftCheck(s.stack)
+	if !ok {
+		return true, nil
+	}
+	now := r.Now()
+	if wait := next.Sub(now); wait > 0 {
+		s.requeueAfter(wait)
+		return true, nil
+	}
+	s.op = v1alpha1.UpdateTypeDrift
+	s.next = decision{action: actionRun, attempt: 1, why: "scheduled drift check"}
+	s.driftName = driftUpdateName(s.stack.Name, now)
+	return r.startUpdate(ctx, s)
+}
+
+// driftUpdateName names a drift check after its Stack and the minute it started: a
+// schedule fires at most once a minute.
+func driftUpdateName(stack string, at time.Time) string {
+	suffix := "-drift-" + at.UTC().Format("20060102-1504")
+	const maxName = 253
+	if len(stack)+len(suffix) > maxName {
+		stack = strings.TrimRight(stack[:maxName-len(suffix)], "-.")
+	}
+	return stack + suffix
+}
+
+// recordDriftStart records a drift check in flight. It leaves the retry bookkeeping of the
+// Stack's own updates alone: a check is not an attempt at the desired state.
+func recordDriftStart(s *pulumiv1.Stack, u *v1alpha1.Update) {
+	s.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{
+		Generation: s.Generation, Name: u.Name, Commit: u.Spec.Revision, Type: string(v1alpha1.UpdateTypeDrift),
+	}
+}
+
+// recordDrift folds a finished drift check into the status: DriftDetected, when it ran, and
+// whether to remediate. It never touches status.lastUpdate, which describes the Stack's
+// own updates (a failed check must not look like a failed deployment).
+func recordDrift(s *pulumiv1.Stack, u *v1alpha1.Update, now time.Time) (found bool) {
+	end := metav1.NewTime(now)
+	if u.Status.EndTime != nil {
+		end = *u.Status.EndTime
+	}
+	s.Status.DriftDetection = &pulumiv1.DriftDetectionStatus{LastCheck: &end, LastUpdate: u.Name}
+	s.Status.CurrentUpdate = nil
+	switch {
+	case u.Status.Phase != v1alpha1.UpdatePhaseSucceeded:
+		conditions.Set(s, pulumiv1.ConditionDriftDetected, metav1.ConditionUnknown, reasonDriftCheckFailed,
+			fmt.Sprintf("drift check failed (Update %s): %s", u.Name, u.Status.Message))
+	case drifted(u.Status.Changes):
+		found = true
+		msg := fmt.Sprintf("%s (Update %s)", u.Status.Message, u.Name)
+		if autoRemediate(&s.Spec) {
+			stackwrightStatus(s).RemediateDrift = true
+			msg += "; remediating with an update"
+		}
+		conditions.Set(s, pulumiv1.ConditionDriftDetected, metav1.ConditionTrue, pulumiv1.ReasonDriftFound, msg)
+	default:
+		conditions.Set(s, pulumiv1.ConditionDriftDetected, metav1.ConditionFalse, pulumiv1.ReasonNoDrift, fmt.Sprintf("%s (Update %s)", u.Status.Message, u.Name))
+	}
+	return found
+}
+
+// observeDrift handles a drift check recorded in status.currentUpdate. A check in flight
+// leaves the Stack's conditions as they are (it is Ready while its resources are looked
+// at); one recorded but never created is dropped, since the next slot checks anyway.
+func (r *Reconciler) observeDrift(ctx context.Context, s *scope, u *v1alpha1.Update) (bool, error) {
+	switch {
+	case u == nil:
+		s.stack.Status.CurrentUpdate = nil
+		return true, nil
+	case !u.Status.Finished():
+		return false, nil
+	}
+	found := recordDrift(s.stack, u, r.Now())
+	switch {
+	case u.Status.Phase != v1alpha1.UpdatePhaseSucceeded:
+		r.event(s.stack, corev1.EventTypeWarning, EventDriftCheckFailed, "drift check failed (Update %s): %s", u.Name, u.Status.Message)
+	case found:
+		r.event(s.stack, corev1.EventTypeWarning, EventDriftDetected, "%s (Update %s)", u.Status.Message, u.Name)
+	}
+	// Checks are Updates too: without this, a frequent schedule would pile them up until
+	// the next deployment prunes.
+	if err := r.pruneUpdates(ctx, s.stack); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to prune Update history")
+	}
+	return true, nil
+}
+
+// drifted reports whether a drift check's changes hold anything but unchanged resources,
+// as the engine judges them.
+func drifted(changes map[string]int64) bool {
+	c := make(map[string]int, len(changes))
+	for op, n := range changes {
+		c[op] = int(n)
+	}
+	return engine.HasChanges(c)
+}
