@@ -101,6 +101,7 @@ type Options struct {
 	RetryBase        time.Duration
 	StallAfter       int
 	UpdateHistory    int
+	UpdateMaxAge     time.Duration
 	MaxArtifactBytes int64
 	AllowEnvRefs     bool
 	FSRefRoot        string
@@ -133,6 +134,7 @@ func DefaultOptions() *Options {
 		MaxBackoff:           24 * time.Hour,
 		StallAfter:           3,
 		UpdateHistory:        10,
+		UpdateMaxAge:         7 * 24 * time.Hour,
 		MaxArtifactBytes:     100 << 20,
 	}
 }
@@ -164,6 +166,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxBackoff, "retry-max-backoff", o.MaxBackoff, "Longest wait between retries of a failed update, unless a Stack sets retryMaxBackoffDurationSeconds.")
 	fs.IntVar(&o.StallAfter, "stall-after-failures", o.StallAfter, "Consecutive permanent failures after which a Stack stalls until its spec, references or source change.")
 	fs.IntVar(&o.UpdateHistory, "update-history", o.UpdateHistory, "Finished Updates kept per Stack (the latest is always kept).")
+	fs.DurationVar(&o.UpdateMaxAge, "update-max-age", o.UpdateMaxAge, "How long a finished Update is kept (0: no limit); the latest update, the running one and the last drift check are kept whatever their age.")
 	fs.Int64Var(&o.MaxArtifactBytes, "max-artifact-bytes", o.MaxArtifactBytes, "Largest source artifact accepted, in bytes (compressed and extracted).")
 	fs.BoolVar(&o.AllowEnvRefs, "allow-env-refs", o.AllowEnvRefs, "Let references of type Env read the manager's environment (off: every Stack author could read it).")
 	fs.StringVar(&o.FSRefRoot, "fs-ref-root", o.FSRefRoot, "The only directory references of type FS may read from (empty: FS references are refused).")
@@ -357,7 +360,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources, Detached: localExec,
 		Recorder: mgr.GetEventRecorder("stackwright"), Now: time.Now,
 		Options: stackctrl.Options{
-			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, Inputs: in,
+			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, UpdateMaxAge: o.UpdateMaxAge, Inputs: in,
 			RunnerPods: o.Executor == executorJob,
 		},
 	}

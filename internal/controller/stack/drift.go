@@ -153,7 +153,7 @@ func (r *Reconciler) observeDrift(ctx context.Context, s *scope, u *v1alpha1.Upd
 	}
 	// Checks are Updates too: without this, a frequent schedule would pile them up until
 	// the next deployment prunes.
-	if err := r.pruneUpdates(ctx, s.stack); err != nil {
+	if _, err := r.pruneUpdates(ctx, s.stack); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to prune Update history")
 	}
 	return true, nil

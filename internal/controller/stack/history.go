@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,16 +15,18 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
-// pruneUpdates keeps the newest finished Updates of a Stack (UpdateHistory of them) and
-// deletes the rest with their outputs Secrets. The Updates the status names are always
-// kept: they are the record of what is deployed.
-func (r *Reconciler) pruneUpdates(ctx context.Context, stack *pulumiv1.Stack) error {
-	if r.Options.UpdateHistory <= 0 {
-		return nil
+// pruneUpdates keeps the newest finished Updates of a Stack (UpdateHistory of them) that are
+// younger than UpdateMaxAge, and deletes the rest with their outputs Secrets. The Updates
+// the status names are always kept: they are the record of what is deployed, what runs and
+// what the last drift check saw. It returns how long until the oldest Update it kept ages
+// out (0: none will), so that an idle Stack is looked at again to prune it.
+func (r *Reconciler) pruneUpdates(ctx context.Context, stack *pulumiv1.Stack) (time.Duration, error) {
+	if r.Options.UpdateHistory <= 0 && r.Options.UpdateMaxAge <= 0 {
+		return 0, nil
 	}
 	var list v1alpha1.UpdateList
 	if err := r.Client.List(ctx, &list, client.InNamespace(stack.Namespace), client.MatchingFields{IndexUpdateStack: stack.Name}); err != nil {
-		return fmt.Errorf("failed to list Updates of Stack %s: %w", stack.Name, err)
+		return 0, fmt.Errorf("failed to list Updates of Stack %s: %w", stack.Name, err)
 	}
 	keep := map[string]bool{}
 	if lu := stack.Status.LastUpdate; lu != nil {
@@ -45,18 +48,47 @@ func (r *Reconciler) pruneUpdates(ctx context.Context, stack *pulumiv1.Stack) er
 	sort.Slice(finished, func(i, j int) bool {
 		return finished[j].CreationTimestamp.Before(&finished[i].CreationTimestamp)
 	})
-	for _, u := range finished[min(len(finished), max(r.Options.UpdateHistory-len(keep), 0)):] {
-		if err := r.Client.Delete(ctx, u); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("failed to delete Update %s: %w", u.Name, err)
+	limit := len(finished)
+	if r.Options.UpdateHistory > 0 {
+		limit = min(limit, max(r.Options.UpdateHistory-len(keep), 0))
+	}
+	var next time.Duration
+	for i, u := range finished {
+		left := time.Duration(0)
+		if r.Options.UpdateMaxAge > 0 {
+			left = r.Options.UpdateMaxAge - r.Now().Sub(finishedAt(u))
 		}
-		if name := u.Status.OutputsSecretName; name != "" {
-			sec := &corev1.Secret{}
-			sec.Namespace, sec.Name = u.Namespace, name
-			// Owned by the Update, so garbage collection would get it too; deleting it now
-			// keeps outputs from outliving their record when no collector runs.
-			if err := r.Client.Delete(ctx, sec); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("failed to delete outputs Secret %s: %w", name, err)
-			}
+		if i < limit && (r.Options.UpdateMaxAge <= 0 || left > 0) {
+			next = minPositive(next, left)
+			continue
+		}
+		if err := r.deleteUpdate(ctx, u); err != nil {
+			return 0, err
+		}
+	}
+	return next, nil
+}
+
+// finishedAt is when an Update finished, or was created when it never says.
+func finishedAt(u *v1alpha1.Update) time.Time {
+	if u.Status.EndTime != nil {
+		return u.Status.EndTime.Time
+	}
+	return u.CreationTimestamp.Time
+}
+
+// deleteUpdate deletes an Update and its outputs Secret.
+func (r *Reconciler) deleteUpdate(ctx context.Context, u *v1alpha1.Update) error {
+	if err := r.Client.Delete(ctx, u); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete Update %s: %w", u.Name, err)
+	}
+	if name := u.Status.OutputsSecretName; name != "" {
+		sec := &corev1.Secret{}
+		sec.Namespace, sec.Name = u.Namespace, name
+		// Owned by the Update, so garbage collection would get it too; deleting it now
+		// keeps outputs from outliving their record when no collector runs.
+		if err := r.Client.Delete(ctx, sec); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("failed to delete outputs Secret %s: %w", name, err)
 		}
 	}
 	return nil

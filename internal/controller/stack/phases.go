@@ -68,7 +68,7 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 	} else {
 		r.event(s.stack, corev1.EventTypeWarning, EventUpdateFailed, "%s failed (Update %s): %s", u.Spec.Type, u.Name, u.Status.Message)
 	}
-	if err := r.pruneUpdates(ctx, s.stack); err != nil {
+	if _, err := r.pruneUpdates(ctx, s.stack); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to prune Update history")
 	}
 	return true, nil
@@ -200,10 +200,16 @@ func (r *Reconciler) startUpdate(ctx context.Context, s *scope) (bool, error) {
 }
 
 // markUpToDate ends a reconcile that found the desired state deployed.
-func (r *Reconciler) markUpToDate(_ context.Context, s *scope) (bool, error) {
+func (r *Reconciler) markUpToDate(ctx context.Context, s *scope) (bool, error) {
 	s.upToDate = true
 	markReady(s.stack, readyMessage(s.stack))
 	s.requeueAfter(minPositive(s.stack.Spec.ResyncPeriod(), s.next.requeueAfter))
+	// An idle Stack is where old Updates age out: come back when the next one does.
+	expires, err := r.pruneUpdates(ctx, s.stack)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to prune Update history")
+	}
+	s.requeueAfter(expires)
 	return false, nil
 }
 

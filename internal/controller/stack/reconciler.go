@@ -44,6 +44,9 @@ type Options struct {
 	StallAfter int32
 	// UpdateHistory is how many finished Updates are kept per Stack.
 	UpdateHistory int
+	// UpdateMaxAge is how long a finished Update is kept (0: no limit); the ones the
+	// status names are kept whatever their age.
+	UpdateMaxAge time.Duration
 	// Inputs configures how config and environment references are resolved.
 	Inputs inputs.Options
 	// RunnerPods is set when Updates run in runner Pods (the Job executor). Only there can

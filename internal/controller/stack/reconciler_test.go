@@ -517,13 +517,16 @@ func TestStackReconciler_Delete_IdentityTokensInTerminatingNamespaceReleased(t *
 	content, err := s.readFile("federated.txt")
 	s.g.Expect(err).NotTo(HaveOccurred(), "destroyed without the tokens")
 	s.g.Expect(content).To(Equal("x"))
-	var kept []string
-	for _, line := range strings.Split(kubetest.Logs.String(), "\n") {
-		if strings.Contains(line, "Released finalizer without destroy") && strings.Contains(line, s.ns) {
-			kept = append(kept, line)
+	// The line is logged once the finalizer is gone, which the test may see first.
+	s.eventually(func(g Gomega) {
+		var kept []string
+		for _, line := range strings.Split(kubetest.Logs.String(), "\n") {
+			if strings.Contains(line, "Released finalizer without destroy") && strings.Contains(line, s.ns) {
+				kept = append(kept, line)
+			}
 		}
-	}
-	s.g.Expect(kept).To(ConsistOf(ContainSubstring("spec.stackwright.identityTokens needs a runner Pod")))
+		g.Expect(kept).To(ConsistOf(ContainSubstring("spec.stackwright.identityTokens needs a runner Pod")))
+	})
 }
 
 // An Update of a Stack asking for identity tokens that reaches the local executor anyway
