@@ -20,29 +20,21 @@ const (
 // SourceKind reports which source the spec selects. It returns "" when more than one is
 // set or none at all (both admitted, as PKO does, and stalled by Review).
 func (s *StackSpec) SourceKind() SourceKind {
-	var kind SourceKind
-	n := 0
-	if s.ProjectRepo != "" {
-		kind = SourceKindGit
-		n++
-	}
-	if s.FluxSource != nil {
-		kind = SourceKindFlux
-		n++
-	}
-	if s.ProgramRef != nil {
-		kind = SourceKindProgram
-		n++
-	}
-	if n == 0 {
-		if _, ok := s.WorkspaceProgram(); ok {
-			return SourceKindImage
-		}
-	}
-	if n != 1 {
+	switch f := s.sourceFields(); {
+	case len(f) > 1:
 		return ""
+	case len(f) == 1:
+		return sourceKinds[f[0]]
 	}
-	return kind
+	if _, ok := s.WorkspaceProgram(); ok {
+		return SourceKindImage
+	}
+	return ""
+}
+
+// sourceKinds maps the source fields of a spec to their kinds.
+var sourceKinds = map[string]SourceKind{
+	"spec.projectRepo": SourceKindGit, "spec.fluxSource": SourceKindFlux, "spec.programRef": SourceKindProgram,
 }
 
 // Suspended reports whether spec.stackwright.suspend is set.

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -153,9 +152,7 @@ func (r *Reconciler) observeDrift(ctx context.Context, s *scope, u *v1alpha1.Upd
 	}
 	// Checks are Updates too: without this, a frequent schedule would pile them up until
 	// the next deployment prunes.
-	if _, err := r.pruneUpdates(ctx, s.stack); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to prune Update history")
-	}
+	r.prune(ctx, s)
 	return true, nil
 }
 

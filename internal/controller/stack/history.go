@@ -9,11 +9,28 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
+
+// prune prunes the Stack's Update history once per reconcile (a finished Update and the
+// idle Stack it leaves would otherwise list the history twice) and asks to look again when
+// the next kept Update ages out. A failure to prune is logged: it never holds a Stack up.
+func (r *Reconciler) prune(ctx context.Context, s *scope) {
+	if s.pruned {
+		return
+	}
+	s.pruned = true
+	expires, err := r.pruneUpdates(ctx, s.stack)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to prune Update history")
+		return
+	}
+	s.requeueAfter(expires)
+}
 
 // pruneUpdates keeps the newest finished Updates of a Stack (UpdateHistory of them) that are
 // younger than UpdateMaxAge, and deletes the rest with their outputs Secrets. The Updates

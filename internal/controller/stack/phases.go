@@ -68,9 +68,7 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 	} else {
 		r.event(s.stack, corev1.EventTypeWarning, EventUpdateFailed, "%s failed (Update %s): %s", u.Spec.Type, u.Name, u.Status.Message)
 	}
-	if _, err := r.pruneUpdates(ctx, s.stack); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to prune Update history")
-	}
+	r.prune(ctx, s)
 	return true, nil
 }
 
@@ -204,12 +202,8 @@ func (r *Reconciler) markUpToDate(ctx context.Context, s *scope) (bool, error) {
 	s.upToDate = true
 	markReady(s.stack, readyMessage(s.stack))
 	s.requeueAfter(minPositive(s.stack.Spec.ResyncPeriod(), s.next.requeueAfter))
-	// An idle Stack is where old Updates age out: come back when the next one does.
-	expires, err := r.pruneUpdates(ctx, s.stack)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to prune Update history")
-	}
-	s.requeueAfter(expires)
+	// An idle Stack is where old Updates age out.
+	r.prune(ctx, s)
 	return false, nil
 }
 

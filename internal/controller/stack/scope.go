@@ -38,6 +38,8 @@ type scope struct {
 	driftName string
 	// upToDate is set when the desired state is found deployed.
 	upToDate bool
+	// pruned is set once the Update history was pruned in this reconcile.
+	pruned bool
 
 	result ctrl.Result
 }
