@@ -116,6 +116,11 @@ const (
 	// source resolved to an artifact that runners can fetch.
 	ReasonArtifactReady = "ArtifactReady"
 
+	// ReasonOutputsExportConflict (Stalled=True): the Secret or ConfigMap that
+	// spec.stackwright.outputs names exists and was not created by this Stack;
+	// Stackwright does not take it over.
+	ReasonOutputsExportConflict = "OutputsExportConflict"
+
 	// ReasonDriftFound (DriftDetected=True): the last drift check found
 	// changes.
 	ReasonDriftFound = "DriftFound"

@@ -42,6 +42,15 @@ func (s *StackSpec) Suspended() bool {
 	return s.Stackwright != nil && s.Stackwright.Suspend
 }
 
+// OutputsExport returns spec.stackwright.outputs, or nil when the outputs are
+// not published.
+func (s *StackSpec) OutputsExport() *OutputsExport {
+	if s.Stackwright == nil {
+		return nil
+	}
+	return s.Stackwright.Outputs
+}
+
 // ReconcileRequest returns the value of the pulumi.com/reconciliation-request
 // annotation, or "" when it is absent.
 func (s *Stack) ReconcileRequest() string {

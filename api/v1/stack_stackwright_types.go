@@ -21,6 +21,33 @@ type StackwrightSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(a, !has(a.announce) || a.announce == 'None' || self.exists_one(b, has(b.announce) && b.announce == a.announce))",message="at most one token may announce each cloud (AWS, Azure, Google)"
 	// +kubebuilder:validation:XValidation:rule="self.all(a, !has(a.env) || self.exists_one(b, has(b.env) && b.env == a.env))",message="each env name may appear only once"
 	IdentityTokens []IdentityToken `json:"identityTokens,omitempty"`
+
+	// Outputs publishes the Stack's outputs, after each successful update, to a
+	// Secret and/or a ConfigMap in the Stack's namespace, for Pods (envFrom,
+	// volumes) and other Stacks (configRef, envRefs) to read.
+	// +optional
+	Outputs *OutputsExport `json:"outputs,omitempty"`
+}
+
+// OutputsExport names the objects a Stack's outputs are published to. Each
+// output is one key; a string output is its text, any other value its JSON.
+// Stackwright creates the objects, owns them (they go with the Stack) and
+// refuses to take over one it did not create.
+// +kubebuilder:validation:XValidation:rule="has(self.secretName) || has(self.configMapName)",message="set secretName, configMapName or both"
+type OutputsExport struct {
+	// SecretName names the Secret that receives every output, secret ones
+	// included.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName,omitempty"`
+
+	// ConfigMapName names the ConfigMap that receives the outputs that are not
+	// secret. Secret outputs never go there.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ConfigMapName string `json:"configMapName,omitempty"`
 }
 
 // IdentityTokenAnnounce names the cloud whose SDKs are told where a token is.

@@ -41,14 +41,20 @@ type StackStatus struct {
 	// +optional
 	CurrentUpdate *CurrentStackUpdate `json:"currentUpdate,omitempty"`
 
-	// ProjectInfo caches the project name and runtime read from Pulumi.yaml,
-	// so the stack can still be destroyed when its source is gone.
+	// ProjectInfo is PKO's record of the project's name and runtime. Stackwright
+	// never writes it: destroy on deletion uses the last deployed artifact
+	// (status.stackwright.lastArtifact), which holds the whole project.
 	// +optional
 	ProjectInfo *ProjectInfo `json:"projectInfo,omitempty"`
 
 	// DriftDetection reports the state of scheduled drift checks.
 	// +optional
 	DriftDetection *DriftDetectionStatus `json:"driftDetection,omitempty"`
+
+	// OutputsExport says where the Stack's outputs are published
+	// (spec.stackwright.outputs).
+	// +optional
+	OutputsExport *OutputsExportStatus `json:"outputsExport,omitempty"`
 
 	// Stackwright holds the bookkeeping Stackwright needs beyond PKO's status
 	// to decide, after a restart, whether work is due.
@@ -94,6 +100,11 @@ type StackwrightStatus struct {
 	// reconcile runs an update although the desired state is deployed.
 	// +optional
 	RemediateDrift bool `json:"remediateDrift,omitempty"`
+
+	// IgnoredFieldsGeneration is the generation whose ignored fields the
+	// FieldsIgnored event has announced, so it is emitted once per generation.
+	// +optional
+	IgnoredFieldsGeneration int64 `json:"ignoredFieldsGeneration,omitempty"`
 }
 
 // ArtifactRef names an immutable program artifact.
@@ -204,6 +215,32 @@ type ProjectInfo struct {
 	// Runtime of the Pulumi project (nodejs, python, go, yaml, ...).
 	// +optional
 	Runtime string `json:"runtime,omitempty"`
+}
+
+// OutputsExportStatus says which objects hold the Stack's outputs, and whose
+// outputs they are.
+type OutputsExportStatus struct {
+	// SecretName is the Secret that holds every output.
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+
+	// ConfigMapName is the ConfigMap that holds the outputs that are not secret.
+	// +optional
+	ConfigMapName string `json:"configMapName,omitempty"`
+
+	// Update names the Update whose outputs were published.
+	// +optional
+	Update string `json:"update,omitempty"`
+
+	// LastExportTime is when the objects were last written.
+	// +optional
+	LastExportTime *metav1.Time `json:"lastExportTime,omitempty"`
+
+	// Skipped lists outputs left out because their names cannot be keys of a
+	// Secret or ConfigMap (allowed: letters, digits, '-', '_' and '.').
+	// +optional
+	// +listType=atomic
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // DriftDetectionStatus reports on scheduled drift checks.

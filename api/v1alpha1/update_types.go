@@ -120,11 +120,6 @@ type UpdateOptions struct {
 	// +optional
 	TargetDependents bool `json:"targetDependents,omitempty"`
 
-	// ContinueOnError keeps going past resource errors and reports them all
-	// at the end.
-	// +optional
-	ContinueOnError bool `json:"continueOnError,omitempty"`
-
 	// RunProgram runs the program during refresh and destroy.
 	// +optional
 	RunProgram bool `json:"runProgram,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/conditions"
 	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/metrics"
 )
 
 // Drift check events and the DriftDetected reason of a check that could not run.
@@ -144,12 +145,16 @@ func (r *Reconciler) observeDrift(ctx context.Context, s *scope, u *v1alpha1.Upd
 		return false, nil
 	}
 	found := recordDrift(s.stack, u, r.Now())
+	result := metrics.DriftNone
 	switch {
 	case u.Status.Phase != v1alpha1.UpdatePhaseSucceeded:
+		result = metrics.DriftFailed
 		r.event(s.stack, corev1.EventTypeWarning, EventDriftCheckFailed, "drift check failed (Update %s): %s", u.Name, u.Status.Message)
 	case found:
+		result = metrics.DriftFound
 		r.event(s.stack, corev1.EventTypeWarning, EventDriftDetected, "%s (Update %s)", u.Status.Message, u.Name)
 	}
+	metrics.ObserveDriftCheck(s.stack.Namespace, s.stack.Name, result)
 	// Checks are Updates too: without this, a frequent schedule would pile them up until
 	// the next deployment prunes.
 	r.prune(ctx, s)

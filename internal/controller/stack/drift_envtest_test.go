@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -56,4 +57,35 @@ func TestStackReconciler_DriftDetection_DetectsAndRemediates(t *testing.T) {
 	s.g.Expect(ups).To(Equal(2), "the first up and the remediation")
 	s.g.Expect(checks).To(BeNumerically(">=", 2))
 	s.kube.WaitEvent(found, "Warning", stack.EventDriftDetected)
+	if n := driftChecksMetric(t, s.ns, "drift"); n < 1 {
+		t.Errorf("stackwright_drift_checks_total{result=\"drift\"} = %v, want at least 1", n)
+	}
+	if n := driftChecksMetric(t, s.ns, "no_drift"); n < 1 {
+		t.Errorf("stackwright_drift_checks_total{result=\"no_drift\"} = %v, want at least 1", n)
+	}
+}
+
+// driftChecksMetric reads the drift check counter of a namespace from the registry the
+// test's in-process manager serves.
+func driftChecksMetric(t *testing.T, namespace, result string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("failed to gather metrics: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() != "stackwright_drift_checks_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == namespace && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

@@ -55,6 +55,10 @@ func (r *Reconciler) pruneUpdates(ctx context.Context, stack *pulumiv1.Stack) (t
 	if d := stack.Status.DriftDetection; d != nil && d.LastUpdate != "" {
 		keep[d.LastUpdate] = true
 	}
+	// The published outputs are put back from this Update's outputs when edited by hand.
+	if e := stack.Status.OutputsExport; e != nil && e.Update != "" {
+		keep[e.Update] = true
+	}
 	var finished []*v1alpha1.Update
 	for i := range list.Items {
 		u := &list.Items[i]

@@ -84,12 +84,52 @@ func (r *Reconciler) checkSuspended(_ context.Context, s *scope) (bool, error) {
 
 // reviewSpec stalls a Stack whose spec passed admission (which is no stricter than PKO's)
 // but cannot run as written, before anything is fetched or started for it.
+// Fields that are set but have no effect are announced by a Warning event, once per
+// generation.
 func (r *Reconciler) reviewSpec(_ context.Context, s *scope) (bool, error) {
-	if p := s.stack.Spec.Review().Problems; len(p) > 0 {
+	review := s.stack.Spec.Review()
+	if p := append(review.Problems, unsupported(&s.stack.Spec)...); len(p) > 0 {
 		markStalled(s.stack, pulumiv1.ReasonSpecInvalid, strings.Join(p, "; "))
 		return false, nil
 	}
+	ignored := append(review.Ignored, notApplied(&s.stack.Spec, r.Options.RunnerPods)...)
+	if sw := stackwrightStatus(s.stack); len(ignored) > 0 && sw.IgnoredFieldsGeneration != s.stack.Generation {
+		sw.IgnoredFieldsGeneration = s.stack.Generation
+		r.event(s.stack, corev1.EventTypeWarning, EventFieldsIgnored, "%s", strings.Join(ignored, "; "))
+	}
 	return true, nil
+}
+
+// unsupported lists the PKO fields a Stack sets that Stackwright cannot honour yet and
+// must not run without: the Stack stalls rather than deploy a different configuration.
+func unsupported(spec *pulumiv1.StackSpec) []string {
+	var out []string
+	if len(spec.Environment) > 0 {
+		out = append(out, "spec.environment (Pulumi ESC environments) is not supported yet: set the configuration with spec.config, configRef or secretsRef instead")
+	}
+	return out
+}
+
+// notApplied lists the fields of spec that are accepted (PKO manifests set them) but
+// that Stackwright, or this manager's executor, does not apply.
+func notApplied(spec *pulumiv1.StackSpec, runnerPods bool) []string {
+	var out []string
+	if spec.WorkspaceReclaimPolicy != "" {
+		out = append(out, "spec.workspaceReclaimPolicy is accepted and not applied: Stackwright keeps no workspace pod per stack")
+	}
+	if spec.UpdateTemplate != nil {
+		out = append(out, "spec.updateTemplate is accepted and not applied: Stackwright's Updates have their own shape, and the manager's retention policy")
+	}
+	if !runnerPods && spec.WorkspaceTemplate != nil {
+		out = append(out, "spec.workspaceTemplate is not applied: the local executor runs the engine in the manager, with no pod to apply it to")
+	}
+	if !runnerPods && spec.ServiceAccountName != "" {
+		out = append(out, "spec.serviceAccountName is not applied: the local executor runs the engine in the manager, with no pod to give it to")
+	}
+	if spec.Preview && spec.OutputsExport() != nil {
+		out = append(out, "spec.stackwright.outputs is ignored on a preview Stack, which deploys nothing")
+	}
+	return out
 }
 
 // checkExecutor stalls a Stack that this manager's executor cannot run as asked.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 	"github.com/stackwright/stackwright/internal/controller/patch"
 	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/inputs"
+	"github.com/stackwright/stackwright/internal/metrics"
 	"github.com/stackwright/stackwright/internal/source"
 )
 
@@ -26,6 +28,8 @@ const (
 	EventStalled         = "Stalled"
 	EventDestroyed       = "Destroyed"
 	EventResourcesKept   = "ResourcesKept"
+	EventOutputsExported = "OutputsExported"
+	EventFieldsIgnored   = "FieldsIgnored"
 )
 
 // eventAction is the action of every event the Stack controller emits.
@@ -88,6 +92,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	start := time.Now()
 	stack := &pulumiv1.Stack{}
 	if err := r.Client.Get(ctx, req.NamespacedName, stack); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetStack(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{stack: stack, patcher: patch.New(r.Client, stack, "Stack", fieldManager)}
@@ -126,6 +133,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.decideNext,
 		r.awaitPrerequisites,
 		r.startUpdate,
+		r.exportOutputs,
 		r.checkDrift,
 		r.markUpToDate,
 	)

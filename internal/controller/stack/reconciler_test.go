@@ -676,3 +676,22 @@ func TestStackReconciler_Reconcile_AdoptsStacksLeftByPKO(t *testing.T) {
 	s.g.Expect(env.Client.Delete(s.ctx(), st)).To(Succeed())
 	s.waitGone(st)
 }
+
+// A Stack importing Pulumi ESC environments, which Stackwright cannot do yet, stalls with
+// a message saying so and never runs without the configuration they would give.
+func TestStackReconciler_Reconcile_ESCEnvironmentStalls(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	s.create(s.program("esc", map[string]pulumiv1.Resource{"f": fileResource("esc.txt", "x")}, nil))
+	st := s.stack("esc", "esc")
+	st.Spec.Environment = []string{"platform/dev"}
+	s.create(st)
+
+	st = s.waitCondition("esc", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonSpecInvalid)
+	if msg := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message; !strings.HasPrefix(msg, "spec.environment (Pulumi ESC environments) is not supported yet") {
+		t.Errorf("Stalled message = %q", msg)
+	}
+	if n := len(s.updates("esc")); n != 0 {
+		t.Errorf("%d Updates were created for a Stack that cannot run", n)
+	}
+}

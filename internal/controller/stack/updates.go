@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,28 +86,12 @@ func (r *Reconciler) readOutputs(ctx context.Context, u *v1alpha1.Update) (map[s
 	if u.Status.Phase != v1alpha1.UpdatePhaseSucceeded || u.Status.OutputsSecretName == "" {
 		return nil, nil
 	}
-	sec := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: u.Namespace, Name: u.Status.OutputsSecretName}
-	err := r.Client.Get(ctx, key, sec)
-	if apierrors.IsNotFound(err) && r.APIReader != nil {
-		// The runner wrote the Secret just before the Update's result, and the cache may
-		// not have it yet: only the API server can say it is really gone.
-		err = r.APIReader.Get(ctx, key, sec)
+	sec, err := r.getOutputsSecret(ctx, u.Namespace, u.Status.OutputsSecretName)
+	if err != nil || sec == nil {
+		// Pruned or deleted by hand: the status keeps the outputs it has.
+		return nil, err
 	}
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			// Pruned or deleted by hand: the status keeps the outputs it has.
-			return nil, nil
-		}
-		return nil, fmt.Errorf("failed to get outputs Secret %s: %w", u.Status.OutputsSecretName, err)
-	}
-	secret := map[string]bool{}
-	for _, k := range strings.Split(sec.Annotations[v1alpha1.SecretOutputsAnnotation], ",") {
-		if k != "" {
-			secret[k] = true
-		}
-	}
-	return maskOutputs(sec.Data, secret), nil
+	return maskOutputs(sec.Data, secretOutputNames(sec)), nil
 }
 
 // describeSource names what resolving the Stack's source fetches, for progress messages.
