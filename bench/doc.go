@@ -8,6 +8,8 @@
 //   - fleet: N Stacks created at once, time until all are Ready, the manager's RSS, CPU,
 //     API traffic and a CPU profile taken while it works;
 //   - idle: the fleet left alone, which should cost (almost) nothing;
+//   - drift (only when named): drift schedules on part of the fleet, the checks they start
+//     in a window against those due, and what the checks cost;
 //   - git: N Stacks on one branch of a local repository served over smart HTTP, one push,
 //     time until all are Ready on the new commit (only when the manager serves git).
 //
@@ -15,6 +17,6 @@
 // description, next to the manager's log and the CPU profile. `make bench` runs it; see
 // cmd/fleet for the flags and their BENCH_* environment variables.
 //
-// The unit tests cover only pure helpers (percentiles, /proc and metrics parsing): nothing
-// here starts a fleet under `go test`.
+// The unit tests cover only pure helpers (percentiles, /proc and metrics parsing, cron
+// slots): nothing here starts a fleet under `go test`.
 package bench

@@ -181,7 +181,7 @@ func (b *bench) runGit(ctx context.Context) error {
 	}
 	c0 := srv.counts()
 	start := time.Now()
-	if err := b.createAll(ctx, names, func(name string) error {
+	if err := b.forAll(ctx, "create", names, func(name string) error {
 		return b.cluster.client.Create(ctx, gitStack(nsGit, name, name, url, "main", filepath.Join(b.work, "files", nsGit, name), b.cfg.GitResync))
 	}); err != nil {
 		return err
@@ -249,8 +249,9 @@ func (b *bench) runGit(ctx context.Context) error {
 	return nil
 }
 
-// createAll runs create for every name with cfg.CreateWorkers concurrent workers.
-func (b *bench) createAll(ctx context.Context, names []string, create func(string) error) error {
+// forAll runs fn for every name with cfg.CreateWorkers concurrent workers; verb names what
+// fn does to the objects, for the error.
+func (b *bench) forAll(ctx context.Context, verb string, names []string, fn func(string) error) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -260,7 +261,7 @@ func (b *bench) createAll(ctx context.Context, names []string, create func(strin
 	for range b.cfg.CreateWorkers {
 		wg.Go(func() {
 			for name := range next {
-				if err := create(name); err != nil {
+				if err := fn(name); err != nil {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("%s: %w", name, err))
 					mu.Unlock()
@@ -277,7 +278,7 @@ func (b *bench) createAll(ctx context.Context, names []string, create func(strin
 	close(next)
 	wg.Wait()
 	if len(errs) > 0 {
-		return fmt.Errorf("failed to create %d of %d objects: %w", len(errs), len(names), errors.Join(errs[:min(5, len(errs))]...))
+		return fmt.Errorf("failed to %s %d of %d objects: %w", verb, len(errs), len(names), errors.Join(errs[:min(5, len(errs))]...))
 	}
 	return ctx.Err()
 }

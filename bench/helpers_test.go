@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 )
 
 func TestPercentile_NearestRank(t *testing.T) {
@@ -125,5 +127,42 @@ process_cpu_seconds_total 4.25
 		if _, err := ParseMetrics(strings.NewReader(bad + "\n")); err == nil {
 			t.Errorf("ParseMetrics(%q) = nil error; want one", bad)
 		}
+	}
+}
+
+func TestCronSlots_Drift(t *testing.T) {
+	at := func(hm string) time.Time {
+		tm, err := time.Parse("2006-01-02 15:04:05", "2026-11-23 "+hm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	tests := []struct {
+		name     string
+		cron     string
+		from, to string
+		want     []string
+	}{
+		{name: "everyFiveMinutes", cron: "*/5 * * * *", from: "12:03:30", to: "12:13:30", want: []string{"12:05:00", "12:10:00"}},
+		{name: "startOnASlotExcludedEndOnASlotIncluded", cron: "*/5 * * * *", from: "12:00:00", to: "12:10:00", want: []string{"12:05:00", "12:10:00"}},
+		{name: "everyMinute", cron: "* * * * *", from: "12:00:30", to: "12:03:30", want: []string{"12:01:00", "12:02:00", "12:03:00"}},
+		{name: "hourlyNoneInTenMinutes", cron: "@hourly", from: "12:05:00", to: "12:15:00", want: nil},
+		{name: "dailySlotJustAfterTheWindow", cron: "0 0 * * *", from: "23:55:00", to: "23:59:59", want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sched, err := (&pulumiv1.DriftSchedule{Cron: tt.cron}).Parse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range cronSlots(sched, at(tt.from), at(tt.to)) {
+				got = append(got, s.Format("15:04:05"))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("cronSlots(%q, %s, %s) (-want +got):\n%s", tt.cron, tt.from, tt.to, diff)
+			}
+		})
 	}
 }

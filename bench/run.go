@@ -16,6 +16,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/testing/repo"
 )
@@ -26,11 +27,16 @@ const (
 	ScenarioLatency = "latency"
 	ScenarioFleet   = "fleet"
 	ScenarioIdle    = "idle"
+	ScenarioDrift   = "drift"
 	ScenarioGit     = "git"
 )
 
 // AllScenarios is every scenario in running order.
-var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioIdle, ScenarioGit}
+var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioIdle, ScenarioDrift, ScenarioGit}
+
+// DefaultScenarios run when none are named: all but drift, whose settling and window would
+// more than double a run.
+var DefaultScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioIdle, ScenarioGit}
 
 // Namespaces of the scenarios.
 const (
@@ -45,7 +51,7 @@ type Config struct {
 	Root, Bin, CRDs, Results string
 	// Manager is bin/stackwright as `make build` builds it.
 	Manager string
-	// Scenarios to run (AllScenarios when empty). idle needs fleet.
+	// Scenarios to run (DefaultScenarios when empty). idle and drift need fleet.
 	Scenarios []string
 	// N is the fleet size; GitN the git fleet's (N when 0).
 	N, GitN int
@@ -55,6 +61,11 @@ type Config struct {
 	Parallelism int
 	// Idle is how long the idle phase watches the Ready fleet.
 	Idle time.Duration
+	// DriftN is how many fleet Stacks get a drift schedule (capped at N), DriftCron their
+	// cron and DriftWindow how long the checks are counted.
+	DriftN      int
+	DriftCron   string
+	DriftWindow time.Duration
 	// ProfileSeconds is the length of the CPU profile taken during the fleet.
 	ProfileSeconds int
 	// FleetTimeout bounds the wait for the fleet (0: 4 × the ideal time + 5 min).
@@ -96,7 +107,7 @@ func (c *Config) defaults() error {
 		*p = abs
 	}
 	if len(c.Scenarios) == 0 {
-		c.Scenarios = AllScenarios
+		c.Scenarios = DefaultScenarios
 	}
 	for _, s := range c.Scenarios {
 		if !slices.Contains(AllScenarios, s) {
@@ -105,6 +116,19 @@ func (c *Config) defaults() error {
 	}
 	if c.has(ScenarioIdle) && !c.has(ScenarioFleet) {
 		return errors.New("scenario idle watches the fleet: add fleet")
+	}
+	if c.has(ScenarioDrift) {
+		if !c.has(ScenarioFleet) {
+			return errors.New("scenario drift schedules checks on the fleet: add fleet")
+		}
+		// Refused here rather than after the fleet has been built.
+		if _, err := (&pulumiv1.DriftSchedule{Cron: c.DriftCron}).Parse(); err != nil {
+			return fmt.Errorf("failed to parse the drift cron: %w", err)
+		}
+		if c.DriftN < 1 || c.DriftWindow <= 0 {
+			return errors.New("drift n must be at least 1 and the drift window positive")
+		}
+		c.DriftN = min(c.DriftN, c.N)
 	}
 	if c.GitN == 0 {
 		c.GitN = c.N
@@ -242,6 +266,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		{ScenarioLatency, b.runLatency},
 		{ScenarioFleet, b.runFleet},
 		{ScenarioIdle, b.runIdle},
+		{ScenarioDrift, b.runDrift},
 		{ScenarioGit, b.runGit},
 	}
 	for _, s := range steps {
@@ -290,16 +315,22 @@ func (b *bench) header(started time.Time, m machine, pulumi string) string {
 		{"commit", m.Commit},
 	}))
 	s.WriteString("\n")
-	s.WriteString(table([]string{"run", ""}, [][]string{
+	rows := [][]string{
 		{"scenarios", strings.Join(b.cfg.Scenarios, ",")},
 		{"N (fleet)", fmt.Sprint(b.cfg.N)},
 		{"N (git fleet)", fmt.Sprint(b.cfg.GitN)},
 		{"floor runs per batch", fmt.Sprint(b.cfg.FloorRuns)},
 		{"latency runs", fmt.Sprint(b.cfg.LatencyRuns)},
 		{"idle", b.cfg.Idle.String()},
-		{"manager", "`" + filepath.Base(b.cfg.Manager) + " " + strings.Join(redactArgs(b.mgr.args, b.work), " ") + "`"},
-		{"program", "3 resources (stackwright-testing Random + 2 Files), one Program per Stack"},
-	}))
+	}
+	if b.cfg.has(ScenarioDrift) {
+		rows = append(rows, []string{"drift", fmt.Sprintf("%d Stacks, `%s`, window %s", b.cfg.DriftN, b.cfg.DriftCron, b.cfg.DriftWindow)})
+	}
+	rows = append(rows,
+		[]string{"manager", "`" + filepath.Base(b.cfg.Manager) + " " + strings.Join(redactArgs(b.mgr.args, b.work), " ") + "`"},
+		[]string{"program", "3 resources (stackwright-testing Random + 2 Files), one Program per Stack"},
+	)
+	s.WriteString(table([]string{"run", ""}, rows))
 	return s.String()
 }
 

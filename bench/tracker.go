@@ -39,10 +39,13 @@ type stackSeen struct {
 
 type updateSeen struct {
 	stack            string
+	typ              v1alpha1.UpdateType
 	seen, run, done  time.Time
 	phase            v1alpha1.UpdatePhase
 	reason, message  string
 	created, started time.Time
+	// ended is status.endTime, which like started has the API's one-second resolution.
+	ended time.Time
 }
 
 func key(ns, name string) string { return ns + "/" + name }
@@ -134,12 +137,15 @@ func (t *tracker) onUpdate(obj any) {
 	k := key(u.Namespace, u.Name)
 	us := t.updates[k]
 	if us == nil {
-		us = &updateSeen{stack: key(u.Namespace, u.Spec.StackName), seen: now, created: u.CreationTimestamp.Time}
+		us = &updateSeen{stack: key(u.Namespace, u.Spec.StackName), typ: u.Spec.Type, seen: now, created: u.CreationTimestamp.Time}
 		t.updates[k] = us
 	}
 	us.phase = u.Status.Phase
 	if u.Status.StartTime != nil {
 		us.started = u.Status.StartTime.Time
+	}
+	if u.Status.EndTime != nil {
+		us.ended = u.Status.EndTime.Time
 	}
 	switch u.Status.Phase {
 	case v1alpha1.UpdatePhaseRunning:
@@ -185,6 +191,15 @@ func (t *tracker) readyAt(ns, name, rev string) (time.Time, bool) {
 func (t *tracker) waitReady(ctx context.Context, ns string, names []string, rev string, timeout time.Duration,
 	interval time.Duration, progress func(ready int),
 ) int {
+	return t.waitStacks(ctx, ns, names, timeout, interval, progress, func(st *stackSeen) bool { return st.readyOn(rev) })
+}
+
+// waitStacks blocks until ok accepts every named Stack of ns, ctx ends or timeout passes;
+// progress, if not nil, is called every interval with the count accepted. ok is called
+// with the tracker locked. It returns the number of Stacks accepted.
+func (t *tracker) waitStacks(ctx context.Context, ns string, names []string, timeout time.Duration,
+	interval time.Duration, progress func(n int), ok func(*stackSeen) bool,
+) int {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, t.wake)
@@ -198,7 +213,7 @@ func (t *tracker) waitReady(ctx context.Context, ns string, names []string, rev 
 				return
 			case <-tk.C:
 				t.mu.Lock()
-				n := t.countReadyLocked(ns, names, rev)
+				n := t.countLocked(ns, names, ok)
 				t.mu.Unlock()
 				if progress != nil {
 					progress(n)
@@ -209,7 +224,7 @@ func (t *tracker) waitReady(ctx context.Context, ns string, names []string, rev 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for {
-		n := t.countReadyLocked(ns, names, rev)
+		n := t.countLocked(ns, names, ok)
 		if n == len(names) || ctx.Err() != nil {
 			return n
 		}
@@ -217,10 +232,10 @@ func (t *tracker) waitReady(ctx context.Context, ns string, names []string, rev 
 	}
 }
 
-func (t *tracker) countReadyLocked(ns string, names []string, rev string) int {
+func (t *tracker) countLocked(ns string, names []string, ok func(*stackSeen) bool) int {
 	n := 0
 	for _, name := range names {
-		if st := t.stacks[key(ns, name)]; st != nil && st.readyOn(rev) {
+		if st := t.stacks[key(ns, name)]; st != nil && ok(st) {
 			n++
 		}
 	}
@@ -327,4 +342,18 @@ func (t *tracker) updatesSince(ns string, since time.Time) (int, map[string]int)
 		}
 	}
 	return n, out
+}
+
+// updatesIn returns copies of what was seen of the Updates of ns ("" for every namespace
+// watched) first seen in [from, to). Deleted Updates stay: the manager prunes finished ones.
+func (t *tracker) updatesIn(ns string, from, to time.Time) []updateSeen {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []updateSeen
+	for k, u := range t.updates {
+		if (ns == "" || strings.HasPrefix(k, ns+"/")) && !u.seen.Before(from) && u.seen.Before(to) {
+			out = append(out, *u)
+		}
+	}
+	return out
 }

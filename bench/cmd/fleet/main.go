@@ -36,11 +36,14 @@ func run() error {
 	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
 	fs.IntVar(&cfg.N, "n", envInt("BENCH_N", 100), "Stacks in the fleet (BENCH_N).")
 	fs.DurationVar(&cfg.Idle, "idle", envDuration("BENCH_IDLE", 5*time.Minute), "Length of the idle phase (BENCH_IDLE).")
-	fs.StringVar(&scenarios, "scenarios", envString("BENCH_SCENARIOS", strings.Join(bench.AllScenarios, ",")),
-		"Comma-separated scenarios to run: floor, latency, fleet, idle, git (BENCH_SCENARIOS).")
+	fs.StringVar(&scenarios, "scenarios", envString("BENCH_SCENARIOS", strings.Join(bench.DefaultScenarios, ",")),
+		"Comma-separated scenarios to run: floor, latency, fleet, idle, drift, git (BENCH_SCENARIOS).")
 	fs.IntVar(&cfg.FloorRuns, "floor-runs", envInt("BENCH_FLOOR_N", 10), "Engine runs in each floor batch (BENCH_FLOOR_N).")
 	fs.IntVar(&cfg.LatencyRuns, "latency-runs", envInt("BENCH_LATENCY_RUNS", 10), "Apply→Ready repetitions (BENCH_LATENCY_RUNS).")
 	fs.IntVar(&cfg.Parallelism, "parallel", envInt("BENCH_PARALLEL", 2), "--max-concurrent-updates, and the parallel floor's width (BENCH_PARALLEL).")
+	fs.IntVar(&cfg.DriftN, "drift-n", envInt("BENCH_DRIFT_N", 100), "Fleet Stacks given a drift schedule, at most N (BENCH_DRIFT_N).")
+	fs.StringVar(&cfg.DriftCron, "drift-cron", envString("BENCH_DRIFT_CRON", "*/5 * * * *"), "Cron of the drift schedule (BENCH_DRIFT_CRON).")
+	fs.DurationVar(&cfg.DriftWindow, "drift-window", envDuration("BENCH_DRIFT_WINDOW", 10*time.Minute), "How long drift checks are counted (BENCH_DRIFT_WINDOW).")
 	fs.IntVar(&cfg.GitN, "git-n", envInt("BENCH_GIT_N", 0), "Stacks in the git fleet; 0 means N (BENCH_GIT_N).")
 	fs.Int64Var(&cfg.GitResync, "git-resync", int64(envInt("BENCH_GIT_RESYNC", 0)), "resyncFrequencySeconds of the git Stacks; 0 leaves the product default (BENCH_GIT_RESYNC).")
 	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", envInt("BENCH_PROFILE_SECONDS", 30), "Length of the manager CPU profile taken during the fleet (BENCH_PROFILE_SECONDS).")
