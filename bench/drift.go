@@ -75,22 +75,12 @@ func (b *bench) runDrift(ctx context.Context) error {
 		return started, finished
 	}
 	b.say("drift: counting checks for %s (%d slots, %d checks due)", window, len(slots), due)
-	deadline := time.NewTimer(window)
-	defer deadline.Stop()
-	tk := time.NewTicker(time.Minute)
-	defer tk.Stop()
-wait:
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			break wait
-		case <-tk.C:
-			started, finished := inFlight()
-			b.say("drift: %s elapsed; checks started %d, finished %d; manager %s",
-				time.Since(start).Round(time.Second), started, finished, procLine(b.mgr.pid()))
-		}
+	if err := waitReporting(ctx, window, func() {
+		started, finished := inFlight()
+		b.say("drift: %s elapsed; checks started %d, finished %d; manager %s",
+			time.Since(start).Round(time.Second), started, finished, procLine(b.mgr.pid()))
+	}); err != nil {
+		return err
 	}
 	if started, finished := inFlight(); started > finished {
 		b.say("drift: window over; waiting until %s for %d checks in flight", drainUntil.Format("15:04:05"), started-finished)

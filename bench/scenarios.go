@@ -381,20 +381,10 @@ func (b *bench) runIdle(ctx context.Context) error {
 	}
 	start := time.Now()
 	b.say("idle: %s of nothing", b.cfg.Idle)
-	deadline := time.NewTimer(b.cfg.Idle)
-	defer deadline.Stop()
-	tk := time.NewTicker(time.Minute)
-	defer tk.Stop()
-wait:
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			break wait
-		case <-tk.C:
-			b.say("idle: %s elapsed; manager %s", time.Since(start).Round(time.Second), procLine(b.mgr.pid()))
-		}
+	if err := waitReporting(ctx, b.cfg.Idle, func() {
+		b.say("idle: %s elapsed; manager %s", time.Since(start).Round(time.Second), procLine(b.mgr.pid()))
+	}); err != nil {
+		return err
 	}
 	after := b.snap(ctx)
 	_, updatesAfter, err := b.countUpdates(ctx, "")
@@ -466,4 +456,22 @@ func mapString(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// waitReporting waits for d, or until ctx ends, calling report every minute meanwhile.
+func waitReporting(ctx context.Context, d time.Duration, report func()) error {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tk := time.NewTicker(time.Minute)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return nil
+		case <-tk.C:
+			report()
+		}
+	}
 }

@@ -89,3 +89,38 @@ func driftChecksMetric(t *testing.T, namespace, result string) float64 {
 	}
 	return 0
 }
+
+// A deployed Stack that is suspended starts no drift check when its schedule comes due;
+// once resumed, its checks follow the schedule again.
+func TestStackReconciler_DriftDetection_SkippedWhileSuspended(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	s.create(s.program("paused", map[string]pulumiv1.Resource{"f": fileResource("paused.txt", "declared")}, nil))
+	st := s.stack("paused", "paused")
+	st.Spec.DriftDetection = &pulumiv1.DriftDetectionSpec{Schedules: []pulumiv1.DriftSchedule{{Cron: "* * * * *"}}}
+	s.create(st)
+	st = s.waitReady("paused")
+	s.patch(st, func() { st.Spec.Stackwright = &pulumiv1.StackwrightSpec{Suspend: true} })
+	st = s.waitCondition("paused", pulumiv1.ConditionSuspended, metav1.ConditionTrue, pulumiv1.ReasonSuspended)
+
+	checks := func() int {
+		var n int
+		for _, u := range s.updates("paused") {
+			if u.Spec.Type == v1alpha1.UpdateTypeDrift {
+				n++
+			}
+		}
+		return n
+	}
+	// A slot may have come due between Ready and the suspension; only later ones count.
+	before := checks()
+	due := time.Now().Truncate(time.Minute).Add(time.Minute)
+	time.Sleep(time.Until(due.Add(10 * time.Second)))
+	if n := checks(); n != before {
+		t.Fatalf("a suspended Stack started %d drift checks", n-before)
+	}
+
+	st = s.get(s.g, "paused")
+	s.patch(st, func() { st.Spec.Stackwright = nil })
+	s.eventually(func(g Gomega) { g.Expect(checks()).To(BeNumerically(">", before)) })
+}

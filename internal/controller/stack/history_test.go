@@ -25,6 +25,7 @@ func TestReconciler_PruneUpdates_KeepsNewestWithinCountAndAge(t *testing.T) {
 	stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"}}
 	stack.Status.LastUpdate = &pulumiv1.StackUpdateState{Name: "deployed"}
 	stack.Status.DriftDetection = &pulumiv1.DriftDetectionStatus{LastUpdate: "last-check"}
+	stack.Status.OutputsExport = &pulumiv1.OutputsExportStatus{Update: "published"}
 	update := func(name string, age time.Duration, finished bool) *v1alpha1.Update {
 		end := metav1.NewTime(now.Add(-age))
 		u := &v1alpha1.Update{
@@ -40,6 +41,7 @@ func TestReconciler_PruneUpdates_KeepsNewestWithinCountAndAge(t *testing.T) {
 	all := []client.Object{
 		update("deployed", 30*24*time.Hour, true),   // named by status.lastUpdate: kept at any age
 		update("last-check", 30*24*time.Hour, true), // named by status.driftDetection: kept
+		update("published", 30*24*time.Hour, true),  // named by status.outputsExport: kept
 		update("running", 40*24*time.Hour, false),   // not finished: never pruned
 		update("fresh-1", time.Hour, true),
 		update("fresh-2", 2*time.Hour, true),
@@ -53,10 +55,10 @@ func TestReconciler_PruneUpdates_KeepsNewestWithinCountAndAge(t *testing.T) {
 		want     []string
 		wantNext time.Duration
 	}{
-		{name: "noLimitsKeepsAll", want: []string{"deployed", "fresh-1", "fresh-2", "fresh-3", "last-check", "old", "running"}},
-		{name: "ageLimitDropsOld", maxAge: 7 * 24 * time.Hour, want: []string{"deployed", "fresh-1", "fresh-2", "fresh-3", "last-check", "running"}, wantNext: 7*24*time.Hour - 3*time.Hour},
-		{name: "countLimitCountsKeptOnes", history: 4, want: []string{"deployed", "fresh-1", "fresh-2", "last-check", "running"}},
-		{name: "bothLimits", history: 3, maxAge: 2*time.Hour + 30*time.Minute, want: []string{"deployed", "fresh-1", "last-check", "running"}, wantNext: 90 * time.Minute},
+		{name: "noLimitsKeepsAll", want: []string{"deployed", "fresh-1", "fresh-2", "fresh-3", "last-check", "old", "published", "running"}},
+		{name: "ageLimitDropsOld", maxAge: 7 * 24 * time.Hour, want: []string{"deployed", "fresh-1", "fresh-2", "fresh-3", "last-check", "published", "running"}, wantNext: 7*24*time.Hour - 3*time.Hour},
+		{name: "countLimitCountsKeptOnes", history: 5, want: []string{"deployed", "fresh-1", "fresh-2", "last-check", "published", "running"}},
+		{name: "bothLimits", history: 4, maxAge: 2*time.Hour + 30*time.Minute, want: []string{"deployed", "fresh-1", "last-check", "published", "running"}, wantNext: 90 * time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,9 +19,10 @@ import (
 const (
 	// IndexProgramRef indexes Stacks by the Program they use.
 	IndexProgramRef = "stackwright.dev/programRef"
-	// IndexSecretRefs indexes Stacks by every Secret they reference.
+	// IndexSecretRefs indexes Stacks by every Secret they reference or publish outputs to.
 	IndexSecretRefs = "stackwright.dev/secretRefs"
-	// IndexConfigMapRefs indexes Stacks by every ConfigMap they reference.
+	// IndexConfigMapRefs indexes Stacks by every ConfigMap they reference or publish
+	// outputs to.
 	IndexConfigMapRefs = "stackwright.dev/configMapRefs"
 	// IndexUpdateStack indexes Updates by the Stack they run on.
 	IndexUpdateStack = "stackwright.dev/stackName"
@@ -77,6 +78,11 @@ func secretRefs(spec *pulumiv1.StackSpec) []string {
 	if spec.GitAuthSecret != "" {
 		names = append(names, spec.GitAuthSecret)
 	}
+	// A published Secret edited by hand is put back; a foreign one in the way, once
+	// deleted, releases the Stack.
+	if e := spec.OutputsExport(); e != nil && e.SecretName != "" {
+		names = append(names, e.SecretName)
+	}
 	if a := spec.GitAuth; a != nil {
 		add(a.AccessToken)
 		if a.SSHAuth != nil {
@@ -95,6 +101,9 @@ func configMapRefs(spec *pulumiv1.StackSpec) []string {
 	names := append([]string(nil), spec.Envs...)
 	for _, ref := range spec.ConfigRef {
 		names = append(names, ref.Name)
+	}
+	if e := spec.OutputsExport(); e != nil && e.ConfigMapName != "" {
+		names = append(names, e.ConfigMapName)
 	}
 	return dedupe(names)
 }

@@ -37,9 +37,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		For(&pulumiv1.Stack{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicates.DeletionStarted{}))).
 		Owns(&v1alpha1.Update{}, builder.WithPredicates(predicates.UpdatePhaseChanged{})).
-		// Published outputs edited or deleted by hand are put back.
-		Owns(&corev1.Secret{}, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Owns(&corev1.ConfigMap{}, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		// A Program's new artifact (or its failure to render) is what its Stacks wait for.
 		Watches(&pulumiv1.Program{}, r.enqueueReferrers(IndexProgramRef), builder.WithPredicates(programRendered{})).
 		Watches(&corev1.Secret{}, r.enqueueReferrers(IndexSecretRefs), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
