@@ -21,6 +21,8 @@ type floorResult struct {
 	Sequential, Parallel floorRun
 	Parallelism          int
 	Version              string
+	// CLI is the pulumi CLI's own floor, which ratios are measured against.
+	CLI *cliFloor
 }
 
 type floorRun struct {
@@ -69,16 +71,31 @@ func newFloorEnv(bin, dir string) (*floorEnv, error) {
 	eng, err := engine.New(engine.Options{
 		Bin:        bin,
 		PulumiHome: filepath.Join(dir, "pulumi-home"),
-		Env: map[string]string{
-			"PULUMI_SKIP_UPDATE_CHECK":                    "true",
-			"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-		},
+		Env:        engineBaseEnv(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to set up the pulumi engine: %w", err)
 	}
 	f.eng = eng
 	return f, nil
+}
+
+// engineBaseEnv is the environment the manager gives every engine run.
+func engineBaseEnv() map[string]string {
+	return map[string]string{
+		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+	}
+}
+
+// runEnv is what a Stack adds for its runs: the backend, the passphrase file, and the
+// provider's root directory, one per name.
+func (f *floorEnv) runEnv(name string) map[string]string {
+	return map[string]string{
+		"PULUMI_BACKEND_URL":            f.backend,
+		"PULUMI_CONFIG_PASSPHRASE_FILE": f.passphrase,
+		"STACKWRIGHT_TESTING_ROOT":      filepath.Join(f.dir, "files", name),
+	}
 }
 
 // up runs `up` of a fresh stack of the bench program named name and returns its duration.
@@ -105,12 +122,8 @@ func (f *floorEnv) up(ctx context.Context, name string) (time.Duration, error) {
 		Stack:       "dev",
 		Config:      map[string]engine.ConfigValue{"message": {Value: msg}},
 		CreateStack: true,
-		Env: map[string]string{
-			"PULUMI_BACKEND_URL":            f.backend,
-			"PULUMI_CONFIG_PASSPHRASE_FILE": f.passphrase,
-			"STACKWRIGHT_TESTING_ROOT":      filepath.Join(f.dir, "files", name),
-		},
-		Log: tail,
+		Env:         f.runEnv(name),
+		Log:         tail,
 	})
 	d := time.Since(start)
 	if err != nil {

@@ -234,7 +234,7 @@ func (b *bench) runGit(ctx context.Context) error {
 		{"push → all Ready on the new commit", fmt.Sprintf("%s (%d/%d)", secs(rt.Max), ready2, n)},
 		{"push → first Stack Ready (poll delay + one run)", secs(rt.Min)},
 		{"push → Ready: p50 / p90 / p99", fmt.Sprintf("%s / %s / %s", secs(rt.P50), secs(rt.P90), secs(rt.P99))},
-		{"ideal after the push: N × floor median / parallelism", secs(ideal)},
+		{"ideal after the push: N × floor median (CLI first update) / parallelism", secs(ideal)},
 		{"push → all Ready / ideal", ratio(Ratio(rt.Max, ideal))},
 		{"engine runs started after the push (Updates)", fmt.Sprintf("%d (%s)", runs, mapString(runPhases))},
 		{"after the push: ref listings / fetches / other requests", countString(sub(c2, c1))},

@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/source/program"
+)
+
+// cliFloor is the physical floor of an engine operation: the pulumi CLI called directly,
+// with the fewest calls an operation needs, next to internal/engine doing the same, on the
+// same program, backend and machine. Every process count comes from a pulumi shim that
+// logs each start.
+type cliFloor struct {
+	// Steady is `pulumi up --skip-preview --yes` on an existing stack whose program and
+	// config are unchanged; First is a new stack's first update (`stack init`, then `up`
+	// with its config on the command line).
+	Steady, First cliBatch
+	// EngineSteady and EngineFirst are the same two operations through internal/engine.
+	EngineSteady, EngineFirst cliBatch
+}
+
+// cliBatch is one kind of operation, run sequentially.
+type cliBatch struct {
+	Runs []time.Duration
+	// CPU is the CPU of every process the batch started (pulumi, language host, provider).
+	CPU time.Duration
+	// Processes counts pulumi CLI processes started.
+	Processes int
+	FirstErr  string
+}
+
+// pulumiCounter is a bin directory like the real one whose pulumi is a shell script that
+// logs each start and runs the real CLI.
+type pulumiCounter struct {
+	bin, log string
+}
+
+func newPulumiCounter(realBin, dir string) (*pulumiCounter, error) {
+	// The Automation API insists on a directory named bin.
+	c := &pulumiCounter{bin: filepath.Join(dir, "bin"), log: filepath.Join(dir, "starts.log")}
+	if err := os.MkdirAll(c.bin, 0o700); err != nil {
+		return nil, fmt.Errorf("failed to create directory %s: %w", c.bin, err)
+	}
+	entries, err := os.ReadDir(realBin)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read %s: %w", realBin, err)
+	}
+	for _, e := range entries {
+		if e.Name() == "pulumi" {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(realBin, e.Name()), filepath.Join(c.bin, e.Name())); err != nil {
+			return nil, fmt.Errorf("failed to link %s: %w", e.Name(), err)
+		}
+	}
+	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >>'%s'\nexec '%s' \"$@\"\n", c.log, filepath.Join(realBin, "pulumi"))
+	if err := os.WriteFile(filepath.Join(c.bin, "pulumi"), []byte(script), 0o700); err != nil {
+		return nil, fmt.Errorf("failed to write the pulumi shim: %w", err)
+	}
+	return c, nil
+}
+
+// starts is how many pulumi processes have started so far.
+func (c *pulumiCounter) starts() int {
+	b, err := os.ReadFile(c.log)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// runCLIFloor measures the CLI floor and internal/engine's same operations, n of each.
+func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n int) (*cliFloor, error) {
+	dir := filepath.Join(f.dir, "cli")
+	counter, err := newPulumiCounter(realBin, dir)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.New(engine.Options{Bin: counter.bin, PulumiHome: filepath.Join(f.dir, "pulumi-home"), Env: engineBaseEnv()})
+	if err != nil {
+		return nil, fmt.Errorf("failed to set up the counted engine: %w", err)
+	}
+	msg, _ := json.Marshal(greetingMessage)
+	work := filepath.Join(dir, "work")
+	if err := writeBenchProject(work); err != nil {
+		return nil, err
+	}
+	env := f.runEnv("cli")
+	cli := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, filepath.Join(counter.bin, "pulumi"), append(args, "--non-interactive")...)
+		cmd.Dir = work
+		cmd.Env = []string{"PATH=" + counter.bin + ":/usr/bin:/bin", "HOME=" + dir, "PULUMI_HOME=" + filepath.Join(f.dir, "pulumi-home")}
+		for k, v := range engineBaseEnv() {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("pulumi %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	viaEngine := func(stack string) error {
+		tail := engine.NewTail(8192)
+		_, err := eng.Run(ctx, engine.Request{
+			Operation: engine.OpUp, WorkDir: work, Stack: stack, CreateStack: true,
+			Config: map[string]engine.ConfigValue{"message": {Value: msg}}, Env: env, Log: tail,
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %s\n%s", stack, engine.Message(err), tail.String())
+		}
+		return nil
+	}
+	setMessage := "message=" + greetingMessage
+
+	out := &cliFloor{}
+	// One stack of each path exists before the steady-state runs; creating it is not counted.
+	if err := cli("stack", "init", "cli-steady"); err != nil {
+		return nil, err
+	}
+	if err := cli("up", "--skip-preview", "--yes", "-s", "cli-steady", "-c", setMessage); err != nil {
+		return nil, err
+	}
+	if err := viaEngine("engine-steady"); err != nil {
+		return nil, err
+	}
+	batches := []struct {
+		into *cliBatch
+		run  func(i int) error
+	}{
+		{&out.Steady, func(int) error { return cli("up", "--skip-preview", "--yes", "-s", "cli-steady") }},
+		{&out.First, func(i int) error {
+			name := fmt.Sprintf("cli-first-%d", i)
+			if err := cli("stack", "init", name); err != nil {
+				return err
+			}
+			return cli("up", "--skip-preview", "--yes", "-s", name, "-c", setMessage)
+		}},
+		{&out.EngineSteady, func(int) error { return viaEngine("engine-steady") }},
+		{&out.EngineFirst, func(i int) error { return viaEngine(fmt.Sprintf("engine-first-%d", i)) }},
+	}
+	for _, b := range batches {
+		starts, cpu := counter.starts(), childrenCPU()
+		for i := range n {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			t0 := time.Now()
+			if err := b.run(i); err != nil {
+				if b.into.FirstErr == "" {
+					b.into.FirstErr = err.Error()
+				}
+				continue
+			}
+			b.into.Runs = append(b.into.Runs, time.Since(t0))
+		}
+		b.into.CPU, b.into.Processes = childrenCPU()-cpu, counter.starts()-starts
+	}
+	return out, nil
+}
+
+// writeBenchProject writes the bench program's Pulumi.yaml into dir.
+func writeBenchProject(dir string) error {
+	yaml, err := program.Render(benchProgram("floor", "cli"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("failed to create directory %s: %w", dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, program.ProjectFile), yaml, 0o600); err != nil {
+		return fmt.Errorf("failed to write %s: %w", program.ProjectFile, err)
+	}
+	return nil
+}
+
+// cliFloorSection renders the measurements with every ratio to the CLI's steady update.
+func cliFloorSection(c *cliFloor) string {
+	floor := Percentile(c.Steady.Runs, 50)
+	perRun := func(b cliBatch) (cpu time.Duration, procs float64) {
+		total := len(b.Runs)
+		if b.FirstErr != "" {
+			total = max(total, 1)
+		}
+		if total == 0 {
+			return 0, 0
+		}
+		return b.CPU / time.Duration(total), float64(b.Processes) / float64(total)
+	}
+	floorCPU, _ := perRun(c.Steady)
+	ratio := func(a, b time.Duration) string {
+		if b <= 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f×", a.Seconds()/b.Seconds())
+	}
+	row := func(name string, b cliBatch) []string {
+		med := Percentile(b.Runs, 50)
+		cpu, procs := perRun(b)
+		return []string{name, fmt.Sprint(len(b.Runs)), secs(med), secs(Percentile(b.Runs, 90)), secs(cpu), fmt.Sprintf("%.1f", procs), ratio(med, floor), ratio(cpu, floorCPU)}
+	}
+	body := "The floor every ratio in this report is measured against: the pulumi CLI called directly on the bench program, " +
+		"same backend, PULUMI_HOME, passphrase file and environment as the manager's engine, one run at a time. " +
+		"*Steady* is an update of an existing stack whose program and config are unchanged; *first* is a new stack's first update " +
+		"with the fewest CLI calls (`pulumi stack init`, then `pulumi up --skip-preview --yes -c message=…`). " +
+		"The engine rows are internal/engine doing the same. *CPU / run* includes every process the run started " +
+		"(CLI, YAML language host, provider); *pulumi processes / run* counts CLI starts through a logging shim.\n\n" +
+		table([]string{"operation", "runs", "median", "p90", "CPU / run", "pulumi processes / run", "median / CLI steady", "CPU / CLI steady CPU"}, [][]string{
+			row("CLI: steady update (`pulumi up --skip-preview`)", c.Steady),
+			row("CLI: first update (`stack init` + `up`)", c.First),
+			row("engine: steady update", c.EngineSteady),
+			row("engine: first update", c.EngineFirst),
+		})
+	var errs []string
+	for _, b := range []cliBatch{c.Steady, c.First, c.EngineSteady, c.EngineFirst} {
+		if b.FirstErr != "" {
+			errs = append(errs, b.FirstErr)
+		}
+	}
+	if len(errs) > 0 {
+		body += "\nFirst failures:\n\n```\n" + strings.Join(errs, "\n") + "\n```\n"
+	}
+	return body
+}
