@@ -29,7 +29,10 @@ type cliFloor struct {
 
 // cliBatch is one kind of operation, run sequentially.
 type cliBatch struct {
-	Runs []time.Duration
+	// Runs are the successful runs' durations; Attempts counts failed ones too, which
+	// cost CPU and processes all the same.
+	Runs     []time.Duration
+	Attempts int
 	// CPU is the CPU of every process the batch started (pulumi, language host, provider).
 	CPU time.Duration
 	// Processes counts pulumi CLI processes started.
@@ -155,6 +158,7 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n int) (*cli
 				return nil, ctx.Err()
 			}
 			t0 := time.Now()
+			b.into.Attempts++
 			if err := b.run(i); err != nil {
 				if b.into.FirstErr == "" {
 					b.into.FirstErr = err.Error()
@@ -187,14 +191,10 @@ func writeBenchProject(dir string) error {
 func cliFloorSection(c *cliFloor) string {
 	floor := Percentile(c.Steady.Runs, 50)
 	perRun := func(b cliBatch) (cpu time.Duration, procs float64) {
-		total := len(b.Runs)
-		if b.FirstErr != "" {
-			total = max(total, 1)
-		}
-		if total == 0 {
+		if b.Attempts == 0 {
 			return 0, 0
 		}
-		return b.CPU / time.Duration(total), float64(b.Processes) / float64(total)
+		return b.CPU / time.Duration(b.Attempts), float64(b.Processes) / float64(b.Attempts)
 	}
 	floorCPU, _ := perRun(c.Steady)
 	ratio := func(a, b time.Duration) string {

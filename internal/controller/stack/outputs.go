@@ -87,11 +87,12 @@ func (r *Reconciler) exportOutputs(ctx context.Context, s *scope) (bool, error) 
 		st.Status.OutputsExport = nil
 		return true, nil
 	}
-	status := &pulumiv1.OutputsExportStatus{SecretName: want.SecretName, ConfigMapName: want.ConfigMapName}
-	if prev := st.Status.OutputsExport; prev != nil {
-		status.Update, status.LastExportTime, status.Skipped = prev.Update, prev.LastExportTime, prev.Skipped
+	status := st.Status.OutputsExport
+	if status == nil {
+		status = &pulumiv1.OutputsExportStatus{}
+		st.Status.OutputsExport = status
 	}
-	st.Status.OutputsExport = status
+	status.SecretName, status.ConfigMapName = want.SecretName, want.ConfigMapName
 
 	from := exportSource(st)
 	if from == "" {
@@ -153,8 +154,7 @@ func (r *Reconciler) exportOutputs(ctx context.Context, s *scope) (bool, error) 
 // deployed successfully, otherwise the one published before (a failed update changes
 // nothing that was deployed). "" when no deployment has outputs yet.
 func exportSource(st *pulumiv1.Stack) string {
-	if lu := st.Status.LastUpdate; lu != nil && lu.State == pulumiv1.UpdateStateSucceeded &&
-		(lu.Type == string(v1alpha1.UpdateTypeUp) || lu.Type == string(v1alpha1.UpdateTypeRefresh)) {
+	if lu := st.Status.LastUpdate; lu != nil && lu.State == pulumiv1.UpdateStateSucceeded && lu.Type == string(v1alpha1.UpdateTypeUp) {
 		return lu.Name
 	}
 	if e := st.Status.OutputsExport; e != nil {

@@ -25,7 +25,7 @@ func TestStackReconciler_OutputsExport_PublishesForConsumers(t *testing.T) {
 	s := newScenario(t)
 	prog := s.program("producer", map[string]pulumiv1.Resource{
 		"greeting": fileResource("greeting.txt", "hello"),
-		"token":    {Type: "stackwright-testing:index:Random", Properties: map[string]apiextensionsv1.JSON{"length": jsonValue(24)}},
+		"token":    randomResource(24),
 	}, map[string]string{"digest": "${greeting.sha256}", "token": "${token.result}"})
 	prog.Program.Outputs["shape"] = apiextensionsv1.JSON{Raw: []byte(`{"sides":4}`)}
 	s.create(prog)

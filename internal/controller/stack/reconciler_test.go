@@ -31,7 +31,7 @@ func TestStackReconciler_Reconcile_ProgramStackLifecycle(t *testing.T) {
 	s := newScenario(t)
 	prog := s.program("files", map[string]pulumiv1.Resource{
 		"greeting": fileResource("greeting.txt", "hello"),
-		"token":    {Type: "stackwright-testing:index:Random", Properties: map[string]apiextensionsv1.JSON{"length": jsonValue(24)}},
+		"token":    randomResource(24),
 	}, map[string]string{"digest": "${greeting.sha256}", "token": "${token.result}"})
 	s.create(prog)
 	s.create(s.stack("files", "files"))

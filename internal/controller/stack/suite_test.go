@@ -195,6 +195,11 @@ func fileResource(path, content string) pulumiv1.Resource {
 	}
 }
 
+// randomResource generates a secret string of the given length once.
+func randomResource(length int) pulumiv1.Resource {
+	return pulumiv1.Resource{Type: "stackwright-testing:index:Random", Properties: map[string]apiextensionsv1.JSON{"length": jsonValue(length)}}
+}
+
 // flakyResource fails its first `failures` creates/updates and its first `failDeletes`
 // deletes, counting attempts in files under the scenario's directory.
 func flakyResource(failures, failDeletes int) pulumiv1.Resource {
