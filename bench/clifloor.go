@@ -12,6 +12,7 @@ import (
 
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/source/program"
+	"github.com/stackwright/stackwright/internal/testing/pulumicount"
 )
 
 // cliFloor is the physical floor of an engine operation: the pulumi CLI called directly,
@@ -40,54 +41,14 @@ type cliBatch struct {
 	FirstErr  string
 }
 
-// pulumiCounter is a bin directory like the real one whose pulumi is a shell script that
-// logs each start and runs the real CLI.
-type pulumiCounter struct {
-	bin, log string
-}
-
-func newPulumiCounter(realBin, dir string) (*pulumiCounter, error) {
-	// The Automation API insists on a directory named bin.
-	c := &pulumiCounter{bin: filepath.Join(dir, "bin"), log: filepath.Join(dir, "starts.log")}
-	if err := os.MkdirAll(c.bin, 0o700); err != nil {
-		return nil, fmt.Errorf("failed to create directory %s: %w", c.bin, err)
-	}
-	entries, err := os.ReadDir(realBin)
-	if err != nil {
-		return nil, fmt.Errorf("failed to read %s: %w", realBin, err)
-	}
-	for _, e := range entries {
-		if e.Name() == "pulumi" {
-			continue
-		}
-		if err := os.Symlink(filepath.Join(realBin, e.Name()), filepath.Join(c.bin, e.Name())); err != nil {
-			return nil, fmt.Errorf("failed to link %s: %w", e.Name(), err)
-		}
-	}
-	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >>'%s'\nexec '%s' \"$@\"\n", c.log, filepath.Join(realBin, "pulumi"))
-	if err := os.WriteFile(filepath.Join(c.bin, "pulumi"), []byte(script), 0o700); err != nil {
-		return nil, fmt.Errorf("failed to write the pulumi shim: %w", err)
-	}
-	return c, nil
-}
-
-// starts is how many pulumi processes have started so far.
-func (c *pulumiCounter) starts() int {
-	b, err := os.ReadFile(c.log)
-	if err != nil {
-		return 0
-	}
-	return strings.Count(string(b), "\n")
-}
-
 // runCLIFloor measures the CLI floor and internal/engine's same operations, n of each.
 func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n int) (*cliFloor, error) {
 	dir := filepath.Join(f.dir, "cli")
-	counter, err := newPulumiCounter(realBin, dir)
+	counter, err := pulumicount.New(realBin, dir)
 	if err != nil {
 		return nil, err
 	}
-	eng, err := engine.New(engine.Options{Bin: counter.bin, PulumiHome: filepath.Join(f.dir, "pulumi-home"), Env: engineBaseEnv()})
+	eng, err := engine.New(engine.Options{Bin: counter.Bin, PulumiHome: filepath.Join(f.dir, "pulumi-home"), Env: engineBaseEnv()})
 	if err != nil {
 		return nil, fmt.Errorf("failed to set up the counted engine: %w", err)
 	}
@@ -98,9 +59,9 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n int) (*cli
 	}
 	env := f.runEnv("cli")
 	cli := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, filepath.Join(counter.bin, "pulumi"), append(args, "--non-interactive")...)
+		cmd := exec.CommandContext(ctx, filepath.Join(counter.Bin, "pulumi"), append(args, "--non-interactive")...)
 		cmd.Dir = work
-		cmd.Env = []string{"PATH=" + counter.bin + ":/usr/bin:/bin", "HOME=" + dir, "PULUMI_HOME=" + filepath.Join(f.dir, "pulumi-home")}
+		cmd.Env = []string{"PATH=" + counter.Bin + ":/usr/bin:/bin", "HOME=" + dir, "PULUMI_HOME=" + filepath.Join(f.dir, "pulumi-home")}
 		for k, v := range engineBaseEnv() {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -112,10 +73,11 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n int) (*cli
 		}
 		return nil
 	}
-	viaEngine := func(stack string) error {
+	// exists is what the Stack controller tells the engine once an update succeeded.
+	viaEngine := func(stack string, exists bool) error {
 		tail := engine.NewTail(8192)
 		_, err := eng.Run(ctx, engine.Request{
-			Operation: engine.OpUp, WorkDir: work, Stack: stack, CreateStack: true,
+			Operation: engine.OpUp, WorkDir: work, Stack: stack, CreateStack: true, StackExists: exists,
 			Config: map[string]engine.ConfigValue{"message": {Value: msg}}, Env: env, Log: tail,
 		})
 		if err != nil {
@@ -133,7 +95,7 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n int) (*cli
 	if err := cli("up", "--skip-preview", "--yes", "-s", "cli-steady", "-c", setMessage); err != nil {
 		return nil, err
 	}
-	if err := viaEngine("engine-steady"); err != nil {
+	if err := viaEngine("engine-steady", false); err != nil {
 		return nil, err
 	}
 	batches := []struct {
@@ -148,11 +110,11 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n int) (*cli
 			}
 			return cli("up", "--skip-preview", "--yes", "-s", name, "-c", setMessage)
 		}},
-		{&out.EngineSteady, func(int) error { return viaEngine("engine-steady") }},
-		{&out.EngineFirst, func(i int) error { return viaEngine(fmt.Sprintf("engine-first-%d", i)) }},
+		{&out.EngineSteady, func(int) error { return viaEngine("engine-steady", true) }},
+		{&out.EngineFirst, func(i int) error { return viaEngine(fmt.Sprintf("engine-first-%d", i), false) }},
 	}
 	for _, b := range batches {
-		starts, cpu := counter.starts(), childrenCPU()
+		starts, cpu := counter.Count(), childrenCPU()
 		for i := range n {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -167,7 +129,7 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n int) (*cli
 			}
 			b.into.Runs = append(b.into.Runs, time.Since(t0))
 		}
-		b.into.CPU, b.into.Processes = childrenCPU()-cpu, counter.starts()-starts
+		b.into.CPU, b.into.Processes = childrenCPU()-cpu, counter.Count()-starts
 	}
 	return out, nil
 }

@@ -8,10 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/blang/semver"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 )
 
@@ -31,15 +30,18 @@ func BaseEnv() map[string]string {
 	}
 }
 
-// command runs the pulumi CLI for the Automation API, which would otherwise start it with
-// this process's whole environment (os.Environ). It also undoes the Automation API's
-// --message=%q (v3.259): no shell removes those quotes, so the backend would record
-// `"deploy abc"`, quotes and escapes included.
+// command runs the pulumi CLI with the allow-listed part of this process's environment
+// only; the Automation API's own would start it with the whole of it (os.Environ).
 type command struct {
-	auto.PulumiCommand // Version
-	path               string
-	inherit            []string
+	path    string
+	inherit []string
+	version semver.Version // zero when unchecked
 }
+
+var _ auto.PulumiCommand = command{}
+
+// Version is the CLI's version as New checked it.
+func (c command) Version() semver.Version { return c.version }
 
 func (c command) Run(ctx context.Context, workdir string, stdin io.Reader,
 	out, errOut []io.Writer, env []string, args ...string,
@@ -48,13 +50,6 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader,
 	end := slices.Index(args, "--")
 	if end < 0 {
 		end = len(args)
-	}
-	for i, a := range args[:end] {
-		if v, ok := strings.CutPrefix(a, "--message="); ok {
-			if u, err := strconv.Unquote(v); err == nil {
-				args[i] = "--message=" + u
-			}
-		}
 	}
 	if !slices.Contains(args[:end], "--non-interactive") {
 		args = slices.Insert(args, end, "--non-interactive")

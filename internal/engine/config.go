@@ -128,7 +128,6 @@ func (x *run) configure(ctx context.Context, ws auto.Workspace, stack, project s
 		return nil
 	}
 	action := "failed to set config of stack " + stack
-	x.log.println("--- set config")
 	keys := make([]config.Key, len(entries))
 	plain := 0
 	for i, c := range entries {
@@ -166,26 +165,11 @@ func (x *run) configure(ctx context.Context, ws auto.Workspace, stack, project s
 			continue
 		}
 		args := []string{"config", "set", "--stack", stack, "--secret", "--raw", "--", keys[i].String()}
-		stdout, stderr, code, err := x.cmd.Run(ctx, ws.WorkDir(), strings.NewReader(c.secret), nil, nil, x.envList(), args...)
-		if err != nil {
-			return x.fail(ctx, action, "", "", &cliError{err: fmt.Errorf("failed to set secret %s: %w", keys[i], err),
-				stdout: stdout, stderr: stderr, code: code})
+		if _, err := x.cli(ctx, "set secret config "+keys[i].String(), strings.NewReader(c.secret), false, args...); err != nil {
+			return x.fail(ctx, action, "", "", err)
 		}
 	}
 	return nil
-}
-
-// envList is the environment of a CLI invocation Run makes itself, as the Automation API
-// builds it for its own.
-func (x *run) envList() []string {
-	var env []string
-	if x.home != "" {
-		env = append(env, "PULUMI_HOME="+x.home)
-	}
-	for _, k := range slices.Sorted(maps.Keys(x.env)) {
-		env = append(env, k+"="+x.env[k])
-	}
-	return env
 }
 
 // stackSettingsExist mirrors LocalWorkspace.StackSettings' lookup, which does not tell a

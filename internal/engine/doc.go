@@ -1,10 +1,14 @@
 // Package engine is the only code in Stackwright that talks to Pulumi. It drives the real
-// pulumi CLI through the Automation API (auto.LocalWorkspace) over a work dir that already
-// holds an extracted project: it selects or creates the stack, writes the stack's
-// configuration (plain values into Pulumi.<stack>.yaml, secrets encrypted by the CLI with
-// the stack's secrets provider), runs one operation (up, preview, refresh, destroy or a
-// drift check) under a cancellable context, and reports outputs (secret ones flagged),
-// resource change counts and a human summary.
+// pulumi CLI over a work dir that already holds an extracted project, one process per
+// thing that needs one: a steady-state operation (up, preview, refresh, destroy or a drift
+// check on a stack known to exist) is exactly one CLI process. Change counts and outputs
+// come from that process's event log; the stack is created (`stack init`) only when it is
+// new; plain config is written into Pulumi.<stack>.yaml in this process, and only secret
+// config values cost a process each (`config set --secret`, plaintext on stdin), as do
+// the values of secret outputs, which the event log never carries (`stack output
+// --show-secrets`, one call for all of them). The Automation API supplies the types, the
+// project and stack settings files, and the CLI version check; none of its operation
+// methods is used, because each of them starts two or three processes.
 //
 // It also owns what callers need to act on a failed run without knowing the CLI: Classify
 // maps an error to a retry class, Message turns the CLI's output into a bounded,

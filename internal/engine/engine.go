@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blang/semver"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 
 	"github.com/stackwright/stackwright/internal/version"
@@ -69,6 +70,11 @@ type Request struct {
 	// CreateStack creates a missing stack; false only selects it, and a missing stack is a
 	// Permanent error (the opposite of PKO's useLocalStackOnly: the caller maps it).
 	CreateStack bool
+	// StackExists is the caller's belief that the stack exists (it has seen an operation on
+	// it succeed). Run then starts the operation straight away, one CLI process in all, and
+	// creates the stack only if the CLI says it is missing after all. Otherwise, with
+	// CreateStack, Run creates the stack first (it tolerates finding it there).
+	StackExists bool
 	// Refresh refreshes the state before an up, preview or destroy.
 	Refresh bool
 	// ExpectNoChanges (PKO expectNoRefreshChanges) makes an up fail instead of changing
@@ -135,6 +141,10 @@ type Options struct {
 	// InheritEnv names the variables of this process's environment that runs see; nil
 	// means DefaultInheritEnv. Nothing else of it reaches a program.
 	InheritEnv []string
+	// SkipVersionCheck skips `pulumi version`, which New otherwise runs to check that the CLI
+	// is recent enough. It is for short-lived engines that run one operation (runner Pods),
+	// where the check would be one more process per update; Version is then "".
+	SkipVersionCheck bool
 }
 
 // Engine runs Pulumi operations with one version-checked CLI. It is safe for concurrent
@@ -146,7 +156,8 @@ type Engine struct {
 	env  map[string]string
 }
 
-// New locates the pulumi CLI and checks that the Automation API supports its version.
+// New locates the pulumi CLI and, unless told not to, checks that the Automation API
+// supports its version.
 func New(o Options) (*Engine, error) {
 	e := &Engine{home: o.PulumiHome, env: maps.Clone(o.Env)}
 	opts := &auto.PulumiCommandOptions{}
@@ -162,23 +173,33 @@ func New(o Options) (*Engine, error) {
 		e.bin = bin
 		opts.Root = filepath.Dir(bin)
 	}
-	cmd, err := auto.NewPulumiCommand(opts)
-	if err != nil {
-		return nil, fmt.Errorf("failed to use the pulumi CLI: %w", err)
-	}
 	path := "pulumi"
 	if e.bin != "" {
 		path = filepath.Join(e.bin, "pulumi")
 	}
-	if path, err = exec.LookPath(path); err != nil {
+	path, err := exec.LookPath(path)
+	if err != nil {
 		return nil, fmt.Errorf("failed to locate pulumi: %w", err)
 	}
-	e.cmd = command{PulumiCommand: cmd, path: path, inherit: o.InheritEnv}
+	c := command{path: path, inherit: o.InheritEnv}
+	if !o.SkipVersionCheck {
+		checked, err := auto.NewPulumiCommand(opts)
+		if err != nil {
+			return nil, fmt.Errorf("failed to use the pulumi CLI: %w", err)
+		}
+		c.version = checked.Version()
+	}
+	e.cmd = c
 	return e, nil
 }
 
-// Version is the version of the CLI the engine runs.
-func (e *Engine) Version() string { return e.cmd.Version().String() }
+// Version is the version of the CLI the engine runs; "" when New did not check it.
+func (e *Engine) Version() string {
+	if v := e.cmd.Version(); !v.EQ(semver.Version{}) {
+		return v.String()
+	}
+	return ""
+}
 
 // Run performs one operation. Its errors are "failed to <verb> <object>: <cause>", scrubbed
 // of the request's secrets; Classify says how to retry them and Message summarises them.
@@ -262,6 +283,8 @@ func (x *run) run(ctx context.Context) (Result, error) {
 		return Result{}, x.fail(ctx, "failed to set config of stack "+name, "", ClassPermanent, err)
 	}
 
+	// The workspace only reads and writes the project's files, in this process; every CLI
+	// call is Run's own, so that each costs exactly the process it needs.
 	opts := []auto.LocalWorkspaceOption{
 		auto.WorkDir(r.WorkDir),
 		auto.Pulumi(x.cmd),
@@ -269,9 +292,6 @@ func (x *run) run(ctx context.Context) (Result, error) {
 	}
 	if x.home != "" {
 		opts = append(opts, auto.PulumiHome(x.home))
-	}
-	if r.SecretsProvider != "" {
-		opts = append(opts, auto.SecretsProvider(r.SecretsProvider))
 	}
 	ws, err := auto.NewLocalWorkspace(ctx, opts...)
 	if err != nil {
@@ -282,33 +302,52 @@ func (x *run) run(ctx context.Context) (Result, error) {
 		return Result{}, x.fail(ctx, "failed to read project in "+r.WorkDir, "", ClassPermanent, err)
 	}
 
-	stack, err := x.selectStack(ctx, ws)
-	if err != nil {
-		return Result{}, err
+	created := false
+	if r.CreateStack && !r.StackExists {
+		if err := x.createStack(ctx); err != nil {
+			return Result{}, err
+		}
+		created = true
 	}
-	if err := x.configure(ctx, ws, name, project.Name.String(), values); err != nil {
-		return Result{}, err
+	res, err := x.configureAndOperate(ctx, ws, project.Name.String(), values)
+	if cause, missing := missingStack(err); missing {
+		switch {
+		case !r.CreateStack:
+			return Result{}, x.fail(ctx, "failed to select stack "+name,
+				"stack "+name+" does not exist and useLocalStackOnly forbids creating it", ClassPermanent, cause)
+		case !created:
+			// The caller believed the stack existed; it does not (any more).
+			if err := x.createStack(ctx); err != nil {
+				return Result{}, err
+			}
+			res, err = x.configureAndOperate(ctx, ws, project.Name.String(), values)
+		}
 	}
-
-	res, err := x.operate(ctx, stack)
-	if err != nil && x.healStaleLock(ctx, stack, err) {
-		res, err = x.operate(ctx, stack)
+	if err != nil && x.healStaleLock(ctx, err) {
+		res, err = x.operate(ctx)
 	}
 	return res, err
 }
 
-func (x *run) operate(ctx context.Context, stack auto.Stack) (Result, error) {
+func (x *run) configureAndOperate(ctx context.Context, ws auto.Workspace, project string, values []configEntry) (Result, error) {
+	if err := x.configure(ctx, ws, x.req.Stack, project, values); err != nil {
+		return Result{}, err
+	}
+	return x.operate(ctx)
+}
+
+func (x *run) operate(ctx context.Context) (Result, error) {
 	switch x.req.Operation {
 	case OpUp:
-		return x.up(ctx, stack)
+		return x.up(ctx)
 	case OpPreview:
-		return x.preview(ctx, stack)
+		return x.preview(ctx)
 	case OpRefresh:
-		return x.refresh(ctx, stack)
+		return x.refresh(ctx)
 	case OpDestroy:
-		return x.destroy(ctx, stack)
+		return x.destroy(ctx)
 	default: // OpDrift; validate rejected anything else
-		return x.drift(ctx, stack)
+		return x.drift(ctx)
 	}
 }
 
@@ -349,41 +388,27 @@ func (x *run) secretValues() []string {
 	return out
 }
 
-func (x *run) selectStack(ctx context.Context, ws auto.Workspace) (auto.Stack, error) {
+// createStack creates the stack, with the request's secrets provider, and succeeds if it
+// exists already (another run may have created it since the caller looked).
+func (x *run) createStack(ctx context.Context) error {
 	name := x.req.Stack
-	if !x.req.CreateStack {
-		x.log.println("--- select stack " + name)
-		stack, err := auto.SelectStack(ctx, name, ws)
-		if err == nil {
-			return stack, nil
+	args := []string{"stack", "init", "--stack", name, "--no-select"}
+	if x.req.SecretsProvider != "" {
+		args = append(args, "--secrets-provider", x.req.SecretsProvider)
+	}
+	create := func() error {
+		_, err := x.cli(ctx, "create stack "+name, nil, false, args...)
+		if err != nil && !stackExistsErr.MatchString(err.Error()) {
+			return x.fail(ctx, "failed to create stack "+name, "", "", err)
 		}
-		if auto.IsSelectStack404Error(err) {
-			return stack, x.fail(ctx, "failed to select stack "+name,
-				"stack "+name+" does not exist and useLocalStackOnly forbids creating it", ClassPermanent, err)
-		}
-		return stack, x.fail(ctx, "failed to select stack "+name, "", "", err)
+		return nil
 	}
-	x.log.println("--- select or create stack " + name)
-	stack, err := auto.UpsertStack(ctx, name, ws)
-	if err != nil && auto.IsCreateStack409Error(err) {
-		// Another run created it between our select and our create.
-		stack, err = auto.SelectStack(ctx, name, ws)
+	// A self-managed backend refuses to create a stack that exists and is locked.
+	err := create()
+	if err != nil && x.healStaleLock(ctx, err) {
+		err = create()
 	}
-	if err != nil {
-		return stack, x.fail(ctx, "failed to select or create stack "+name, "", "", err)
-	}
-	return stack, nil
-}
-
-// streams returns the stdout and stderr writers for one CLI invocation and a function that
-// flushes them when it ends.
-func (x *run) streams(step string) (io.Writer, io.Writer, func()) {
-	x.log.println("--- " + step)
-	out, errw := x.log.stream(), x.log.stream()
-	return out, errw, func() {
-		out.Flush()
-		errw.Flush()
-	}
+	return err
 }
 
 func (x *run) userAgent() string { return "stackwright/" + version.Version }

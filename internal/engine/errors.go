@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 )
 
 // Class says how a failed run should be retried.
@@ -28,13 +26,13 @@ const (
 const maxMessage = 1024
 
 // runError is what Run returns: "failed to <verb> <object>: <cause>", with the cause's text
-// scrubbed of the run's secrets. The Automation API's own error embeds the CLI's whole
-// stdout and stderr, which is where a provider or program may echo a secret.
+// scrubbed of the run's secrets. A CLI error embeds the CLI's whole stdout and stderr, which
+// is where a provider or program may echo a secret.
 type runError struct {
 	action string // "failed to select stack dev"
 	hint   string // what it means for the operator, when the CLI's words are not enough
 	class  Class  // "" lets Classify decide from the cause
-	cause  error  // usually the Automation API's error, which carries stdout and stderr
+	cause  error  // usually a cliError, which carries the CLI's stdout and stderr
 	ctx    error  // the context's error when the run was cancelled
 	scrub  *scrubber
 }
@@ -79,7 +77,16 @@ var (
 	// the output mentions (a program error may well quote a URL or a timeout).
 	permanentMarkers = []string{
 		"no changes were expected", // --expect-no-changes (NoChangesExpectedError)
-		"no stack named",           // select of a missing stack
+		"no stack named",           // a missing stack that may not be created
+		// Programs that do not compile or fail at run time, as the Automation API
+		// recognises them (IsCompilationError, IsRuntimeError).
+		"build failed.",
+		": syntax error:",
+		": undefined:",
+		"unable to compile typescript",
+		"failed with an unhandled exception:",
+		"panic: runtime error:",
+		"an unhandled error occurred:",
 		"validating stack config",
 		"missing required configuration variable",
 		"invalid configuration key",
@@ -114,7 +121,7 @@ var (
 // Classify maps an error from Run to a retry class:
 //   - Cancelled: the run's context was cancelled or its deadline passed (Run records this
 //     even though the CLI only reports "exit status" after its SIGINT);
-//   - Conflict: auto.IsConcurrentUpdateError, or the CLI's conflict/lock messages;
+//   - Conflict: the CLI's conflict and lock messages;
 //   - Transient: network failures, timeouts, HTTP 429/5xx, backend unavailable;
 //   - Permanent: program, compilation and runtime errors, invalid config, a missing stack
 //     that may not be created, expect-no-changes violations, and anything unrecognised:
@@ -134,39 +141,16 @@ func Classify(err error) Class {
 		return ClassCancelled
 	}
 	text := strings.ToLower(err.Error())
-	if anyCause(err, auto.IsConcurrentUpdateError) || containsAny(text, conflictMarkers) {
+	if containsAny(text, conflictMarkers) {
 		return ClassConflict
 	}
-	if anyCause(err, auto.IsCompilationError) || anyCause(err, auto.IsRuntimeError) ||
-		anyCause(err, auto.IsSelectStack404Error) || containsAny(text, permanentMarkers) {
+	if containsAny(text, permanentMarkers) {
 		return ClassPermanent
 	}
 	if containsAny(text, transientMarkers) || statusMarker.MatchString(text) {
 		return ClassTransient
 	}
 	return ClassPermanent
-}
-
-// anyCause applies an Automation API predicate to every error in err's tree: they type-assert
-// their own unexported error type instead of using errors.As, so they miss wrapped errors.
-func anyCause(err error, pred func(error) bool) bool {
-	if err == nil {
-		return false
-	}
-	if pred(err) {
-		return true
-	}
-	switch u := err.(type) { //nolint:errorlint // walks the tree itself: the predicates need every node
-	case interface{ Unwrap() error }:
-		return anyCause(u.Unwrap(), pred)
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if anyCause(e, pred) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func containsAny(text string, markers []string) bool {

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// cli builds an error shaped like the Automation API's: stdout and stderr embedded.
+// cli builds a failed CLI invocation's error: stdout and stderr embedded.
 func cli(stdout, stderr string) error {
 	return &cliError{err: errors.New("failed to run update: exit status 1"), stdout: stdout, stderr: stderr, code: 1}
 }
@@ -47,6 +47,9 @@ func TestClassify_SyntheticErrors_Class(t *testing.T) {
 		{"missing stack", cli("", "error: no stack named 'dev' found"), ClassPermanent},
 		{"config error mentioning a timeout", cli("", "error: validating stack config: timeout must be a number; "+
 			"connection refused"), ClassPermanent},
+		{"runtime error mentioning the network", cli("    error: an unhandled error occurred: dial tcp: connection refused", ""),
+			ClassPermanent},
+		{"go build failure", cli("# main\n./main.go:3:2: undefined: foo\nerror: ./main.go:3:2: undefined: foo", ""), ClassPermanent},
 		{"program error", cli("    Error: resource, variable, or config value \"x\" not found", ""), ClassPermanent},
 		{"unknown", errors.New("something nobody has seen before"), ClassPermanent},
 	}

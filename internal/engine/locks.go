@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 )
 
 // lockHolder matches one lock of a self-managed backend's "currently locked" error:
@@ -59,7 +57,7 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 // stack, so it runs only right after the CLI listed them all as stale; a new holder could
 // appear in between only by running outside Stackwright, which never runs two updates of
 // one Stack at once.
-func (x *run) healStaleLock(ctx context.Context, stack auto.Stack, err error) bool {
+func (x *run) healStaleLock(ctx context.Context, err error) bool {
 	if len(x.req.StaleLockHosts) == 0 || Classify(err) != ClassConflict {
 		return false
 	}
@@ -67,7 +65,7 @@ func (x *run) healStaleLock(ctx context.Context, stack auto.Stack, err error) bo
 	if hosts == nil {
 		return false
 	}
-	if cerr := stack.Cancel(ctx); cerr != nil {
+	if _, cerr := x.cli(ctx, "remove stale locks", nil, false, "cancel", "--yes", "--stack", x.req.Stack); cerr != nil {
 		x.log.println(fmt.Sprintf("failed to remove the stale lock(s) of %s: %v", strings.Join(hosts, ", "), cerr))
 		return false
 	}

@@ -10,121 +10,125 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
 
-func (x *run) up(ctx context.Context, stack auto.Stack) (Result, error) {
+func (x *run) up(ctx context.Context) (Result, error) {
 	r := x.req
-	name := r.Stack
 	if r.Refresh && r.ExpectNoChanges {
-		if err := x.checkNoRefreshChanges(ctx, stack); err != nil {
+		if err := x.checkNoRefreshChanges(ctx); err != nil {
 			return Result{}, err
 		}
 	}
-	o, flush := x.options("up")
-	o.hideSecrets, o.refresh, o.message = true, r.Refresh, r.Message
+	args := append([]string{"up", "--yes", "--skip-preview"}, messageFlag(r.Message)...)
+	if r.Refresh {
+		args = append(args, "--refresh")
+	}
 	// With Refresh, checkNoRefreshChanges has judged the refresh; the update itself may
 	// then apply the program's changes.
-	o.expectNoChanges = r.ExpectNoChanges && !r.Refresh
-	res, err := stack.Up(ctx, build(upOptions, o)...)
-	flush()
+	if r.ExpectNoChanges && !r.Refresh {
+		args = append(args, "--expect-no-changes")
+	}
+	ev, stdout, err := x.operation(ctx, "up", args...)
 	if err != nil {
 		hint := ""
 		if isNoChangesExpected(err) {
 			hint = "the update changed resources and ExpectNoChanges forbids it"
 		}
-		return Result{}, x.fail(ctx, "failed to update stack "+name, hint, "", err)
+		return Result{}, x.fail(ctx, "failed to update stack "+r.Stack, hint, "", err)
 	}
-	changes := summaryChanges(res.Summary)
-	return Result{
-		Outputs:   outputs(res.Outputs),
+	changes := ev.changes()
+	return x.withOutputs(ctx, ev.after, ev.haveAfter, Result{
 		Changes:   changes,
-		Permalink: permalink(res.StdOut),
+		Permalink: permalink(stdout),
 		Message:   "up succeeded: " + describe(changes, false),
-	}, nil
+	})
 }
 
 // checkNoRefreshChanges implements PKO's expectNoRefreshChanges: a refresh preview with
 // --expect-no-changes, so that drift stops the run while neither the resources nor the
 // state have changed. (`up --refresh --expect-no-changes` would check the whole update,
 // after applying it.)
-func (x *run) checkNoRefreshChanges(ctx context.Context, stack auto.Stack) error {
+func (x *run) checkNoRefreshChanges(ctx context.Context) error {
 	r := x.req
-	o, flush := x.options("refresh preview (expect no changes)")
-	o.expectNoChanges = true
-	res, err := stack.PreviewRefresh(ctx, build(refreshOptions, o)...)
-	flush()
+	ev, _, err := x.operation(ctx, "refresh preview (expect no changes)", "refresh", "--preview-only", "--expect-no-changes")
 	const hint = "the refresh before the update found changes and expectNoRefreshChanges forbids them; nothing was changed"
 	switch {
 	case err != nil && isNoChangesExpected(err):
 		return x.fail(ctx, "failed to update stack "+r.Stack, hint, ClassPermanent, err)
 	case err != nil:
 		return x.fail(ctx, "failed to refresh stack "+r.Stack, "", "", err)
-	case HasChanges(previewChanges(res.ChangeSummary)):
+	case HasChanges(ev.changes()):
 		// Belt and braces: should a CLI stop enforcing the flag in preview-only mode.
-		return x.fail(ctx, "failed to update stack "+r.Stack, hint+" ("+describe(previewChanges(res.ChangeSummary), true)+")",
+		return x.fail(ctx, "failed to update stack "+r.Stack, hint+" ("+describe(ev.changes(), true)+")",
 			ClassPermanent, nil)
 	}
 	return nil
 }
 
-func (x *run) preview(ctx context.Context, stack auto.Stack) (Result, error) {
+func (x *run) preview(ctx context.Context) (Result, error) {
 	r := x.req
-	o, flush := x.options("preview")
-	o.refresh, o.expectNoChanges, o.message = r.Refresh, r.ExpectNoChanges, r.Message
-	res, err := stack.Preview(ctx, build(previewOptions, o)...)
-	flush()
+	args := append([]string{"preview"}, messageFlag(r.Message)...)
+	if r.Refresh {
+		args = append(args, "--refresh")
+	}
+	if r.ExpectNoChanges {
+		args = append(args, "--expect-no-changes")
+	}
+	ev, stdout, err := x.operation(ctx, "preview", args...)
 	if err != nil {
 		return Result{}, x.fail(ctx, "failed to preview stack "+r.Stack, "", "", err)
 	}
-	changes := previewChanges(res.ChangeSummary)
-	return x.withOutputs(ctx, stack, Result{
+	changes := ev.changes()
+	return x.withOutputs(ctx, ev.before, ev.haveBefore, Result{
 		Changes:   changes,
-		Permalink: permalink(res.StdOut),
+		Permalink: permalink(stdout),
 		Message:   "preview succeeded: " + describe(changes, true),
 	})
 }
 
-func (x *run) drift(ctx context.Context, stack auto.Stack) (Result, error) {
-	r := x.req
-	o, flush := x.options("refresh preview (drift check)")
-	res, err := stack.PreviewRefresh(ctx, build(refreshOptions, o)...)
-	flush()
+func (x *run) drift(ctx context.Context) (Result, error) {
+	ev, stdout, err := x.operation(ctx, "refresh preview (drift check)", "refresh", "--preview-only")
 	if err != nil {
-		return Result{}, x.fail(ctx, "failed to check stack "+r.Stack+" for drift", "", "", err)
+		return Result{}, x.fail(ctx, "failed to check stack "+x.req.Stack+" for drift", "", "", err)
 	}
-	changes := previewChanges(res.ChangeSummary)
+	changes := ev.changes()
 	msg := "no drift: " + describe(changes, true)
 	if HasChanges(changes) {
 		msg = "drift detected: " + describe(changes, true)
 	}
-	return x.withOutputs(ctx, stack, Result{Changes: changes, Permalink: permalink(res.StdOut), Message: msg})
+	return x.withOutputs(ctx, ev.before, ev.haveBefore, Result{Changes: changes, Permalink: permalink(stdout), Message: msg})
 }
 
-func (x *run) refresh(ctx context.Context, stack auto.Stack) (Result, error) {
+func (x *run) refresh(ctx context.Context) (Result, error) {
 	r := x.req
-	o, flush := x.options("refresh")
-	o.hideSecrets, o.expectNoChanges, o.message = true, r.ExpectNoChanges, r.Message
-	res, err := stack.Refresh(ctx, build(refreshOptions, o)...)
-	flush()
+	args := append([]string{"refresh", "--yes", "--skip-preview"}, messageFlag(r.Message)...)
+	if r.ExpectNoChanges {
+		args = append(args, "--expect-no-changes")
+	}
+	ev, stdout, err := x.operation(ctx, "refresh", args...)
 	if err != nil {
 		return Result{}, x.fail(ctx, "failed to refresh stack "+r.Stack, "", "", err)
 	}
-	changes := summaryChanges(res.Summary)
-	return x.withOutputs(ctx, stack, Result{
+	changes := ev.changes()
+	return x.withOutputs(ctx, ev.after, ev.haveAfter, Result{
 		Changes:   changes,
-		Permalink: permalink(res.StdOut),
+		Permalink: permalink(stdout),
 		Message:   "refresh succeeded: " + describe(changes, false),
 	})
 }
 
-func (x *run) destroy(ctx context.Context, stack auto.Stack) (Result, error) {
+func (x *run) destroy(ctx context.Context) (Result, error) {
 	r := x.req
-	o, flush := x.options("destroy")
-	o.hideSecrets, o.refresh, o.message, o.remove = true, r.Refresh, r.Message, r.RemoveStack
-	res, err := stack.Destroy(ctx, build(destroyOptions, o)...)
-	flush()
+	args := append([]string{"destroy", "--yes", "--skip-preview"}, messageFlag(r.Message)...)
+	if r.Refresh {
+		args = append(args, "--refresh")
+	}
+	if r.RemoveStack {
+		args = append(args, "--remove")
+	}
+	ev, stdout, err := x.operation(ctx, "destroy", args...)
 	if err != nil {
 		return Result{}, x.fail(ctx, "failed to destroy stack "+r.Stack, "", "", err)
 	}
-	changes := summaryChanges(res.Summary)
+	changes := ev.changes()
 	msg := "destroy succeeded: " + describe(changes, false)
 	if r.RemoveStack {
 		msg += "; stack removed"
@@ -132,45 +136,19 @@ func (x *run) destroy(ctx context.Context, stack auto.Stack) (Result, error) {
 	return Result{
 		Outputs:   map[string]Output{},
 		Changes:   changes,
-		Permalink: permalink(res.StdOut),
+		Permalink: permalink(stdout),
 		Message:   msg,
 	}, nil
 }
 
-// withOutputs adds the stack's current outputs to a result.
-func (x *run) withOutputs(ctx context.Context, stack auto.Stack, res Result) (Result, error) {
-	outs, err := stack.Outputs(ctx)
+// withOutputs adds the stack's outputs, as the event log has them, to a result.
+func (x *run) withOutputs(ctx context.Context, m map[string]any, have bool, res Result) (Result, error) {
+	outs, err := x.outputs(ctx, m, have)
 	if err != nil {
-		return Result{}, x.fail(ctx, "failed to read outputs of stack "+x.req.Stack, "", "", err)
+		return Result{}, err
 	}
-	res.Outputs = outputs(outs)
+	res.Outputs = outs
 	return res, nil
-}
-
-func outputs(m auto.OutputMap) map[string]Output {
-	out := make(map[string]Output, len(m))
-	for k, v := range m {
-		out[k] = Output{Value: v.Value, Secret: v.Secret}
-	}
-	return out
-}
-
-func summaryChanges(s auto.UpdateSummary) map[string]int {
-	out := map[string]int{}
-	if s.ResourceChanges != nil {
-		for op, n := range *s.ResourceChanges {
-			out[op] = n
-		}
-	}
-	return out
-}
-
-func previewChanges(m map[apitype.OpType]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for op, n := range m {
-		out[string(op)] = n
-	}
-	return out
 }
 
 func permalink(stdout string) string {

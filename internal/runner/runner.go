@@ -159,6 +159,7 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 		Config:          make(map[string]engine.ConfigValue, len(in.Config)),
 		Env:             in.Env,
 		CreateStack:     !stack.Spec.UseLocalStackOnly,
+		StackExists:     StackExists(stack),
 	}
 	for k, v := range in.Config {
 		req.Config[k] = engine.ConfigValue(v)
@@ -168,6 +169,14 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 		req.RemoveStack, req.Message, req.RunProgram = o.Remove, o.Message, o.RunProgram
 	}
 	return stack, req, nil
+}
+
+// StackExists is whether the Stack's stack is known to exist in its backend: an
+// operation on it has succeeded. It is a hint that saves the engine creating the stack
+// (a CLI process) before every run; a wrong hint costs that process later, not a failure.
+func StackExists(stack *pulumiv1.Stack) bool {
+	last := stack.Status.LastUpdate
+	return last != nil && last.LastSuccessfulCommit != ""
 }
 
 // prepare extracts the Update's artifact, verifying its digest, into a fresh work directory

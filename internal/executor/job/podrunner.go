@@ -83,7 +83,8 @@ func (p *PodRunner) execute(ctx context.Context, hc *http.Client, w *Work, tail 
 		return engine.Result{}, err
 	}
 	inherit := append(podInheritEnv(), p.InheritEnv...)
-	eng, err := engine.New(engine.Options{PulumiHome: filepath.Join(p.Scratch, "pulumi-home"), Env: p.Env, InheritEnv: inherit})
+	// One operation per Pod: `pulumi version` would be a process more per update.
+	eng, err := engine.New(engine.Options{PulumiHome: filepath.Join(p.Scratch, "pulumi-home"), Env: p.Env, InheritEnv: inherit, SkipVersionCheck: true})
 	if err != nil {
 		return engine.Result{}, fault.Stall(v1alpha1.ReasonPermanentFailure, "the runner image has no usable pulumi CLI: %v", err)
 	}
