@@ -26,17 +26,18 @@ const (
 	ScenarioFloor   = "floor"
 	ScenarioLatency = "latency"
 	ScenarioFleet   = "fleet"
+	ScenarioResync  = "resync"
 	ScenarioIdle    = "idle"
 	ScenarioDrift   = "drift"
 	ScenarioGit     = "git"
 )
 
 // AllScenarios is every scenario in running order.
-var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioIdle, ScenarioDrift, ScenarioGit}
+var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioDrift, ScenarioGit}
 
 // DefaultScenarios run when none are named: all but drift, whose settling and window would
 // more than double a run.
-var DefaultScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioIdle, ScenarioGit}
+var DefaultScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioGit}
 
 // Namespaces of the scenarios.
 const (
@@ -116,6 +117,9 @@ func (c *Config) defaults() error {
 	}
 	if c.has(ScenarioIdle) && !c.has(ScenarioFleet) {
 		return errors.New("scenario idle watches the fleet: add fleet")
+	}
+	if c.has(ScenarioResync) && !c.has(ScenarioFleet) {
+		return errors.New("scenario resync re-runs the fleet: add fleet")
 	}
 	if c.has(ScenarioDrift) {
 		if !c.has(ScenarioFleet) {
@@ -265,6 +269,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		{ScenarioFloor, func(ctx context.Context) error { return b.runFloor(ctx, eng) }},
 		{ScenarioLatency, b.runLatency},
 		{ScenarioFleet, b.runFleet},
+		{ScenarioResync, b.runResync},
 		{ScenarioIdle, b.runIdle},
 		{ScenarioDrift, b.runDrift},
 		{ScenarioGit, b.runGit},

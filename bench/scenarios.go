@@ -84,6 +84,7 @@ func (b *bench) runLatency(ctx context.Context) error {
 		updates                                      int
 	}
 	var samples []sample
+	var reruns []time.Duration
 	for i := range b.cfg.LatencyRuns {
 		name := fmt.Sprintf("latency-%02d", i)
 		files := filepath.Join(b.work, "files", nsLatency, name)
@@ -114,6 +115,12 @@ func (b *bench) runLatency(ctx context.Context) error {
 		}
 		samples = append(samples, s)
 		b.say("latency: %s Ready after %s", name, secs(s.total))
+		d, err := b.rerun(ctx, nsLatency, name)
+		if err != nil {
+			return err
+		}
+		reruns = append(reruns, d)
+		b.say("latency: %s re-run Ready after %s", name, secs(d))
 	}
 	col := func(f func(sample) time.Duration) []time.Duration {
 		var out []time.Duration
@@ -136,16 +143,23 @@ func (b *bench) runLatency(ctx context.Context) error {
 	for _, s := range samples {
 		extra += s.updates - 1
 	}
+	steady := b.steadyFloor()
+	rerunRow := []string{"re-run (reconcile request, config unchanged) → Ready", secs(Percentile(reruns, 50)),
+		secs(Percentile(reruns, 90)), secs(Summarize(reruns).Max),
+		ratio(Ratio(Percentile(reruns, 50), steady)) + " of the CLI's steady update (" + secs(steady) + ")"}
 	body := fmt.Sprintf("%d times, one after the other: create a new Program and a Stack on it (new names each time, "+
 		"the earlier ones stay Ready in the namespace), time until the Stack is Ready for its generation. "+
 		"The phases are when the harness's watch saw: the Update created, it Running, it finished, the Stack Ready. "+
-		"Floor median (the CLI's first update of a new stack, see CLI floor): %s.\n\n", len(samples), secs(floor)) +
+		"Floor median (the CLI's first update of a new stack, see CLI floor): %s. After each, the Stack is re-run once "+
+		"through its reconcile-request annotation (a steady-state update), timed from the annotation to Ready for it.\n\n",
+		len(samples), secs(floor)) +
 		table([]string{"", "median", "p90", "max", "median / floor median"}, [][]string{
 			row("apply → Ready", col(func(s sample) time.Duration { return s.total }), true),
 			row("apply → Update created", col(func(s sample) time.Duration { return s.toUpdate }), false),
 			row("Update created → Running", col(func(s sample) time.Duration { return s.toRunning }), false),
 			row("Running → finished (engine run in the manager)", col(func(s sample) time.Duration { return s.running }), true),
 			row("finished → Stack Ready", col(func(s sample) time.Duration { return s.toReady }), false),
+			rerunRow,
 		})
 	if extra > 0 {
 		body += fmt.Sprintf("\n%d Updates more than one per Stack were created (retries).\n", extra)

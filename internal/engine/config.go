@@ -117,59 +117,100 @@ func configKey(project, key string) (config.Key, error) {
 	return config.ParseKey(key)
 }
 
-// configure writes the request's config: plain values straight into the stack settings
-// file (keeping everything else in it: other keys, the secrets provider and its salt),
-// then each secret through `pulumi config set --secret`, which encrypts it with the stack's
-// secrets provider. Secrets go to the CLI on stdin, one invocation each: the Automation
-// API's SetConfig/SetAllConfig put them on the command line, where any process on the
-// machine can read them in /proc.
+// configure writes the request's config: plain values, and secrets whose ciphertext for
+// this stack is cached, straight into the stack settings file (keeping everything else in
+// it: other keys, the secrets provider and its salt); then each other secret through
+// `pulumi config set --secret`, which encrypts it with the stack's secrets provider, and
+// whose ciphertext it then caches. Secrets go to the CLI on stdin, one invocation each: the
+// Automation API's SetConfig/SetAllConfig put them on the command line, where any process
+// on the machine can read them in /proc.
 func (x *run) configure(ctx context.Context, ws auto.Workspace, stack, project string, entries []configEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	action := "failed to set config of stack " + stack
 	keys := make([]config.Key, len(entries))
-	plain := 0
+	values := make([]config.Value, len(entries))
+	var direct, set []int // entries written into the file; secrets the CLI must encrypt
 	for i, c := range entries {
 		k, err := configKey(project, c.key)
 		if err != nil {
 			return x.fail(ctx, action, "", ClassPermanent, fmt.Errorf("invalid config key %q: %w", c.key, err))
 		}
-		keys[i] = k
+		keys[i], values[i] = k, c.value
 		if !c.isSec {
-			plain++
+			direct = append(direct, i)
+			continue
 		}
+		ct, ok := "", false
+		if x.ciphers != nil && !x.noCache {
+			ct, ok = x.ciphers.get(x.stackKey, x.ciphers.valueKey(k.String(), c.secret))
+		}
+		if !ok {
+			set = append(set, i)
+			continue
+		}
+		values[i] = config.NewSecureValue(ct)
+		direct = append(direct, i)
+		x.usedCache = true
 	}
-	if plain > 0 {
-		ps := &workspace.ProjectStack{}
-		if stackSettingsExist(ws.WorkDir(), stack) {
-			var err error
-			if ps, err = ws.StackSettings(ctx, stack); err != nil {
-				return x.fail(ctx, action, "", ClassPermanent, err)
-			}
+	if len(direct) > 0 {
+		ps, err := x.stackSettings(ctx, ws, stack)
+		if err != nil {
+			return x.fail(ctx, action, "", ClassPermanent, err)
 		}
-		if ps.Config == nil {
-			ps.Config = config.Map{}
-		}
-		for i, c := range entries {
-			if !c.isSec {
-				ps.Config[keys[i]] = c.value
-			}
+		for _, i := range direct {
+			ps.Config[keys[i]] = values[i]
 		}
 		if err := ws.SaveStackSettings(ctx, stack, ps); err != nil {
 			return x.fail(ctx, action, "", "", err)
 		}
 	}
-	for i, c := range entries {
-		if !c.isSec {
-			continue
-		}
+	for _, i := range set {
 		args := []string{"config", "set", "--stack", stack, "--secret", "--raw", "--", keys[i].String()}
-		if _, err := x.cli(ctx, "set secret config "+keys[i].String(), strings.NewReader(c.secret), false, args...); err != nil {
+		if _, err := x.cli(ctx, "set secret config "+keys[i].String(), strings.NewReader(entries[i].secret), false, args...); err != nil {
 			return x.fail(ctx, action, "", "", err)
 		}
 	}
+	if len(set) > 0 && x.ciphers != nil {
+		x.remember(ctx, ws, stack, keys, entries, set)
+	}
 	return nil
+}
+
+// remember caches the ciphertexts `config set --secret` wrote for entries[set]. A
+// settings file it cannot read only costs the cache.
+func (x *run) remember(ctx context.Context, ws auto.Workspace, stack string, keys []config.Key, entries []configEntry, set []int) {
+	ps, err := ws.StackSettings(ctx, stack)
+	if err != nil {
+		return
+	}
+	for _, i := range set {
+		v, ok := ps.Config[keys[i]]
+		if !ok || !v.Secure() {
+			continue
+		}
+		ct, err := v.Value(config.NopDecrypter)
+		if err != nil || ct == "" {
+			continue
+		}
+		x.ciphers.put(x.stackKey, x.ciphers.valueKey(keys[i].String(), entries[i].secret), ct)
+	}
+}
+
+// stackSettings reads the work dir's stack settings file, or starts an empty one.
+func (x *run) stackSettings(ctx context.Context, ws auto.Workspace, stack string) (*workspace.ProjectStack, error) {
+	ps := &workspace.ProjectStack{}
+	if stackSettingsExist(ws.WorkDir(), stack) {
+		var err error
+		if ps, err = ws.StackSettings(ctx, stack); err != nil {
+			return nil, err
+		}
+	}
+	if ps.Config == nil {
+		ps.Config = config.Map{}
+	}
+	return ps, nil
 }
 
 // stackSettingsExist mirrors LocalWorkspace.StackSettings' lookup, which does not tell a

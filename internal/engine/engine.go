@@ -150,16 +150,17 @@ type Options struct {
 // Engine runs Pulumi operations with one version-checked CLI. It is safe for concurrent
 // use; runs on the same stack exclude each other through the backend's lock.
 type Engine struct {
-	cmd  auto.PulumiCommand
-	bin  string
-	home string
-	env  map[string]string
+	cmd     auto.PulumiCommand
+	bin     string
+	home    string
+	env     map[string]string
+	ciphers *cipherCache
 }
 
 // New locates the pulumi CLI and, unless told not to, checks that the Automation API
 // supports its version.
 func New(o Options) (*Engine, error) {
-	e := &Engine{home: o.PulumiHome, env: maps.Clone(o.Env)}
+	e := &Engine{home: o.PulumiHome, env: maps.Clone(o.Env), ciphers: newCipherCache()}
 	opts := &auto.PulumiCommandOptions{}
 	if o.Bin != "" {
 		bin, err := filepath.Abs(o.Bin)
@@ -205,10 +206,11 @@ func (e *Engine) Version() string {
 // of the request's secrets; Classify says how to retry them and Message summarises them.
 func (e *Engine) Run(ctx context.Context, r Request) (Result, error) {
 	x := &run{
-		req:  r,
-		cmd:  e.cmd,
-		env:  e.environment(r),
-		home: e.home,
+		req:     r,
+		cmd:     e.cmd,
+		env:     e.environment(r),
+		home:    e.home,
+		ciphers: e.ciphers,
 	}
 	x.scrub = newScrubber(x.secretValues()...)
 	x.log = newLogSink(r.Log, x.scrub)
@@ -256,6 +258,11 @@ type run struct {
 	home  string
 	scrub *scrubber
 	log   *logSink
+	// ciphers is the engine's cache of secret config ciphertexts, under stackKey for this
+	// run's stack; usedCache says configure wrote some, noCache forbids it.
+	ciphers            *cipherCache
+	stackKey           string
+	usedCache, noCache bool
 }
 
 // fail builds Run's error. A cancelled context overrides every other class: whatever the
@@ -302,6 +309,7 @@ func (x *run) run(ctx context.Context) (Result, error) {
 		return Result{}, x.fail(ctx, "failed to read project in "+r.WorkDir, "", ClassPermanent, err)
 	}
 
+	x.stackKey = x.ciphers.stackKey(project.Name.String(), name, r.SecretsProvider, x.env)
 	created := false
 	if r.CreateStack && !r.StackExists {
 		if err := x.createStack(ctx); err != nil {
@@ -322,6 +330,16 @@ func (x *run) run(ctx context.Context) (Result, error) {
 			}
 			res, err = x.configureAndOperate(ctx, ws, project.Name.String(), values)
 		}
+	}
+	if err != nil && x.usedCache && decryptFailure(err) {
+		// Cached ciphertexts of another secrets manager (the stack was recreated elsewhere).
+		x.log.println("the stack's secrets manager did not decrypt remembered secret config; setting it again")
+		x.ciphers.forget(x.stackKey)
+		x.noCache = true
+		res, err = x.configureAndOperate(ctx, ws, project.Name.String(), values)
+	}
+	if err == nil && r.Operation == OpDestroy && r.RemoveStack {
+		x.ciphers.forget(x.stackKey)
 	}
 	if err != nil && x.healStaleLock(ctx, err) {
 		res, err = x.operate(ctx)
@@ -398,7 +416,11 @@ func (x *run) createStack(ctx context.Context) error {
 	}
 	create := func() error {
 		_, err := x.cli(ctx, "create stack "+name, nil, false, args...)
-		if err != nil && !stackExistsErr.MatchString(err.Error()) {
+		switch {
+		case err == nil:
+			// A new stack has a new secrets manager: no remembered ciphertext fits it.
+			x.ciphers.forget(x.stackKey)
+		case !stackExistsErr.MatchString(err.Error()):
 			return x.fail(ctx, "failed to create stack "+name, "", "", err)
 		}
 		return nil

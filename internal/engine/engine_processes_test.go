@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -32,7 +33,7 @@ outputs:
 // TestEngine_Run_ProcessesPerOperation pins the CLI processes each kind of run starts: the
 // operation alone when the stack is known to exist, one more to create a new stack, one
 // more to read secret outputs' values (which the event log never holds), and one per
-// secret config value.
+// secret config value the engine has not encrypted for the stack before.
 func TestEngine_Run_ProcessesPerOperation(t *testing.T) {
 	t.Parallel()
 	type step struct {
@@ -54,6 +55,8 @@ func TestEngine_Run_ProcessesPerOperation(t *testing.T) {
 			{op: OpDrift, exists: true, want: []string{"refresh --preview-only"}},
 			{op: OpRefresh, exists: true, want: []string{"refresh --yes"}},
 			{op: OpUp, exists: true, secretValue: true, want: []string{"config set", "up --yes"}},
+			// The engine remembers the ciphertext: the same value costs no process again.
+			{op: OpUp, exists: true, secretValue: true, want: []string{"up --yes"}},
 			{op: OpDestroy, exists: true, want: []string{"destroy --yes"}},
 		}},
 		{"secret outputs", filesProgram, []step{
@@ -113,5 +116,32 @@ func TestEngine_Run_StackGoneDespiteHintIsCreated(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("up result (-want +got):\n%s", diff)
+	}
+}
+
+// TestEngine_Run_ForeignCipherIsForgottenAndSetAgain covers a remembered ciphertext the
+// stack's secrets manager cannot decrypt (the stack was recreated behind the engine's
+// back): the run sets the value again and succeeds with it.
+func TestEngine_Run_ForeignCipherIsForgottenAndSetAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, filesProgram)
+	ctx := testContext(t)
+	v, _ := json.Marshal("bonjour")
+	r := f.request(OpUp)
+	r.Config = map[string]ConfigValue{"greeting": {Value: v, Secret: true}}
+	f.mustRun(ctx, r)
+
+	f.eng.ciphers.mu.Lock()
+	for _, m := range f.eng.ciphers.stacks {
+		for k := range m {
+			m[k] = "v1:AAAAAAAAAAAAAAAA:BBBBBBBBBBBBBBBBBBBBBBBBBBBB"
+		}
+	}
+	f.eng.ciphers.mu.Unlock()
+	r.StackExists = true
+	f.mustRun(ctx, r)
+	f.requireContent("a.txt", "bonjour")
+	if !strings.Contains(f.log.String(), "did not decrypt remembered secret config") {
+		t.Errorf("the log does not say the remembered config was set again:\n%s", f.log)
 	}
 }
