@@ -41,7 +41,7 @@ func (b *bench) runFloor(ctx context.Context, f *floorEnv) error {
 		return []string{name, fmt.Sprint(len(r.Runs)), fmt.Sprint(r.Failed), secs(s.P50), secs(s.P90), secs(s.Max), secs(r.Wall),
 			fmt.Sprintf("%.3f/s", r.Throughput()), secs(r.EngineCPU / time.Duration(max(1, len(r.Runs)+r.Failed)))}
 	}
-	body := "`pulumi up` of a fresh stack of the bench program through internal/engine (Automation API), " +
+	body := "`pulumi up` of a fresh stack (a first update: `stack init` + `up`) of the bench program through internal/engine, " +
 		"file:// backend, passphrase file, PULUMI_SKIP_UPDATE_CHECK, PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION, " +
 		"STACKWRIGHT_TESTING_ROOT: what the manager gives its engine, without Kubernetes, artifact or status work. " +
 		"One warm-up run first (not counted). The manager is up and idle meanwhile.\n\n" +

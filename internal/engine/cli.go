@@ -96,7 +96,8 @@ func (x *run) operation(ctx context.Context, step string, args ...string) (opEve
 
 // outputs returns the stack's outputs as an operation's event log has them (m, when have
 // says the log carried them). The log never holds a secret's value: when there are secret
-// outputs, one more CLI call reads them from the backend.
+// outputs, they are read from the state of a file:// backend (stateSecrets) or, elsewhere,
+// by one more CLI call.
 func (x *run) outputs(ctx context.Context, m map[string]any, have bool) (map[string]Output, error) {
 	if !have {
 		return x.backendOutputs(ctx)
@@ -104,6 +105,14 @@ func (x *run) outputs(ctx context.Context, m map[string]any, have bool) (map[str
 	outs, secrets := logOutputs(m)
 	if len(secrets) == 0 {
 		return outs, nil
+	}
+	if x.crypters != nil {
+		if plain, ok := x.stateSecrets(ctx, secrets); ok {
+			for _, k := range secrets {
+				outs[k] = Output{Value: plain[k], Secret: true}
+			}
+			return outs, nil
+		}
 	}
 	plain, err := x.stackOutput(ctx, true)
 	if err != nil {

@@ -155,12 +155,16 @@ type Engine struct {
 	home    string
 	env     map[string]string
 	ciphers *cipherCache
+	// crypters are derived passphrase keys; noStateRead makes runs ask the CLI for secret
+	// outputs even where they could read the state (tests of that path).
+	crypters    *crypterCache
+	noStateRead bool
 }
 
 // New locates the pulumi CLI and, unless told not to, checks that the Automation API
 // supports its version.
 func New(o Options) (*Engine, error) {
-	e := &Engine{home: o.PulumiHome, env: maps.Clone(o.Env), ciphers: newCipherCache()}
+	e := &Engine{home: o.PulumiHome, env: maps.Clone(o.Env), ciphers: newCipherCache(), crypters: &crypterCache{}}
 	opts := &auto.PulumiCommandOptions{}
 	if o.Bin != "" {
 		bin, err := filepath.Abs(o.Bin)
@@ -211,6 +215,9 @@ func (e *Engine) Run(ctx context.Context, r Request) (Result, error) {
 		env:     e.environment(r),
 		home:    e.home,
 		ciphers: e.ciphers,
+	}
+	if !e.noStateRead {
+		x.crypters = e.crypters
 	}
 	x.scrub = newScrubber(x.secretValues()...)
 	x.log = newLogSink(r.Log, x.scrub)
@@ -263,6 +270,10 @@ type run struct {
 	ciphers            *cipherCache
 	stackKey           string
 	usedCache, noCache bool
+	// project is the project's name; crypters, when set, lets the run read secret outputs
+	// from a file:// backend's state (see stateSecrets).
+	project  string
+	crypters *crypterCache
 }
 
 // fail builds Run's error. A cancelled context overrides every other class: whatever the
@@ -309,7 +320,8 @@ func (x *run) run(ctx context.Context) (Result, error) {
 		return Result{}, x.fail(ctx, "failed to read project in "+r.WorkDir, "", ClassPermanent, err)
 	}
 
-	x.stackKey = x.ciphers.stackKey(project.Name.String(), name, r.SecretsProvider, x.env)
+	x.project = project.Name.String()
+	x.stackKey = x.ciphers.stackKey(x.project, name, r.SecretsProvider, x.env)
 	created := false
 	if r.CreateStack && !r.StackExists {
 		if err := x.createStack(ctx); err != nil {

@@ -45,9 +45,12 @@ func TestEngine_Run_ProcessesPerOperation(t *testing.T) {
 	tests := []struct {
 		name    string
 		program string
-		steps   []step
+		// cli makes the engine read secret outputs through the CLI, as it does for
+		// backends other than file:// with a passphrase.
+		cli   bool
+		steps []step
 	}{
-		{"plain outputs", plainProgram, []step{
+		{"plain outputs", plainProgram, false, []step{
 			{op: OpPreview, want: []string{"stack init", "preview --stack"}},
 			{op: OpUp, want: []string{"stack init", "up --yes"}},
 			{op: OpUp, exists: true, want: []string{"up --yes"}},
@@ -59,7 +62,12 @@ func TestEngine_Run_ProcessesPerOperation(t *testing.T) {
 			{op: OpUp, exists: true, secretValue: true, want: []string{"up --yes"}},
 			{op: OpDestroy, exists: true, want: []string{"destroy --yes"}},
 		}},
-		{"secret outputs", filesProgram, []step{
+		{"secret outputs read from the state", filesProgram, false, []step{
+			{op: OpUp, want: []string{"stack init", "up --yes"}},
+			{op: OpUp, exists: true, want: []string{"up --yes"}},
+			{op: OpDrift, exists: true, want: []string{"refresh --preview-only"}},
+		}},
+		{"secret outputs read by the CLI", filesProgram, true, []step{
 			{op: OpUp, want: []string{"stack init", "up --yes", "stack output"}},
 			{op: OpUp, exists: true, want: []string{"up --yes", "stack output"}},
 			{op: OpDestroy, exists: true, want: []string{"destroy --yes"}},
@@ -76,6 +84,7 @@ func TestEngine_Run_ProcessesPerOperation(t *testing.T) {
 			if f.eng, err = New(Options{Bin: counter.Bin, PulumiHome: f.env.Home, SkipVersionCheck: true}); err != nil {
 				t.Fatal(err)
 			}
+			f.eng.noStateRead = tt.cli
 			ctx := testContext(t)
 			for i, s := range tt.steps {
 				before := counter.Count()
@@ -145,3 +154,46 @@ func TestEngine_Run_ForeignCipherIsForgottenAndSetAgain(t *testing.T) {
 		t.Errorf("the log does not say the remembered config was set again:\n%s", f.log)
 	}
 }
+
+// TestEngine_Run_SecretOutputsFromStateMatchCLI compares the two ways of reading secret
+// outputs on one stack: from the file backend's state and through the CLI.
+func TestEngine_Run_SecretOutputsFromStateMatchCLI(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nestedSecretProgram)
+	ctx := testContext(t)
+	fromState := f.mustRun(ctx, f.request(OpUp))
+
+	viaCLI, err := New(Options{Bin: f.env.Bin, PulumiHome: f.env.Home, SkipVersionCheck: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaCLI.noStateRead = true
+	r := f.request(OpPreview)
+	r.StackExists = true
+	res, err := viaCLI.Run(ctx, r)
+	if err != nil {
+		t.Fatalf("preview: %v\n%s", err, f.log)
+	}
+	if diff := cmp.Diff(res.Outputs, fromState.Outputs); diff != "" {
+		t.Errorf("outputs read from the state differ from the CLI's (-cli +state):\n%s", diff)
+	}
+	if got := fromState.Outputs["wrapped"]; !got.Secret || got.Value == nil {
+		t.Errorf("output wrapped = %+v; want a secret with its value", got)
+	}
+}
+
+// nestedSecretProgram has a secret, an object holding a secret, and a plain output.
+const nestedSecretProgram = `name: nested
+runtime: yaml
+resources:
+  token:
+    type: stackwright-testing:index:Random
+    properties:
+      length: 12
+outputs:
+  token: ${token.result}
+  wrapped:
+    inner: ${token.result}
+    n: 2
+  plain: hello
+`
