@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stackwright/stackwright/internal/engine"
@@ -26,6 +27,10 @@ type cliFloor struct {
 	Steady, First cliBatch
 	// EngineSteady and EngineFirst are the same two operations through internal/engine.
 	EngineSteady, EngineFirst cliBatch
+	// SteadyWide is Steady on Width stacks at once, each updated in turn: what the
+	// machine does at the manager's parallelism, the floor of a fleet of steady updates.
+	SteadyWide cliBatch
+	Width      int
 }
 
 // cliBatch is one kind of operation, run sequentially.
@@ -40,10 +45,21 @@ type cliBatch struct {
 	// Processes counts pulumi CLI processes started.
 	Processes int
 	FirstErr  string
+	// Wall is the batch's elapsed time.
+	Wall time.Duration
 }
 
-// runCLIFloor measures the CLI floor and internal/engine's same operations, n of each.
-func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n int) (*cliFloor, error) {
+// Throughput is successful runs per second of wall time.
+func (b cliBatch) Throughput() float64 {
+	if b.Wall <= 0 {
+		return 0
+	}
+	return float64(len(b.Runs)) / b.Wall.Seconds()
+}
+
+// runCLIFloor measures the CLI floor and internal/engine's same operations, n of each, and
+// the CLI's steady update on width stacks at once, n on each.
+func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n, width int) (*cliFloor, error) {
 	dir := filepath.Join(f.dir, "cli")
 	counter, err := pulumicount.New(realBin, dir)
 	if err != nil {
@@ -115,7 +131,7 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n int) (*cli
 		{&out.EngineFirst, func(i int) error { return viaEngine(fmt.Sprintf("engine-first-%d", i), false) }},
 	}
 	for _, b := range batches {
-		starts, cpu := counter.Count(), childrenCPU()+selfCPU()
+		starts, cpu, t0 := counter.Count(), childrenCPU()+selfCPU(), time.Now()
 		for i := range n {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -131,8 +147,48 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n int) (*cli
 			b.into.Runs = append(b.into.Runs, time.Since(t0))
 		}
 		b.into.CPU, b.into.Processes = childrenCPU()+selfCPU()-cpu, counter.Count()-starts
+		b.into.Wall = time.Since(t0)
 	}
-	return out, nil
+
+	out.Width = width
+	stacks := []string{"cli-steady"}
+	for i := 1; i < width; i++ {
+		name := fmt.Sprintf("cli-steady-%d", i)
+		if err := cli("stack", "init", name); err != nil {
+			return nil, err
+		}
+		if err := cli("up", "--skip-preview", "--yes", "-s", name, "-c", setMessage); err != nil {
+			return nil, err
+		}
+		stacks = append(stacks, name)
+	}
+	wide := &out.SteadyWide
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	starts, cpu, t0 := counter.Count(), childrenCPU()+selfCPU(), time.Now()
+	for _, stack := range stacks {
+		wg.Go(func() {
+			for range n {
+				if ctx.Err() != nil {
+					return
+				}
+				t := time.Now()
+				err := cli("up", "--skip-preview", "--yes", "-s", stack)
+				mu.Lock()
+				wide.Attempts++
+				if err != nil && wide.FirstErr == "" {
+					wide.FirstErr = err.Error()
+				} else if err == nil {
+					wide.Runs = append(wide.Runs, time.Since(t))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	wide.Wall = time.Since(t0)
+	wide.CPU, wide.Processes = childrenCPU()+selfCPU()-cpu, counter.Count()-starts
+	return out, ctx.Err()
 }
 
 // writeBenchProject writes the bench program's Pulumi.yaml into dir.
@@ -184,9 +240,13 @@ func cliFloorSection(c *cliFloor) string {
 			row("CLI: first update (`stack init` + `up`)", c.First),
 			row("engine: steady update", c.EngineSteady),
 			row("engine: first update", c.EngineFirst),
-		})
+			row(fmt.Sprintf("CLI: steady update, %d stacks at a time", c.Width), c.SteadyWide),
+		}) +
+		fmt.Sprintf("\nAt %d at a time the CLI's steady update runs at %.2f/s (%d runs in %s): on this machine, "+
+			"the most any number of steady updates at the manager's parallelism can reach.\n",
+			c.Width, c.SteadyWide.Throughput(), len(c.SteadyWide.Runs), secs(c.SteadyWide.Wall))
 	var errs []string
-	for _, b := range []cliBatch{c.Steady, c.First, c.EngineSteady, c.EngineFirst} {
+	for _, b := range []cliBatch{c.Steady, c.First, c.EngineSteady, c.EngineFirst, c.SteadyWide} {
 		if b.FirstErr != "" {
 			errs = append(errs, b.FirstErr)
 		}

@@ -111,6 +111,11 @@ func (b *bench) runResync(ctx context.Context) error {
 		{"ideal: N × CLI steady update median / parallelism", fmt.Sprintf("%s (%d × %s / %d)", secs(ideal), n, secs(floor), par)},
 		{"wall / ideal", ratio(Ratio(wall, ideal))},
 	}
+	if b.floor != nil && b.floor.CLI != nil && b.floor.CLI.SteadyWide.Throughput() > 0 {
+		measured := time.Duration(float64(n) / b.floor.CLI.SteadyWide.Throughput() * float64(time.Second))
+		rows = append(rows, []string{fmt.Sprintf("wall / (N ÷ the CLI's steady-update throughput at %d at a time)", par),
+			fmt.Sprintf("%s (%s)", ratio(Ratio(wall, measured)), secs(measured))})
+	}
 	rows = append(rows, costRows(before, after)...)
 	body := fmt.Sprintf("The Ready fleet, every Stack given a new `%s` annotation at once: one steady-state "+
 		"update each (stack exists, program and config unchanged). `--max-concurrent-updates %d`.\n\n",

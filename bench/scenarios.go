@@ -55,7 +55,7 @@ func (b *bench) runFloor(ctx context.Context, f *floorEnv) error {
 	b.rep.add("Engine floor", body)
 
 	b.say("floor: the pulumi CLI's own floor, %d runs of each operation", n)
-	cli, err := f.runCLIFloor(ctx, b.cfg.Bin, n)
+	cli, err := f.runCLIFloor(ctx, b.cfg.Bin, n, par)
 	if err != nil {
 		return fmt.Errorf("failed to measure the CLI floor: %w", err)
 	}

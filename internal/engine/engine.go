@@ -329,7 +329,7 @@ func (x *run) run(ctx context.Context) (Result, error) {
 		}
 		created = true
 	}
-	res, err := x.configureAndOperate(ctx, ws, project.Name.String(), values)
+	res, err := x.configureAndOperate(ctx, ws, values)
 	if cause, missing := missingStack(err); missing {
 		switch {
 		case !r.CreateStack:
@@ -340,7 +340,7 @@ func (x *run) run(ctx context.Context) (Result, error) {
 			if err := x.createStack(ctx); err != nil {
 				return Result{}, err
 			}
-			res, err = x.configureAndOperate(ctx, ws, project.Name.String(), values)
+			res, err = x.configureAndOperate(ctx, ws, values)
 		}
 	}
 	if err != nil && x.usedCache && decryptFailure(err) {
@@ -348,7 +348,7 @@ func (x *run) run(ctx context.Context) (Result, error) {
 		x.log.println("the stack's secrets manager did not decrypt remembered secret config; setting it again")
 		x.ciphers.forget(x.stackKey)
 		x.noCache = true
-		res, err = x.configureAndOperate(ctx, ws, project.Name.String(), values)
+		res, err = x.configureAndOperate(ctx, ws, values)
 	}
 	if err == nil && r.Operation == OpDestroy && r.RemoveStack {
 		x.ciphers.forget(x.stackKey)
@@ -359,8 +359,8 @@ func (x *run) run(ctx context.Context) (Result, error) {
 	return res, err
 }
 
-func (x *run) configureAndOperate(ctx context.Context, ws auto.Workspace, project string, values []configEntry) (Result, error) {
-	if err := x.configure(ctx, ws, x.req.Stack, project, values); err != nil {
+func (x *run) configureAndOperate(ctx context.Context, ws auto.Workspace, values []configEntry) (Result, error) {
+	if err := x.configure(ctx, ws, x.req.Stack, x.project, values); err != nil {
 		return Result{}, err
 	}
 	return x.operate(ctx)
