@@ -44,6 +44,7 @@ manifests: ## Generate CRDs and RBAC into config/, copy them into the chart, ren
 	rm -f $(CHART)/crds/*.yaml
 	cp config/crd/bases/*.yaml $(CHART)/crds/
 	cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/admission/stack_guidance_policy.yaml $(CHART)/files/
+	cp config/grafana/stackwright-dashboard.json config/prometheus/stackwright-rules.yaml $(CHART)/files/
 	@$(MAKE) --no-print-directory install-manifests
 
 .PHONY: install-manifests

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated() { find api config/crd/bases config/rbac charts/stackwright/crds charts/stackwright/files deploy -type f \( -name 'zz_generated*.go' -o -name '*.yaml' \) -print0 2>/dev/null | sort -z | xargs -0 -r sha256sum; }
+generated() { find api config/crd/bases config/rbac charts/stackwright/crds charts/stackwright/files deploy -type f \( -name 'zz_generated*.go' -o -name '*.yaml' -o -name '*.json' \) -print0 2>/dev/null | sort -z | xargs -0 -r sha256sum; }
 
 before=$(generated)
 make --no-print-directory -s generate manifests >/dev/null

@@ -75,6 +75,11 @@ type StackwrightStatus struct {
 	// +optional
 	LastSuccessfulKey string `json:"lastSuccessfulKey,omitempty"`
 
+	// LastSuccessTime is when the last successful update (up, or destroy)
+	// finished; a failure after it leaves it as it is.
+	// +optional
+	LastSuccessTime *metav1.Time `json:"lastSuccessTime,omitempty"`
+
 	// LastAttemptedKey is the desired-state key of the last finished update,
 	// successful or not.
 	// +optional

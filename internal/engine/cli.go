@@ -40,7 +40,8 @@ func (x *run) cli(ctx context.Context, step string, stdin io.Reader, quiet bool,
 		defer out.Flush()
 		outs = append(outs, out)
 	}
-	stdout, stderr, code, err := x.cmd.Run(ctx, x.req.WorkDir, stdin, outs, []io.Writer{errw}, x.envList(), args...)
+	stdout, stderr, code, cpu, err := x.cmd.run(ctx, x.req.WorkDir, stdin, outs, []io.Writer{errw}, x.envList(), args...)
+	x.cpu += cpu
 	if err != nil {
 		shown := stdout
 		if quiet {

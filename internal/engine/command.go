@@ -46,6 +46,15 @@ func (c command) Version() semver.Version { return c.version }
 func (c command) Run(ctx context.Context, workdir string, stdin io.Reader,
 	out, errOut []io.Writer, env []string, args ...string,
 ) (string, string, int, error) {
+	stdout, stderr, code, _, err := c.run(ctx, workdir, stdin, out, errOut, env, args...)
+	return stdout, stderr, code, err
+}
+
+// run is Run that also returns the CPU the process used, with its waited-for descendants
+// (language host, providers).
+func (c command) run(ctx context.Context, workdir string, stdin io.Reader,
+	out, errOut []io.Writer, env []string, args ...string,
+) (string, string, int, time.Duration, error) {
 	args = slices.Clone(args)
 	end := slices.Index(args, "--")
 	if end < 0 {
@@ -80,7 +89,16 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader,
 	case errors.As(err, &exit):
 		code = exit.ExitCode()
 	}
-	return stdout.String(), stderr.String(), code, err
+	return stdout.String(), stderr.String(), code, processCPU(cmd.ProcessState), err
+}
+
+// processCPU is the user and system CPU of a finished process and of the descendants it
+// waited for (wait4 reports both).
+func processCPU(ps *os.ProcessState) time.Duration {
+	if ps == nil {
+		return 0
+	}
+	return ps.UserTime() + ps.SystemTime()
 }
 
 // base is the allow-listed part of this process's environment.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/blang/semver"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
@@ -141,6 +142,12 @@ type Options struct {
 	// InheritEnv names the variables of this process's environment that runs see; nil
 	// means DefaultInheritEnv. Nothing else of it reaches a program.
 	InheritEnv []string
+	// OnRun, when set, is called after every Run with its operation, whether it succeeded
+	// and the CPU of the pulumi processes it started, language hosts and providers
+	// included (for metrics).
+	OnRun func(op Operation, ok bool, cpu time.Duration)
+	// OnStaleLockHealed, when set, is called when a run removed stale locks (for metrics).
+	OnStaleLockHealed func()
 	// SkipVersionCheck skips `pulumi version`, which New otherwise runs to check that the CLI
 	// is recent enough. It is for short-lived engines that run one operation (runner Pods),
 	// where the check would be one more process per update; Version is then "".
@@ -150,7 +157,9 @@ type Options struct {
 // Engine runs Pulumi operations with one version-checked CLI. It is safe for concurrent
 // use; runs on the same stack exclude each other through the backend's lock.
 type Engine struct {
-	cmd     auto.PulumiCommand
+	cmd     command
+	onRun   func(op Operation, ok bool, cpu time.Duration)
+	onHeal  func()
 	bin     string
 	home    string
 	env     map[string]string
@@ -164,7 +173,7 @@ type Engine struct {
 // New locates the pulumi CLI and, unless told not to, checks that the Automation API
 // supports its version.
 func New(o Options) (*Engine, error) {
-	e := &Engine{home: o.PulumiHome, env: maps.Clone(o.Env), ciphers: newCipherCache(), crypters: &crypterCache{}}
+	e := &Engine{home: o.PulumiHome, env: maps.Clone(o.Env), ciphers: newCipherCache(), crypters: &crypterCache{}, onRun: o.OnRun, onHeal: o.OnStaleLockHealed}
 	opts := &auto.PulumiCommandOptions{}
 	if o.Bin != "" {
 		bin, err := filepath.Abs(o.Bin)
@@ -215,13 +224,18 @@ func (e *Engine) Run(ctx context.Context, r Request) (Result, error) {
 		env:     e.environment(r),
 		home:    e.home,
 		ciphers: e.ciphers,
+		onHeal:  e.onHeal,
 	}
 	if !e.noStateRead {
 		x.crypters = e.crypters
 	}
 	x.scrub = newScrubber(x.secretValues()...)
 	x.log = newLogSink(r.Log, x.scrub)
-	return x.run(ctx)
+	res, err := x.run(ctx)
+	if e.onRun != nil {
+		e.onRun(r.Operation, err == nil, x.cpu)
+	}
+	return res, err
 }
 
 // environment is the base Env, then the request's, then what the engine needs regardless.
@@ -259,12 +273,15 @@ func (e *Engine) environment(r Request) map[string]string {
 
 // run is the state of one Run.
 type run struct {
-	req   Request
-	cmd   auto.PulumiCommand
-	env   map[string]string
-	home  string
-	scrub *scrubber
-	log   *logSink
+	req Request
+	cmd command
+	cpu time.Duration // of the CLI processes so far
+	// onHeal is Options.OnStaleLockHealed.
+	onHeal func()
+	env    map[string]string
+	home   string
+	scrub  *scrubber
+	log    *logSink
 	// ciphers is the engine's cache of secret config ciphertexts, under stackKey for this
 	// run's stack; usedCache says configure wrote some, noCache forbids it.
 	ciphers            *cipherCache

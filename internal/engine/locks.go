@@ -70,5 +70,8 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 		return false
 	}
 	x.log.println(fmt.Sprintf("removed %d stale lock(s) held by runner(s) that are gone: %s", len(hosts), strings.Join(hosts, ", ")))
+	if x.onHeal != nil {
+		x.onHeal()
+	}
 	return true
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/stackwright/stackwright/internal/executor/job"
 	"github.com/stackwright/stackwright/internal/executor/local"
 	"github.com/stackwright/stackwright/internal/inputs"
+	"github.com/stackwright/stackwright/internal/metrics"
 	"github.com/stackwright/stackwright/internal/runner"
 	"github.com/stackwright/stackwright/internal/scheme"
 	"github.com/stackwright/stackwright/internal/source"
@@ -51,7 +52,9 @@ import (
 
 // Options are the manager's command-line settings.
 type Options struct {
-	MetricsAddr             string
+	MetricsAddr string
+	// MetricsStackLabels reports the series labelled with Stack names.
+	MetricsStackLabels      bool
 	ProbeAddr               string
 	PprofAddr               string
 	LeaderElection          bool
@@ -123,6 +126,7 @@ func DefaultOptions() *Options {
 		MaxConcurrentReconciles: 10,
 		// Two engine runs saturate two cores; more only queue on the CPU.
 		MaxConcurrentUpdates: 2,
+		MetricsStackLabels:   true,
 		LeaderElectionID:     "stackwright.dev",
 		Executor:             "local",
 		RunnerImage:          "localhost/stackwright-runner:" + version.Version,
@@ -142,6 +146,7 @@ func DefaultOptions() *Options {
 // BindFlags registers the options on fs.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsStackLabels, "metrics-stack-labels", o.MetricsStackLabels, "Report the metrics labelled with Stack names (drift detected, last success); off, metrics are labelled by namespace at most.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address Go's /debug/pprof endpoints bind to (empty: off). Never expose it beyond the pod.")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so that only one replica reconciles at a time.")
@@ -289,10 +294,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to open artifact store: %w", err)
 	}
+	metrics.SetPerStackLabels(o.MetricsStackLabels)
 	eng, err := engine.New(engine.Options{
 		Bin:        o.PulumiBin,
 		PulumiHome: dirs.pulumiHome,
 		Env:        engine.BaseEnv(),
+		OnRun: func(op engine.Operation, _ bool, cpu time.Duration) {
+			metrics.ObserveEngineCPU(string(op), cpu)
+		},
+		OnStaleLockHealed: metrics.ObserveStaleLockHealed,
 	})
 	if err != nil {
 		return fmt.Errorf("failed to set up the pulumi engine: %w", err)
@@ -320,6 +330,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		return fmt.Errorf("failed to add local executor: %w", err)
 	}
 	var exec executor.Executor = localExec
+	pending, execName := localExec.Pending, executorLocal
 	switch o.Executor {
 	case executorLocal:
 	case executorJob:
@@ -341,8 +352,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 			return fmt.Errorf("failed to set up job executor: %w", err)
 		}
 		exec = jobs
+		pending, execName = jobs.Pending, executorJob
 	default:
 		return fmt.Errorf("unknown executor %q: want %q or %q", o.Executor, executorLocal, executorJob)
+	}
+	if err := metrics.RegisterExecutor(execName, pending); err != nil {
+		return err
+	}
+	if err := metrics.RegisterStackCollector(mgr.GetCache()); err != nil {
+		return err
 	}
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 	sources := source.Registry{

@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"sync/atomic"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -13,11 +16,21 @@ const (
 )
 
 const (
-	labelNS      = "namespace"
-	labelStack   = "stack"
-	labelResult  = "result"
-	metricPrefix = "stackwright_"
+	labelNS        = "namespace"
+	labelStack     = "stack"
+	labelResult    = "result"
+	labelOperation = "operation"
+	labelKind      = "kind"
+	labelReason    = "reason"
+	labelState     = "state"
+	labelExecutor  = "executor"
+	metricPrefix   = "stackwright_"
 )
+
+// perStack says whether series with a stack label are reported (SetPerStackLabels).
+var perStack atomic.Bool
+
+func init() { perStack.Store(true) }
 
 var (
 	driftChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -29,15 +42,67 @@ var (
 		Name: metricPrefix + "stack_drift_detected",
 		Help: "1 when the Stack's last drift check found drift, 0 when it found none; absent before the first check and when it could not run.",
 	}, []string{labelNS, labelStack})
+
+	updateDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    metricPrefix + "update_duration_seconds",
+		Help:    "Duration of finished engine runs (Updates), from start to end, by namespace, operation and result.",
+		Buckets: []float64{1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
+	}, []string{labelNS, labelOperation, labelResult})
+
+	updates = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricPrefix + "updates_total",
+		Help: "Finished engine runs (Updates), by namespace, operation and result (succeeded, failed, cancelled).",
+	}, []string{labelNS, labelOperation, labelResult})
+
+	engineCPU = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    metricPrefix + "engine_cpu_seconds",
+		Help:    "CPU of the pulumi processes of one engine run (CLI, language host, providers), by operation; runs in this manager's process only.",
+		Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
+	}, []string{labelOperation})
+
+	retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricPrefix + "update_retries_total",
+		Help: "Engine runs started again for a desired state whose last run failed, by namespace.",
+	}, []string{labelNS})
+
+	locksHealed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: metricPrefix + "stale_locks_healed_total",
+		Help: "Runs that found their stack locked only by runners proven gone, removed those locks and tried again.",
+	})
+
+	sourceDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    metricPrefix + "source_resolve_duration_seconds",
+		Help:    "Time to resolve a Stack's source to an artifact (fetching it when it is not cached), by kind of source.",
+		Buckets: []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300},
+	}, []string{labelKind})
+
+	sourceErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricPrefix + "source_resolve_errors_total",
+		Help: "Failed source resolutions, by kind of source and the reason the Stack reports.",
+	}, []string{labelKind, labelReason})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(driftChecks, driftDetected)
+	crmetrics.Registry.MustRegister(driftChecks, driftDetected, updateDuration, updates, engineCPU, retries,
+		locksHealed, sourceDuration, sourceErrors)
+}
+
+// SetPerStackLabels turns the series labelled with a Stack's name on or off
+// (stackwright_stack_drift_detected, stackwright_stack_last_success_timestamp_seconds).
+// Off, a fleet's metrics have a cardinality bounded by its namespaces.
+func SetPerStackLabels(on bool) {
+	perStack.Store(on)
+	if !on {
+		driftDetected.Reset()
+	}
 }
 
 // ObserveDriftCheck records a finished drift check of a Stack with its result.
 func ObserveDriftCheck(namespace, stack, result string) {
 	driftChecks.WithLabelValues(namespace, result).Inc()
+	if !perStack.Load() {
+		return
+	}
 	switch result {
 	case DriftFound:
 		driftDetected.WithLabelValues(namespace, stack).Set(1)
@@ -51,4 +116,34 @@ func ObserveDriftCheck(namespace, stack, result string) {
 // ForgetStack drops the per-Stack series of a Stack that no longer exists.
 func ForgetStack(namespace, stack string) {
 	driftDetected.DeleteLabelValues(namespace, stack)
+}
+
+// ObserveUpdate records a finished Update: its operation (up, preview, refresh, destroy,
+// drift), result (succeeded, failed, cancelled) and duration (0 when unknown: counted,
+// not timed).
+func ObserveUpdate(namespace, operation, result string, d time.Duration) {
+	updates.WithLabelValues(namespace, operation, result).Inc()
+	if d > 0 {
+		updateDuration.WithLabelValues(namespace, operation, result).Observe(d.Seconds())
+	}
+}
+
+// ObserveEngineCPU records the CPU of one engine run's pulumi processes.
+func ObserveEngineCPU(operation string, cpu time.Duration) {
+	engineCPU.WithLabelValues(operation).Observe(cpu.Seconds())
+}
+
+// ObserveRetry records an engine run started again after a failure.
+func ObserveRetry(namespace string) { retries.WithLabelValues(namespace).Inc() }
+
+// ObserveStaleLockHealed records a run that removed its stack's stale locks.
+func ObserveStaleLockHealed() { locksHealed.Inc() }
+
+// ObserveSourceResolve records one resolution of a Stack's source; reason is "" when it
+// succeeded.
+func ObserveSourceResolve(kind string, d time.Duration, reason string) {
+	sourceDuration.WithLabelValues(kind).Observe(d.Seconds())
+	if reason != "" {
+		sourceErrors.WithLabelValues(kind, reason).Inc()
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
+	"github.com/stackwright/stackwright/internal/metrics"
 )
 
 // fieldManager identifies the runner's writes.
@@ -103,6 +104,11 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, outputs m
 	if perr := r.Client.Status().Patch(ctx, u, client.MergeFrom(base), client.FieldOwner(fieldManager)); perr != nil {
 		return fmt.Errorf("failed to record result of Update %s: %w", u.Name, perr)
 	}
+	var took time.Duration
+	if u.Status.StartTime != nil && u.Status.EndTime != nil {
+		took = u.Status.EndTime.Sub(u.Status.StartTime.Time)
+	}
+	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), took)
 	log.Info("Update finished", "phase", u.Status.Phase, "message", u.Status.Message)
 	return nil
 }

@@ -2,9 +2,11 @@ package source
 
 import (
 	"context"
+	"time"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/metrics"
 )
 
 // Artifact is a resolved source: what to run, and where it came from.
@@ -30,6 +32,19 @@ type Registry map[pulumiv1.SourceKind]Resolver
 
 // Resolve resolves stack's source with the Resolver registered for its kind.
 func (r Registry) Resolve(ctx context.Context, stack *pulumiv1.Stack) (Artifact, error) {
+	t0 := time.Now()
+	art, err := r.resolve(ctx, stack)
+	reason := ""
+	if f, ok := fault.As(err); ok {
+		reason = f.Reason
+	} else if err != nil {
+		reason = "Error"
+	}
+	metrics.ObserveSourceResolve(string(stack.Spec.SourceKind()), time.Since(t0), reason)
+	return art, err
+}
+
+func (r Registry) resolve(ctx context.Context, stack *pulumiv1.Stack) (Artifact, error) {
 	kind := stack.Spec.SourceKind()
 	res, ok := r[kind]
 	if !ok {

@@ -566,3 +566,55 @@ func TestManifests_Render_StackGuidancePolicyOnlyWarns(t *testing.T) {
 		})
 	}
 }
+
+// TestChart_Observability_DashboardAndRulesWhenEnabled renders the chart's optional
+// Grafana dashboard ConfigMap and PrometheusRule and checks they carry the shipped files.
+func TestChart_Observability_DashboardAndRulesWhenEnabled(t *testing.T) {
+	if objs := parse(t, helmTemplate()(t)); slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "PrometheusRule" || strings.HasSuffix(o.GetName(), "-dashboard")
+	}) {
+		t.Error("the default install renders a dashboard or PrometheusRule; both are opt-in")
+	}
+	objs := parse(t, helmTemplate("--set", "metrics.grafanaDashboard.enabled=true", "--set", "metrics.prometheusRule.enabled=true",
+		"--set", "metrics.stackLabels=false")(t))
+	dashboard, err := os.ReadFile(filepath.Join(root(t), "config", "grafana", "stackwright-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rulesFile, err := os.ReadFile(filepath.Join(root(t), "config", "prometheus", "stackwright-rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shipped map[string]any
+	if err := yaml.Unmarshal(rulesFile, &shipped); err != nil {
+		t.Fatal(err)
+	}
+	var sawDashboard, sawRule, sawFlag bool
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "ConfigMap" && strings.HasSuffix(o.GetName(), "-dashboard"):
+			sawDashboard = true
+			got, _, _ := unstructured.NestedString(o.Object, "data", "stackwright-dashboard.json")
+			if strings.TrimSpace(got) != strings.TrimSpace(string(dashboard)) {
+				t.Error("the dashboard ConfigMap does not hold config/grafana/stackwright-dashboard.json")
+			}
+			if o.GetLabels()["grafana_dashboard"] != "1" {
+				t.Errorf("the dashboard ConfigMap's labels %v lack grafana_dashboard=1", o.GetLabels())
+			}
+		case o.GetKind() == "PrometheusRule":
+			sawRule = true
+			if diff := cmp.Diff(shipped["spec"], o.Object["spec"]); diff != "" {
+				t.Errorf("the PrometheusRule's spec differs from config/prometheus/stackwright-rules.yaml (-want +got):\n%s", diff)
+			}
+		case o.GetKind() == "Deployment":
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			for _, c := range containers {
+				args, _, _ := unstructured.NestedStringSlice(c.(map[string]any), "args")
+				sawFlag = sawFlag || slices.Contains(args, "--metrics-stack-labels=false")
+			}
+		}
+	}
+	if !sawDashboard || !sawRule || !sawFlag {
+		t.Errorf("rendered: dashboard %v, PrometheusRule %v, --metrics-stack-labels=false %v; want all", sawDashboard, sawRule, sawFlag)
+	}
+}

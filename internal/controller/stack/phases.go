@@ -17,6 +17,7 @@ import (
 	"github.com/stackwright/stackwright/internal/controller/patch"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
+	"github.com/stackwright/stackwright/internal/metrics"
 )
 
 // The phases of a reconcile, in the order they run. Each either proceeds or ends the
@@ -231,6 +232,9 @@ func (r *Reconciler) startUpdate(ctx context.Context, s *scope) (bool, error) {
 			return false, nil
 		}
 		return false, fmt.Errorf("failed to create Update %s: %w", u.Name, err)
+	}
+	if u.Spec.Attempt > 1 && s.resume == "" {
+		metrics.ObserveRetry(u.Namespace)
 	}
 	log.Info("Started update", "update", u.Name, "type", u.Spec.Type, "revision", u.Spec.Revision, "attempt", u.Spec.Attempt, "why", s.next.why)
 	r.event(stack, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, s.next.why, u.Name)

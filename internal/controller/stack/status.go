@@ -166,6 +166,7 @@ func recordFinish(s *pulumiv1.Stack, u *v1alpha1.Update, outputs map[string]apie
 		lu.State = pulumiv1.UpdateStateSucceeded
 		lu.LastSuccessfulCommit = u.Spec.Revision
 		sw.LastSuccessfulKey = u.Spec.DesiredStateKey
+		sw.LastSuccessTime = lu.LastResyncTime.DeepCopy()
 		sw.PermanentFailures = 0
 		if outputs != nil {
 			s.Status.Outputs = outputs

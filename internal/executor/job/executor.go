@@ -213,6 +213,14 @@ func (e *Executor) next() (queued, bool) {
 	}
 }
 
+// Pending reports how many Updates are queued and running (Jobs started and not
+// finished), for metrics.
+func (e *Executor) Pending() (queued, running int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.queue), len(e.running)
+}
+
 func (e *Executor) release(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
