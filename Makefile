@@ -76,8 +76,9 @@ lint: ## golangci-lint every module.
 	cd test/provider && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 
 .PHONY: build
-build: ## Build bin/stackwright (static, stamped with VERSION).
+build: ## Build bin/stackwright and bin/kubectl-stackwright (static, stamped with VERSION).
 	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/stackwright ./cmd/stackwright
+	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/kubectl-stackwright ./cmd/kubectl-stackwright
 
 .PHONY: demo
 demo: tools build ## Local demo: control plane + operator + the sample Stack reaching Ready (DEMO_ONCE=1 to exit).
