@@ -4,7 +4,19 @@ package v1alpha1
 // succeeded, False otherwise. Its reason tells the Stack controller how to retry.
 const ConditionComplete = "Complete"
 
-// Reasons of the Complete condition.
+// ConditionReconciling is True while the Update runs (reason Running) and absent
+// otherwise, so that kstatus reads a running Update as InProgress.
+const ConditionReconciling = "Reconciling"
+
+// ConditionStalled is True once the Update has failed, with the Complete condition's
+// reason and message: the Update never runs again, so kstatus reads it as Failed. Whether
+// the operation is retried, with a new Update, is the Stack's decision.
+const ConditionStalled = "Stalled"
+
+// ReasonRunning is the Reconciling condition's reason while a runner executes the Update.
+const ReasonRunning = "Running"
+
+// Reasons of the Complete condition (and of Stalled, which repeats a failure's reason).
 const (
 	// ReasonSucceeded: the operation completed.
 	ReasonSucceeded = "Succeeded"

@@ -1,17 +1,43 @@
 package v1alpha1
 
 import (
+	"fmt"
+
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// MarkRunning records that runner has started the Update. Reconciling=True is what kstatus
+// (Flux health checks, cli-utils appliers) reads as "in progress".
+func (u *Update) MarkRunning(runner string, now metav1.Time) {
+	u.Status.Phase, u.Status.Runner, u.Status.StartTime = UpdatePhaseRunning, runner, &now
+	u.Status.ObservedGeneration = u.Generation
+	apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{
+		Type: ConditionReconciling, Status: metav1.ConditionTrue, Reason: ReasonRunning,
+		Message: fmt.Sprintf("Running %s on %s", u.Spec.Type, runner), ObservedGeneration: u.Generation,
+	})
+}
+
+// MarkFinished records the Complete condition of a finished Update. A failed Update never
+// runs again (the Stack decides whether a new one does), so it is also Stalled, which
+// kstatus reads as Failed; a succeeded one reads as Current.
+func (u *Update) MarkFinished(complete metav1.Condition) {
+	complete.Type, complete.ObservedGeneration = ConditionComplete, u.Generation
+	apimeta.RemoveStatusCondition(&u.Status.Conditions, ConditionReconciling)
+	apimeta.SetStatusCondition(&u.Status.Conditions, complete)
+	if complete.Status == metav1.ConditionTrue {
+		return
+	}
+	apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{
+		Type: ConditionStalled, Status: metav1.ConditionTrue, Reason: complete.Reason,
+		Message: complete.Message, ObservedGeneration: u.Generation,
+	})
+}
 
 // MarkRunnerLost records that the Update's runner ended without reporting a result: the
 // Update failed, with reason RunnerLost, which the Stack controller retries like a
 // transient failure.
 func (u *Update) MarkRunnerLost(result UpdateResult, msg string, now metav1.Time) {
 	u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = UpdatePhaseFailed, result, msg, &now
-	apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{
-		Type: ConditionComplete, Status: metav1.ConditionFalse, Reason: ReasonRunnerLost,
-		Message: msg, ObservedGeneration: u.Generation,
-	})
+	u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonRunnerLost, Message: msg})
 }

@@ -212,6 +212,8 @@ func (s *UpdateStatus) Finished() bool {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Result",type=string,JSONPath=`.status.result`
 // +kubebuilder:printcolumn:name="Revision",type=string,priority=10,JSONPath=`.spec.revision`
+// +kubebuilder:printcolumn:name="Attempt",type=integer,priority=10,JSONPath=`.spec.attempt`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=10,JSONPath=`.status.message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Update struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,11 +56,7 @@ func (r *Runner) Claim(ctx context.Context, u *v1alpha1.Update, runner string) (
 		return false, nil
 	}
 	base := u.DeepCopy()
-	now := metav1.Now()
-	u.Status.Phase = v1alpha1.UpdatePhaseRunning
-	u.Status.Runner = runner
-	u.Status.StartTime = &now
-	u.Status.ObservedGeneration = u.Generation
+	u.MarkRunning(runner, metav1.Now())
 	err := r.Client.Status().Patch(ctx, u, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldManager))
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
@@ -244,7 +239,7 @@ func Finish(u *v1alpha1.Update, res engine.Result, err error, logTail string, no
 			u.Status.Changes[k] = int64(v)
 		}
 	}
-	cond := metav1.Condition{Type: v1alpha1.ConditionComplete, ObservedGeneration: u.Generation}
+	var cond metav1.Condition
 	if err == nil {
 		u.Status.Phase, u.Status.Result, u.Status.Message = v1alpha1.UpdatePhaseSucceeded, v1alpha1.UpdateResultSucceeded, res.Message
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonSucceeded, res.Message
@@ -253,7 +248,7 @@ func Finish(u *v1alpha1.Update, res engine.Result, err error, logTail string, no
 		u.Status.Phase, u.Status.Result, u.Status.Message = v1alpha1.UpdatePhaseFailed, result, msg
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, msg
 	}
-	apimeta.SetStatusCondition(&u.Status.Conditions, cond)
+	u.MarkFinished(cond)
 }
 
 // failure maps an error from a run to the Complete condition's reason, the result and a

@@ -22,6 +22,8 @@ import (
 // +kubebuilder:printcolumn:name="Permalink",type=string,JSONPath=`.status.lastUpdate.permalink`
 // +kubebuilder:printcolumn:name="Suspended",type=string,priority=10,JSONPath=`.status.conditions[?(@.type=="Suspended")].status`
 // +kubebuilder:printcolumn:name="Current Update",type=string,priority=10,JSONPath=`.status.currentUpdate.name`
+// +kubebuilder:printcolumn:name="Deployed",type=string,priority=10,JSONPath=`.status.lastUpdate.lastSuccessfulCommit`
+// +kubebuilder:printcolumn:name="Drift",type=string,priority=10,JSONPath=`.status.conditions[?(@.type=="DriftDetected")].status`
 type Stack struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -212,8 +212,7 @@ func (e *Executor) execute(ctx context.Context, key types.NamespacedName) {
 
 func (e *Executor) executeDetached(ctx context.Context, u *v1alpha1.Update) {
 	log := ctrl.LoggerFrom(ctx).WithValues("update", client.ObjectKeyFromObject(u).String(), "detached", true)
-	now := metav1.Now()
-	u.Status.Phase, u.Status.Runner, u.Status.StartTime = v1alpha1.UpdatePhaseRunning, e.identity, &now
+	u.MarkRunning(e.identity, metav1.Now())
 	e.storeDetached(u)
 	if _, err := e.runner.Execute(ctrl.LoggerInto(ctx, log), u); err != nil {
 		log.Info("Detached update failed", "message", u.Status.Message)
