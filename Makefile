@@ -24,7 +24,7 @@ help: ## Show this help.
 
 ##@ Toolchain
 .PHONY: tools
-tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, test provider, linters) into ./bin.
+tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, test provider, linters, helm, promtool, krew) into ./bin.
 	@hack/tools.sh
 
 ##@ Development
@@ -79,6 +79,11 @@ lint: ## golangci-lint every module.
 build: ## Build bin/stackwright and bin/kubectl-stackwright (static, stamped with VERSION).
 	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/stackwright ./cmd/stackwright
 	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/kubectl-stackwright ./cmd/kubectl-stackwright
+
+KREW_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+.PHONY: krew
+krew: ## Write kubectl-stackwright release archives and the krew manifest that installs them into dist/krew (KREW_URL: where they will be published).
+	@set -e; args=""; for p in $(KREW_PLATFORMS); do 		os=$${p%/*}; arch=$${p#*/}; out=dist/krew/bin/$$os-$$arch/kubectl-stackwright; 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -ldflags "$(GO_LDFLAGS)" -o $$out ./cmd/kubectl-stackwright; 		args="$$args $$p=$$out"; 	done; 	go run ./hack/krew --out dist/krew --version $(VERSION) $(if $(KREW_URL),--url $(KREW_URL)) $$args
 
 .PHONY: demo
 demo: tools build ## Local demo: control plane + operator + the sample Stack reaching Ready (DEMO_ONCE=1 to exit).

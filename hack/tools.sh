@@ -70,6 +70,16 @@ tool_spec() {
 	golangci-lint)
 		echo "hack/tools/golangci-lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|golangci-lint|"
 		;;
+	promtool)
+		local v
+		v=$(modversion "$root/hack/tools/promtool/go.mod" github.com/prometheus/prometheus)
+		echo "hack/tools/promtool|github.com/prometheus/prometheus/cmd/promtool|promtool|-X github.com/prometheus/common/version.Version=$v|"
+		;;
+	krew)
+		local v
+		v=$(modversion "$root/hack/tools/krew/go.mod" sigs.k8s.io/krew)
+		echo "hack/tools/krew|sigs.k8s.io/krew/cmd/krew|krew|-X sigs.k8s.io/krew/internal/version.gitTag=$v|"
+		;;
 	versitygw)
 		local v
 		v=$(modversion "$root/hack/tools/versitygw/go.mod" github.com/versity/versitygw)
@@ -85,7 +95,7 @@ tool_spec() {
 	esac
 }
 
-all_tools=(k8s pulumi pulumi-yaml provider controller-gen golangci-lint helm)
+all_tools=(k8s pulumi pulumi-yaml provider controller-gen golangci-lint helm promtool krew)
 cluster_tools=(k8s k8s-node containerd versitygw)
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=("${all_tools[@]}")
