@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,9 +25,21 @@ const staleTempAge = time.Hour
 // Store keeps tarballs under dir/sha256/<hex>.tar.gz. Files are written once, under their
 // final name only after they are complete and synced, so a name that exists always holds
 // the content its digest promises; readers never see a partial artifact.
+//
+// A file's modification time is when the store last handed the artifact out (Put, Has,
+// Open): Collect removes only artifacts unused for a while, so a digest a resolver has just
+// returned, and that no object names yet, survives until the Stack records it.
 type Store struct {
 	dir string
+	// mu orders Collect's removals against the uses that keep an artifact alive: an
+	// artifact is either removed before a use (which then finds it absent) or used first
+	// (and then too recent to remove).
+	mu sync.Mutex
 }
+
+// usedGranularity is how stale a use time may get before a use rewrites it: a fleet's
+// reconciles call Has constantly, and a minute is nothing next to Collect's retention.
+const usedGranularity = time.Minute
 
 // NewStore opens (creating it when needed) the store rooted at dir.
 func NewStore(dir string) (*Store, error) {
@@ -113,7 +127,10 @@ func (s *Store) put(r io.Reader, maxBytes int64, want string) (digest string, er
 	}
 
 	final := s.path(digest[len(digestPrefix):])
-	if _, err := os.Lstat(final); err == nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fi, err := os.Lstat(final); err == nil {
+		markUsed(final, fi)
 		return digest, nil
 	}
 	// Two concurrent Puts of the same content may both get here; rename replaces
@@ -144,8 +161,15 @@ func (s *Store) Has(digest string) bool {
 	if err != nil {
 		return false
 	}
-	fi, err := os.Lstat(s.path(h))
-	return err == nil && fi.Mode().IsRegular()
+	path := s.path(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	markUsed(path, fi)
+	return true
 }
 
 // Open returns the stored tarball. The error wraps fs.ErrNotExist when it is absent and
@@ -155,11 +179,65 @@ func (s *Store) Open(digest string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to open artifact: %w", err)
 	}
-	f, err := os.Open(s.path(h))
+	path := s.path(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Once open, the content stays readable even if Collect removes the name.
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("failed to open artifact %s: %w", digest, err)
 	}
+	if fi, err := f.Stat(); err == nil {
+		markUsed(path, fi)
+	}
 	return f, nil
+}
+
+// markUsed records a use in the file's modification time. A failure only makes the
+// artifact look older; the next use tries again.
+func markUsed(path string, fi fs.FileInfo) {
+	if now := time.Now(); now.Sub(fi.ModTime()) > usedGranularity {
+		_ = os.Chtimes(path, now, now)
+	}
+}
+
+// Collect removes the artifacts keep does not claim that have not been used for
+// unusedFor, and returns how many it removed and the bytes freed. It is safe while the
+// store is in use: an artifact used meanwhile is kept.
+func (s *Store) Collect(keep func(digest string) bool, unusedFor time.Duration) (removed int, freed int64, err error) {
+	entries, err := os.ReadDir(s.blobDir())
+	if err != nil {
+		return 0, 0, fmt.Errorf("failed to list artifacts: %w", err)
+	}
+	for _, e := range entries {
+		h, ok := strings.CutSuffix(e.Name(), ".tar.gz")
+		if !ok || keep(digestPrefix+h) {
+			continue
+		}
+		n, err := s.removeUnused(filepath.Join(s.blobDir(), e.Name()), time.Now().Add(-unusedFor))
+		if err != nil {
+			return removed, freed, err
+		}
+		if n >= 0 {
+			removed, freed = removed+1, freed+n
+		}
+	}
+	return removed, freed, nil
+}
+
+// removeUnused removes path if it was last used before cutoff and returns its size, or
+// -1 when it kept it.
+func (s *Store) removeUnused(path string, cutoff time.Time) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.ModTime().After(cutoff) {
+		return -1, nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return -1, fmt.Errorf("failed to remove artifact %s: %w", filepath.Base(path), err)
+	}
+	return fi.Size(), nil
 }
 
 // Extract unpacks the stored artifact into dir (see the package-level Extract), hashing the

@@ -38,6 +38,7 @@ import (
 	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/executor/job"
 	"github.com/stackwright/stackwright/internal/executor/local"
+	"github.com/stackwright/stackwright/internal/gc"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/metrics"
 	"github.com/stackwright/stackwright/internal/runner"
@@ -106,11 +107,18 @@ type Options struct {
 	UpdateHistory    int
 	UpdateMaxAge     time.Duration
 	MaxArtifactBytes int64
-	AllowEnvRefs     bool
-	FSRefRoot        string
+	// ArtifactRetention is how long an artifact no object names is kept after its last
+	// use; zero keeps every artifact.
+	ArtifactRetention time.Duration
+	AllowEnvRefs      bool
+	FSRefRoot         string
 
 	Zap zap.Options
 }
+
+// artifactGCInterval is how often unused artifacts are looked for: a listing of the cached
+// Stacks, Programs and Updates and of one directory.
+const artifactGCInterval = 10 * time.Minute
 
 const (
 	executorLocal = "local"
@@ -140,6 +148,7 @@ func DefaultOptions() *Options {
 		UpdateHistory:        10,
 		UpdateMaxAge:         7 * 24 * time.Hour,
 		MaxArtifactBytes:     100 << 20,
+		ArtifactRetention:    time.Hour,
 	}
 }
 
@@ -173,6 +182,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.UpdateHistory, "update-history", o.UpdateHistory, "Finished Updates kept per Stack (the latest is always kept).")
 	fs.DurationVar(&o.UpdateMaxAge, "update-max-age", o.UpdateMaxAge, "How long a finished Update is kept (0: no limit); the latest update, the running one and the last drift check are kept whatever their age.")
 	fs.Int64Var(&o.MaxArtifactBytes, "max-artifact-bytes", o.MaxArtifactBytes, "Largest source artifact accepted, in bytes (compressed and extracted).")
+	fs.DurationVar(&o.ArtifactRetention, "artifact-retention", o.ArtifactRetention, "How long an artifact that no Stack, Program or unfinished Update names is kept after its last use before it is removed from the data directory (0: never removed).")
 	fs.BoolVar(&o.AllowEnvRefs, "allow-env-refs", o.AllowEnvRefs, "Let references of type Env read the manager's environment (off: every Stack author could read it).")
 	fs.StringVar(&o.FSRefRoot, "fs-ref-root", o.FSRefRoot, "The only directory references of type FS may read from (empty: FS references are refused).")
 	zapFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
@@ -293,6 +303,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	store, err := artifact.NewStore(dirs.artifacts)
 	if err != nil {
 		return fmt.Errorf("failed to open artifact store: %w", err)
+	}
+	if o.ArtifactRetention > 0 {
+		collector := &gc.Artifacts{Client: mgr.GetClient(), Store: store, Interval: artifactGCInterval, Retention: o.ArtifactRetention}
+		if err := mgr.Add(collector); err != nil {
+			return fmt.Errorf("failed to add artifact collector: %w", err)
+		}
 	}
 	metrics.SetPerStackLabels(o.MetricsStackLabels)
 	eng, err := engine.New(engine.Options{

@@ -1,0 +1,96 @@
+package gc
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/artifact"
+)
+
+// Artifacts collects the artifact store every Interval. It runs on the leader only: the
+// leader's store is the one its resolvers fill and its runners read.
+type Artifacts struct {
+	Client client.Reader
+	Store  *artifact.Store
+	// Interval is the time between collections.
+	Interval time.Duration
+	// Retention is how long an artifact nothing names is kept after its last use. It
+	// covers the time between a resolver returning a digest and the Stack recording it.
+	Retention time.Duration
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (a *Artifacts) NeedLeaderElection() bool { return true }
+
+// Start implements manager.Runnable: it collects until ctx is done. A failed collection is
+// logged and tried again at the next tick; nothing depends on it having run.
+func (a *Artifacts) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("artifact-gc")
+	t := time.NewTicker(a.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := a.Collect(ctrl.LoggerInto(ctx, log)); err != nil {
+				log.Error(err, "Failed to collect unused artifacts")
+			}
+		}
+	}
+}
+
+// Collect removes the artifacts nothing names and nobody used within Retention.
+func (a *Artifacts) Collect(ctx context.Context) error {
+	live, err := a.live(ctx)
+	if err != nil {
+		return err
+	}
+	removed, freed, err := a.Store.Collect(func(d string) bool { return live[d] }, a.Retention)
+	if removed > 0 {
+		ctrl.LoggerFrom(ctx).Info("Removed unused artifacts", "removed", removed, "freedBytes", freed, "kept", len(live))
+	}
+	return err
+}
+
+// live returns the digests an object names: a Stack's last deployed artifact (destroy on
+// deletion and drift checks run on it), a Program's current artifact (Stacks resolve to
+// it), and an unfinished Update's (its runner is about to fetch it). A finished Update
+// never runs again, so its artifact is not needed for it.
+func (a *Artifacts) live(ctx context.Context) (map[string]bool, error) {
+	live := map[string]bool{}
+	var stacks pulumiv1.StackList
+	if err := a.Client.List(ctx, &stacks); err != nil {
+		return nil, fmt.Errorf("failed to list Stacks: %w", err)
+	}
+	for _, s := range stacks.Items {
+		if sw := s.Status.Stackwright; sw != nil && sw.LastArtifact != nil {
+			live[sw.LastArtifact.Digest] = true
+		}
+	}
+	var programs pulumiv1.ProgramList
+	if err := a.Client.List(ctx, &programs); err != nil {
+		return nil, fmt.Errorf("failed to list Programs: %w", err)
+	}
+	for _, p := range programs.Items {
+		if p.Status.Artifact != nil {
+			live[p.Status.Artifact.Digest] = true
+		}
+	}
+	var updates v1alpha1.UpdateList
+	if err := a.Client.List(ctx, &updates); err != nil {
+		return nil, fmt.Errorf("failed to list Updates: %w", err)
+	}
+	for _, u := range updates.Items {
+		if !u.Status.Finished() {
+			live[u.Spec.ArtifactDigest] = true
+		}
+	}
+	return live, nil
+}
