@@ -11,6 +11,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/source/git"
 )
 
 // Artifacts collects the artifact store every Interval. It runs on the leader only: the
@@ -28,22 +29,9 @@ type Artifacts struct {
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
 func (a *Artifacts) NeedLeaderElection() bool { return true }
 
-// Start implements manager.Runnable: it collects until ctx is done. A failed collection is
-// logged and tried again at the next tick; nothing depends on it having run.
+// Start implements manager.Runnable: it collects until ctx is done.
 func (a *Artifacts) Start(ctx context.Context) error {
-	log := ctrl.LoggerFrom(ctx).WithName("artifact-gc")
-	t := time.NewTicker(a.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if err := a.Collect(ctrl.LoggerInto(ctx, log)); err != nil {
-				log.Error(err, "Failed to collect unused artifacts")
-			}
-		}
-	}
+	return every(ctx, a.Interval, "artifact-gc", a.Collect)
 }
 
 // Collect removes the artifacts nothing names and nobody used within Retention.
@@ -93,4 +81,49 @@ func (a *Artifacts) live(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	return live, nil
+}
+
+// GitCache collects the git fetch cache every Interval: the repositories of remotes no
+// resolve has used for Retention. Stacks poll their repositories every resync period, so
+// a remote unused that long is one no Stack refers to any more.
+type GitCache struct {
+	Cache     *git.Cache
+	Interval  time.Duration
+	Retention time.Duration
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (g *GitCache) NeedLeaderElection() bool { return true }
+
+// Start implements manager.Runnable: it collects until ctx is done.
+func (g *GitCache) Start(ctx context.Context) error {
+	return every(ctx, g.Interval, "git-cache-gc", g.Collect)
+}
+
+// Collect removes the unused repositories.
+func (g *GitCache) Collect(ctx context.Context) error {
+	removed, err := g.Cache.Collect(g.Retention)
+	if removed > 0 {
+		ctrl.LoggerFrom(ctx).Info("Removed unused git repositories", "removed", removed)
+	}
+	return err
+}
+
+// every runs collect every interval until ctx is done. A failed collection is logged and
+// tried again at the next tick: nothing depends on one having run.
+func every(ctx context.Context, interval time.Duration, name string, collect func(context.Context) error) error {
+	log := ctrl.LoggerFrom(ctx).WithName(name)
+	ctx = ctrl.LoggerInto(ctx, log)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := collect(ctx); err != nil {
+				log.Error(err, "Failed to collect")
+			}
+		}
+	}
 }

@@ -110,15 +110,18 @@ type Options struct {
 	// ArtifactRetention is how long an artifact no object names is kept after its last
 	// use; zero keeps every artifact.
 	ArtifactRetention time.Duration
+	// GitCacheRetention is how long a git remote's repository is kept after its last
+	// fetch or listing; zero keeps every one.
+	GitCacheRetention time.Duration
 	AllowEnvRefs      bool
 	FSRefRoot         string
 
 	Zap zap.Options
 }
 
-// artifactGCInterval is how often unused artifacts are looked for: a listing of the cached
-// Stacks, Programs and Updates and of one directory.
-const artifactGCInterval = 10 * time.Minute
+// gcInterval is how often unused artifacts and git repositories are looked for: a listing
+// of the cached Stacks, Programs and Updates and of two directories.
+const gcInterval = 10 * time.Minute
 
 const (
 	executorLocal = "local"
@@ -149,6 +152,7 @@ func DefaultOptions() *Options {
 		UpdateMaxAge:         7 * 24 * time.Hour,
 		MaxArtifactBytes:     100 << 20,
 		ArtifactRetention:    time.Hour,
+		GitCacheRetention:    24 * time.Hour,
 	}
 }
 
@@ -183,6 +187,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.UpdateMaxAge, "update-max-age", o.UpdateMaxAge, "How long a finished Update is kept (0: no limit); the latest update, the running one and the last drift check are kept whatever their age.")
 	fs.Int64Var(&o.MaxArtifactBytes, "max-artifact-bytes", o.MaxArtifactBytes, "Largest source artifact accepted, in bytes (compressed and extracted).")
 	fs.DurationVar(&o.ArtifactRetention, "artifact-retention", o.ArtifactRetention, "How long an artifact that no Stack, Program or unfinished Update names is kept after its last use before it is removed from the data directory (0: never removed).")
+	fs.DurationVar(&o.GitCacheRetention, "git-cache-retention", o.GitCacheRetention, "How long the git cache keeps a repository no Stack has listed or fetched from (0: forever).")
 	fs.BoolVar(&o.AllowEnvRefs, "allow-env-refs", o.AllowEnvRefs, "Let references of type Env read the manager's environment (off: every Stack author could read it).")
 	fs.StringVar(&o.FSRefRoot, "fs-ref-root", o.FSRefRoot, "The only directory references of type FS may read from (empty: FS references are refused).")
 	zapFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
@@ -304,10 +309,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to open artifact store: %w", err)
 	}
+	gitCache := git.NewCache(dirs.git)
 	if o.ArtifactRetention > 0 {
-		collector := &gc.Artifacts{Client: mgr.GetClient(), Store: store, Interval: artifactGCInterval, Retention: o.ArtifactRetention}
+		collector := &gc.Artifacts{Client: mgr.GetClient(), Store: store, Interval: gcInterval, Retention: o.ArtifactRetention}
 		if err := mgr.Add(collector); err != nil {
 			return fmt.Errorf("failed to add artifact collector: %w", err)
+		}
+	}
+	if o.GitCacheRetention > 0 {
+		if err := mgr.Add(&gc.GitCache{Cache: gitCache, Interval: gcInterval, Retention: o.GitCacheRetention}); err != nil {
+			return fmt.Errorf("failed to add git cache collector: %w", err)
 		}
 	}
 	metrics.SetPerStackLabels(o.MetricsStackLabels)
@@ -383,7 +394,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		pulumiv1.SourceKindProgram: &program.Resolver{Client: mgr.GetClient(), Store: store},
 		pulumiv1.SourceKindFlux:    &flux.Resolver{Client: mgr.GetClient(), Store: store, MaxBytes: o.MaxArtifactBytes},
 		pulumiv1.SourceKindGit: &git.Resolver{
-			Client: mgr.GetClient(), Store: store, Cache: git.NewCache(dirs.git), Limits: limits, Now: time.Now,
+			Client: mgr.GetClient(), Store: store, Cache: gitCache, Limits: limits, Now: time.Now,
 		},
 	}
 	if o.Executor == executorJob {

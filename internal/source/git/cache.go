@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 const (
@@ -63,6 +64,8 @@ const (
 // artifact needs just one tree, so a commit found in either serves every Stack.
 //
 // The directory is only a cache: deleting it while the manager is stopped loses nothing.
+// Collect removes the repositories of remotes unused for a while (a remote directory's
+// modification time is its last use).
 type Cache struct {
 	dir string
 
@@ -77,24 +80,99 @@ func NewCache(dir string) *Cache {
 }
 
 // remote returns the shared state of one (URL, credentials) pair, creating it on first
+// use, and marks it in use until release is called: Collect never removes a remote in
 // use. Credentials that cannot be turned into an auth method are reported and not
 // remembered, so a corrected Secret is picked up at once.
-func (c *Cache) remote(rawURL string, cred *credentials) (*remote, error) {
+func (c *Cache) remote(rawURL string, cred *credentials) (rm *remote, release func(), err error) {
 	ep, err := parseURL(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.key == nil {
 		if c.key, err = loadKey(c.dir); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	id := identity(c.key, rawURL, cred)
-	if rm, ok := c.remotes[id]; ok {
-		return rm, nil
+	rm, ok := c.remotes[id]
+	if !ok {
+		if rm, err = c.newRemote(id, rawURL, ep, cred); err != nil {
+			return nil, nil, err
+		}
+		c.remotes[id] = rm
 	}
+	rm.users++
+	c.markUsed(id, rm)
+	return rm, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		rm.users--
+	}, nil
+}
+
+// markUsed records a use in the remote directory's modification time, which outlives the
+// process: Collect reads it, after a restart too. Called with c.mu held.
+func (c *Cache) markUsed(id string, rm *remote) {
+	now := time.Now()
+	if now.Sub(rm.marked) < time.Minute {
+		return
+	}
+	dir := filepath.Join(c.dir, id)
+	if err := os.MkdirAll(dir, 0o700); err == nil && os.Chtimes(dir, now, now) == nil {
+		rm.marked = now
+	}
+}
+
+// Collect removes the repositories of every remote that no resolve has used for
+// unusedFor, in use by none, including those left by an earlier run of the manager, and
+// returns how many it removed. A remote needed again is fetched again.
+func (c *Cache) Collect(unusedFor time.Duration) (int, error) {
+	entries, err := os.ReadDir(c.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("failed to list git cache: %w", err)
+	}
+	cutoff := time.Now().Add(-unusedFor)
+	// Holding the lock keeps a resolve from picking a remote up while its directory goes.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	removed := 0
+	for _, e := range entries {
+		id := e.Name()
+		if !e.IsDir() || !isIdentity(id) {
+			continue
+		}
+		if rm, ok := c.remotes[id]; ok && rm.users > 0 {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(c.dir, id))
+		if err != nil || fi.ModTime().After(cutoff) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(c.dir, id)); err != nil {
+			return removed, fmt.Errorf("failed to remove unused git repository: %w", err)
+		}
+		delete(c.remotes, id)
+		removed++
+	}
+	return removed, nil
+}
+
+// isIdentity reports whether name is a remote's directory (hex HMAC-SHA256), not the key
+// or tmp.
+func isIdentity(name string) bool {
+	if len(name) != 2*sha256.Size {
+		return false
+	}
+	_, err := hex.DecodeString(name)
+	return err == nil
+}
+
+func (c *Cache) newRemote(id, rawURL string, ep *transport.Endpoint, cred *credentials) (*remote, error) {
 	tmp := filepath.Join(c.dir, "tmp")
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("failed to create git cache directory: %w", err)
@@ -114,7 +192,6 @@ func (c *Cache) remote(rawURL string, cred *credentials) (*remote, error) {
 		digests: map[plumbing.Hash]string{},
 		checked: map[dirCheck]error{},
 	}
-	c.remotes[id] = rm
 	return rm, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-cmp/cmp"
@@ -135,4 +136,85 @@ func onlyRemote(t *testing.T, f *fixture) *remote {
 		return rm
 	}
 	return nil
+}
+
+// identities lists the remote directories in the cache.
+func identities(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if isIdentity(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids
+}
+
+func age(t *testing.T, path string, d time.Duration) {
+	t.Helper()
+	old := time.Now().Add(-d)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Collect removes the repositories no resolve has used for the retention, left by this
+// run or an earlier one, never one in use; a remote removed is fetched again when needed.
+func TestCache_Collect_RemovesOnlyUnusedRemotes(t *testing.T) {
+	const retention = 24 * time.Hour
+	h := newHTTPRepo(t)
+	f := newFixture(t, h.secret)
+	stack := h.branchStack("app", "main")
+	f.resolve(t, stack)
+	ids := identities(t, f.cacheDir)
+	if len(ids) != 1 {
+		t.Fatalf("cache holds %d remotes after one resolve, want 1", len(ids))
+	}
+	resolved := ids[0]
+	// A remote of an earlier run of the manager, and one in use now.
+	leftover := strings.Repeat("ab", 32)
+	if err := os.MkdirAll(filepath.Join(f.cacheDir, leftover, "full"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, release, err := f.resolver.Cache.remote(h.server.URL+"/other.git", &credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inUse string
+	for _, id := range identities(t, f.cacheDir) {
+		if id != resolved && id != leftover {
+			inUse = id
+		}
+	}
+	for _, id := range []string{resolved, leftover, inUse} {
+		age(t, filepath.Join(f.cacheDir, id), 2*retention)
+	}
+
+	removed, err := f.resolver.Cache.Collect(retention)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{inUse}, identities(t, f.cacheDir)); diff != "" || removed != 2 {
+		t.Errorf("Collect() removed %d; remotes left (-want +got):\n%s", removed, diff)
+	}
+	release()
+	if removed, err := f.resolver.Cache.Collect(retention); err != nil || removed != 1 {
+		t.Errorf("Collect() after release = %d, %v; want the released remote removed", removed, err)
+	}
+
+	before := h.server.Counts()
+	a := f.resolve(t, stack)
+	if a.Revision != h.first {
+		t.Errorf("Resolve() after Collect = revision %s, want %s", a.Revision, h.first)
+	}
+	if got := h.server.Counts(); got[1] != before[1]+1 {
+		t.Errorf("server fetches %d -> %d; want the removed repository fetched again", before[1], got[1])
+	}
+	if _, err := os.Stat(filepath.Join(f.cacheDir, resolved, "full")); err != nil {
+		t.Errorf("the remote's repository is not back after a resolve: %v", err)
+	}
 }

@@ -35,6 +35,11 @@ type remote struct {
 	// and one packing per commit; checks one project check per (commit, repoDir).
 	lists, fetches, packs, checks singleflight.Group
 
+	// users counts the resolves using the remote and marked when its use was last
+	// recorded on disk; both are guarded by the Cache's mutex.
+	users  int
+	marked time.Time
+
 	mu      sync.Mutex
 	listing *listing
 	digests map[plumbing.Hash]string // commit -> artifact digest

@@ -75,10 +75,11 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 	if err != nil {
 		return source.Artifact{}, err
 	}
-	rm, err := r.Cache.remote(spec.ProjectRepo, cred)
+	rm, release, err := r.Cache.remote(spec.ProjectRepo, cred)
 	if err != nil {
 		return source.Artifact{}, err
 	}
+	defer release()
 	if ref != "" {
 		now := r.Now
 		if now == nil {
