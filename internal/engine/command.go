@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/blang/semver"
@@ -68,8 +70,6 @@ func (c command) run(ctx context.Context, workdir string, stdin io.Reader,
 	cmd.Env = append(c.base(), env...)
 	cmd.Env = append(cmd.Env, "PULUMI_AUTOMATION_API=true")
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout = io.MultiWriter(append(out, &stdout)...)
-	cmd.Stderr = io.MultiWriter(append(errOut, &stderr)...)
 	cmd.Stdin = stdin
 	// SIGINT lets the CLI cancel cleanly and release its lock; a CLI that ignores it is
 	// killed after WaitDelay.
@@ -80,8 +80,9 @@ func (c command) run(ctx context.Context, workdir string, stdin io.Reader,
 		return nil
 	}
 	cmd.WaitDelay = 10 * time.Second
+	isolate(cmd)
 	code := -2 // the Automation API's "unknown"
-	err := cmd.Run()
+	err := runReading(cmd, io.MultiWriter(append(out, &stdout)...), io.MultiWriter(append(errOut, &stderr)...))
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
@@ -90,6 +91,48 @@ func (c command) run(ctx context.Context, workdir string, stdin io.Reader,
 		code = exit.ExitCode()
 	}
 	return stdout.String(), stderr.String(), code, processCPU(cmd.ProcessState), err
+}
+
+// runReading runs cmd with its output copied to stdout and stderr, and returns once the CLI
+// has exited and its process group is gone. The pipes are the caller's, not exec's, so
+// that Wait returns when the CLI exits: exec's own would also wait for any plugin still
+// holding them, which killGroup is about to kill.
+func runReading(cmd *exec.Cmd, stdout, stderr io.Writer) error {
+	var copiers sync.WaitGroup
+	var readEnds []*os.File
+	for _, dst := range []struct {
+		w   io.Writer
+		set func(*os.File)
+	}{{stdout, func(f *os.File) { cmd.Stdout = f }}, {stderr, func(f *os.File) { cmd.Stderr = f }}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("failed to create pipe: %w", err)
+		}
+		defer func() { _ = r.Close() }()
+		dst.set(w)
+		readEnds = append(readEnds, r)
+		copiers.Go(func() { _, _ = io.Copy(dst.w, r) })
+	}
+	err := cmd.Start()
+	// The CLI has its own copies of the write ends now (or never will).
+	_ = cmd.Stdout.(*os.File).Close()
+	_ = cmd.Stderr.(*os.File).Close()
+	if err == nil {
+		err = cmd.Wait()
+		killGroup(cmd)
+	}
+	copied := make(chan struct{})
+	go func() { copiers.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(cmd.WaitDelay):
+		// A process that left the group still holds a pipe: stop reading from it.
+		for _, r := range readEnds {
+			_ = r.Close()
+		}
+		<-copied
+	}
+	return err
 }
 
 // processCPU is the user and system CPU of a finished process and of the descendants it

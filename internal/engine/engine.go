@@ -99,6 +99,11 @@ type Request struct {
 	// (runner Pods whose Jobs ended). When the operation finds the stack locked by such
 	// holders only, Run removes their locks and tries once more; any other lock stays.
 	StaleLockHosts []string
+	// StaleLocalLocks also counts as gone a lock holder of this host whose pid no longer
+	// runs: a pulumi the caller started and lost (killed with a manager that crashed). The
+	// caller must never run two operations of one stack at once; a pulumi of this host
+	// that still runs (a person's) keeps its lock.
+	StaleLocalLocks bool
 	// Message is recorded with the update in the backend (up, refresh, destroy).
 	Message string
 	// Log receives the engine's progress output, secrets masked; nil discards it.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,19 +12,18 @@ import (
 // lockHolder matches one lock of a self-managed backend's "currently locked" error:
 // "  s3://bucket/.pulumi/locks/…/<uuid>.json: created by user@host (pid 12) at <time>".
 var (
-	lockHolder = regexp.MustCompile(`(?m)^\s*\S+: created by [^@\s]*@(\S+) \(pid \d+\)`)
+	lockHolder = regexp.MustCompile(`(?m)^\s*\S+: created by [^@\s]*@(\S+) \(pid (\d+)\)`)
 	lockCount  = regexp.MustCompile(`currently locked by (\d+) lock\(s\)`)
 )
 
 // staleLockHolders returns the holders named by a self-managed backend's lock conflict
-// when every one of them is a host the caller proved gone (StaleLockHosts are prefixes: a
-// runner Pod's host name is its Pod name, which starts with its Job's name). Anything
-// else (a live holder, a lock it cannot attribute, Pulumi Cloud's lease, which the service
-// releases by itself) yields nil: removing a live holder's lock lets two updates corrupt one
-// stack.
-func staleLockHolders(text string, stale []string) []string {
+// when every one of them is one the caller proved gone (gone reports it, from the holder's
+// host name and pid). Anything else (a live holder, a lock it cannot attribute, Pulumi
+// Cloud's lease, which the service releases by itself) yields nil: removing a live
+// holder's lock lets two updates corrupt one stack.
+func staleLockHolders(text string, gone func(host string, pid int) bool) []string {
 	m := lockCount.FindStringSubmatch(text)
-	if m == nil || len(stale) == 0 {
+	if m == nil {
 		return nil
 	}
 	n, _ := strconv.Atoi(m[1])
@@ -33,12 +33,33 @@ func staleLockHolders(text string, stale []string) []string {
 	}
 	hosts := make([]string, 0, n)
 	for _, f := range found {
-		if !hasAnyPrefix(f[1], stale) {
+		pid, err := strconv.Atoi(f[2])
+		if err != nil || !gone(f[1], pid) {
 			return nil
 		}
-		hosts = append(hosts, f[1])
+		hosts = append(hosts, fmt.Sprintf("%s (pid %d)", f[1], pid))
 	}
 	return hosts
+}
+
+// holderGone is the request's proof of which lock holders are gone: a runner Pod whose Job
+// ended (StaleLockHosts are prefixes: a runner Pod's host name is its Pod name, which
+// starts with its Job's name), or, with StaleLocalLocks, a process of this host that no
+// longer exists. Nil when the request proves nothing.
+func (x *run) holderGone() func(host string, pid int) bool {
+	if len(x.req.StaleLockHosts) == 0 && !x.req.StaleLocalLocks {
+		return nil
+	}
+	self, err := os.Hostname()
+	if err != nil {
+		self = ""
+	}
+	return func(host string, pid int) bool {
+		if hasAnyPrefix(host, x.req.StaleLockHosts) {
+			return true
+		}
+		return x.req.StaleLocalLocks && self != "" && host == self && !processAlive(pid)
+	}
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {
@@ -51,17 +72,18 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 }
 
 // healStaleLock removes the stack's locks after op failed on them, when all of them belong
-// to runners the caller proved gone, and reports whether op should be tried again. It works
+// to holders the caller proved gone, and reports whether op should be tried again. It works
 // the same for file://, s3://, gs:// and azblob:// backends: `pulumi cancel` on a
 // self-managed backend deletes the stack's lock files. That removes every lock of the
 // stack, so it runs only right after the CLI listed them all as stale; a new holder could
 // appear in between only by running outside Stackwright, which never runs two updates of
 // one Stack at once.
 func (x *run) healStaleLock(ctx context.Context, err error) bool {
-	if len(x.req.StaleLockHosts) == 0 || Classify(err) != ClassConflict {
+	gone := x.holderGone()
+	if gone == nil || Classify(err) != ClassConflict {
 		return false
 	}
-	hosts := staleLockHolders(err.Error(), x.req.StaleLockHosts)
+	hosts := staleLockHolders(err.Error(), gone)
 	if hosts == nil {
 		return false
 	}
@@ -69,7 +91,7 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 		x.log.println(fmt.Sprintf("failed to remove the stale lock(s) of %s: %v", strings.Join(hosts, ", "), cerr))
 		return false
 	}
-	x.log.println(fmt.Sprintf("removed %d stale lock(s) held by runner(s) that are gone: %s", len(hosts), strings.Join(hosts, ", ")))
+	x.log.println(fmt.Sprintf("removed %d stale lock(s) held by process(es) that are gone: %s", len(hosts), strings.Join(hosts, ", ")))
 	if x.onHeal != nil {
 		x.onHeal()
 	}

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,22 +14,25 @@ import (
 func TestStaleLockHolders(t *testing.T) {
 	const two = "failed to update stack dev: the stack is currently locked by 2 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`.\n" +
 		"  s3://b/.pulumi/locks/organization/p/dev/1.json: created by nonroot@web-abc-1-5f2e9a1b-x7k2p (pid 12) at 2026-11-23T10:00:00Z\n" +
-		"  s3://b/.pulumi/locks/organization/p/dev/2.json: created by nonroot@web-abc-2-0c1d2e3f-q9w8e (pid 12) at 2026-11-23T10:01:00Z"
+		"  s3://b/.pulumi/locks/organization/p/dev/2.json: created by nonroot@web-abc-2-0c1d2e3f-q9w8e (pid 13) at 2026-11-23T10:01:00Z"
+	hosts := func(prefixes ...string) func(string, int) bool {
+		return func(host string, _ int) bool { return hasAnyPrefix(host, prefixes) }
+	}
 	for _, tc := range []struct {
-		name  string
-		text  string
-		stale []string
-		want  []string
+		name string
+		text string
+		gone func(string, int) bool
+		want []string
 	}{
-		{name: "all holders gone", text: two, stale: []string{"web-abc-1-5f2e9a1b-", "web-abc-2-0c1d2e3f-"}, want: []string{"web-abc-1-5f2e9a1b-x7k2p", "web-abc-2-0c1d2e3f-q9w8e"}},
-		{name: "one holder alive", text: two, stale: []string{"web-abc-1-5f2e9a1b-"}},
-		{name: "nothing proven gone", text: two},
-		{name: "holder line missing", text: strings.SplitN(two, "\n", 3)[0] + "\n" + strings.SplitN(two, "\n", 3)[1], stale: []string{"web-abc-1-5f2e9a1b-"}},
-		{name: "pulumi cloud conflict", text: "[409] Conflict: Another update is currently in progress.", stale: []string{"web-"}},
-		{name: "empty prefix proves nothing", text: two, stale: []string{""}},
+		{name: "all holders gone", text: two, gone: hosts("web-abc-1-5f2e9a1b-", "web-abc-2-0c1d2e3f-"), want: []string{"web-abc-1-5f2e9a1b-x7k2p (pid 12)", "web-abc-2-0c1d2e3f-q9w8e (pid 13)"}},
+		{name: "one holder alive", text: two, gone: hosts("web-abc-1-5f2e9a1b-")},
+		{name: "holder proven gone by its pid", text: two, gone: func(_ string, pid int) bool { return pid == 12 || pid == 13 }, want: []string{"web-abc-1-5f2e9a1b-x7k2p (pid 12)", "web-abc-2-0c1d2e3f-q9w8e (pid 13)"}},
+		{name: "holder line missing", text: strings.SplitN(two, "\n", 3)[0] + "\n" + strings.SplitN(two, "\n", 3)[1], gone: hosts("web-abc-1-5f2e9a1b-")},
+		{name: "pulumi cloud conflict", text: "[409] Conflict: Another update is currently in progress.", gone: hosts("web-")},
+		{name: "empty prefix proves nothing", text: two, gone: hosts("")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, staleLockHolders(tc.text, tc.stale)); diff != "" {
+			if diff := cmp.Diff(tc.want, staleLockHolders(tc.text, tc.gone)); diff != "" {
 				t.Errorf("staleLockHolders (-want +got):\n%s", diff)
 			}
 		})
@@ -35,14 +40,14 @@ func TestStaleLockHolders(t *testing.T) {
 }
 
 // plantLock leaves a lock in the file:// backend as a runner killed mid-update would.
-func plantLock(t *testing.T, f *fixture, host string) string {
+func plantLock(t *testing.T, f *fixture, host string, pid int) string {
 	t.Helper()
 	dir := filepath.Join(strings.TrimPrefix(f.env.Backend, "file://"), ".pulumi", "locks", "organization", "enginetest", "dev")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "0b7c2d9e-1f3a-4c5b-8d6e-7f8a9b0c1d2e.json")
-	lock := `{"pid":7,"username":"nonroot","hostname":"` + host + `","timestamp":"2026-11-23T10:00:00Z"}`
+	lock := fmt.Sprintf(`{"pid":%d,"username":"nonroot","hostname":%q,"timestamp":"2026-11-23T10:00:00Z"}`, pid, host)
 	if err := os.WriteFile(path, []byte(lock), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +58,7 @@ func TestEngine_Run_StaleLockOfGoneRunnerIsHealed(t *testing.T) {
 	t.Parallel()
 	f, _ := upFiles(t)
 	ctx := testContext(t)
-	lock := plantLock(t, f, "web-abc-1-5f2e9a1b-x7k2p")
+	lock := plantLock(t, f, "web-abc-1-5f2e9a1b-x7k2p", 7)
 
 	r := f.request(OpUp)
 	r.StaleLockHosts = []string{"web-abc-2-0c1d2e3f-"} // another runner: this lock's holder is not proven gone
@@ -72,7 +77,45 @@ func TestEngine_Run_StaleLockOfGoneRunnerIsHealed(t *testing.T) {
 	if _, err := os.Stat(lock); !os.IsNotExist(err) {
 		t.Errorf("stale lock still there after healing: %v", err)
 	}
-	if !strings.Contains(f.log.String(), "removed 1 stale lock(s) held by runner(s) that are gone: web-abc-1-5f2e9a1b-x7k2p") {
+	if !strings.Contains(f.log.String(), "removed 1 stale lock(s) held by process(es) that are gone: web-abc-1-5f2e9a1b-x7k2p (pid 7)") {
 		t.Errorf("the log does not say which lock was removed:\n%s", f.log)
 	}
+}
+
+// A lock this host's pulumi left when it was killed with its manager is healed when its
+// pid is gone, and kept while a process with that pid runs (a person's pulumi, say).
+func TestEngine_Run_StaleLocalLockIsHealedOnlyWhenItsProcessIsGone(t *testing.T) {
+	t.Parallel()
+	f, _ := upFiles(t)
+	ctx := testContext(t)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := plantLock(t, f, host, os.Getpid())
+	r := f.request(OpUp)
+	r.StaleLocalLocks = true
+	if _, err := f.eng.Run(ctx, r); Classify(err) != ClassConflict {
+		t.Fatalf("up on the lock of a live local process: Classify(%v) = %q; want Conflict", err, Classify(err))
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the lock of a live local process was removed: %v", err)
+	}
+
+	dead := exec.CommandContext(ctx, "true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	lock = plantLock(t, f, host, dead.Process.Pid)
+	f.mustRun(ctx, r)
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("the lock of a local process that is gone is still there: %v", err)
+	}
+
+	// Another host's lock is never this host's to judge.
+	lock = plantLock(t, f, "elsewhere", dead.Process.Pid)
+	if _, err := f.eng.Run(ctx, r); Classify(err) != ClassConflict {
+		t.Errorf("up on another host's lock: Classify(%v) = %q; want Conflict", err, Classify(err))
+	}
+	_ = os.Remove(lock)
 }

@@ -135,6 +135,9 @@ func (r *Runner) run(ctx context.Context, u *v1alpha1.Update, tail *engine.Tail)
 		return engine.Result{}, err
 	}
 	req.WorkDir, req.Log = dir, tail
+	// The engine runs in this process, which runs one operation per stack at a time: a lock
+	// left by a pulumi of this host that no longer runs is one a crash of ours left.
+	req.StaleLocalLocks = true
 	return r.Engine.Run(ctx, req)
 }
 
