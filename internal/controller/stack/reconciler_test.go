@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -178,7 +179,9 @@ func TestStackReconciler_Reconcile_PermanentFailuresStallUntilRequested(t *testi
 func TestStackReconciler_Reconcile_SecretChangeRerunsWithoutLeaking(t *testing.T) {
 	t.Parallel()
 	s := newScenario(t)
-	prog := s.program("secretive", map[string]pulumiv1.Resource{"f": fileResource("secret.txt", "${password}")}, map[string]string{"echo": "${f.content}"})
+	envRes := pulumiv1.Resource{Type: "stackwright-testing:index:Environment", Properties: map[string]apiextensionsv1.JSON{"prefix": jsonValue("STACKWRIGHT_CANARY")}}
+	prog := s.program("secretive", map[string]pulumiv1.Resource{"f": fileResource("secret.txt", "${password}"), "env": envRes},
+		map[string]string{"echo": "${f.content}", "envNames": "${env.names}"})
 	prog.Program.Configuration = map[string]pulumiv1.Configuration{"password": {Type: "String"}}
 	s.create(prog)
 	sec := secretOf(s.ns, "db", map[string]string{"password": "first-Sup3rSecret-value"})
@@ -188,6 +191,8 @@ func TestStackReconciler_Reconcile_SecretChangeRerunsWithoutLeaking(t *testing.T
 		Type:             pulumiv1.ResourceSelectorSecret,
 		ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "db", Key: "password"}},
 	}}
+	// The same value as an environment variable of the program (envRefs).
+	st.Spec.EnvRefs["STACKWRIGHT_CANARY"] = st.Spec.SecretsRef["password"]
 	s.create(st)
 	s.waitReady("secretive")
 
@@ -200,6 +205,11 @@ func TestStackReconciler_Reconcile_SecretChangeRerunsWithoutLeaking(t *testing.T
 	st = s.waitReady("secretive")
 	s.g.Expect(s.updates("secretive")).To(HaveLen(2))
 	s.g.Expect(string(st.Status.Outputs["echo"].Raw)).To(Equal(`"[secret]"`))
+	s.g.Expect(string(st.Status.Outputs["envNames"].Raw)).To(Equal(`["STACKWRIGHT_CANARY"]`), "the secret environment variable reaches the program")
+	program := &pulumiv1.Program{}
+	s.g.Expect(env.Client.Get(s.ctx(), client.ObjectKey{Namespace: s.ns, Name: "secretive"}, program)).To(Succeed())
+	families, err := ctrlmetrics.Registry.Gather()
+	s.g.Expect(err).NotTo(HaveOccurred())
 
 	var events eventsv1.EventList
 	s.g.Expect(env.Client.List(s.ctx(), &events, client.InNamespace(s.ns))).To(Succeed())
@@ -209,6 +219,8 @@ func TestStackReconciler_Reconcile_SecretChangeRerunsWithoutLeaking(t *testing.T
 		"events":  mustJSON(t, events.Items),
 		"updates": mustJSON(t, s.updates("secretive")),
 		"logs":    kubetest.Logs.String(),
+		"program": mustJSON(t, program),
+		"metrics": mustJSON(t, families),
 	}
 	for where, text := range haystacks {
 		for _, secret := range []string{"first-Sup3rSecret-value", "second-Sup3rSecret-value"} {
