@@ -124,27 +124,6 @@ func TestCommand_Read_Tables(t *testing.T) {
 			`password "[secret]"`,
 			`url "https://web"`,
 		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := f.run(t, tt.args...)
-			if err != nil {
-				t.Fatalf("%v: %v", tt.args, err)
-			}
-			if diff := cmp.Diff(tt.want, lines(out)); diff != "" {
-				t.Errorf("%v (-want +got):\n%s", tt.args, diff)
-			}
-		})
-	}
-}
-
-func TestCommand_Complete_StackNames(t *testing.T) {
-	f := newFixture(t)
-	tests := []struct {
-		name string
-		args []string
-		want []string
-	}{
 		// ":4" is cobra's ShellCompDirectiveNoFileComp: Stack names, never file names.
 		{"stackArgumentCompletesStackNames", []string{"__complete", "history", ""}, []string{"db", "web", ":4"}},
 		{"secondArgumentCompletesNothing", []string{"__complete", "retry", "web", ""}, []string{":4"}},
@@ -160,6 +139,10 @@ func TestCommand_Complete_StackNames(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCommand_Completion_ScriptForTheShell(t *testing.T) {
+	f := &fixture{ns: "default", now: time.Now()}
 	script, err := f.run(t, "completion", "bash")
 	if err != nil || !strings.Contains(script, "__start_kubectl-stackwright") {
 		t.Errorf("completion bash: %v; script does not define __start_kubectl-stackwright", err)
