@@ -104,6 +104,12 @@ unit: ## go test every module (envtest and engine suites included; needs `make t
 	go test $(GO_TEST_FLAGS) ./...
 	cd test/provider && go test $(GO_TEST_FLAGS) ./...
 
+CHAOS_STACKS ?= 12
+CHAOS_KILLS ?= 20
+.PHONY: test-chaos
+test-chaos: tools ## SIGKILL the manager CHAOS_KILLS times while CHAOS_STACKS Stacks converge (make test runs 4 and 4); CHAOS_SEED replays a run.
+	CHAOS_STACKS=$(CHAOS_STACKS) CHAOS_KILLS=$(CHAOS_KILLS) go test -count=1 -timeout 30m -v -run . ./test/chaos
+
 FUZZ_TIME ?= 15s
 .PHONY: fuzz
 fuzz: ## Fuzz the artifact extractor for FUZZ_TIME (CI's short budget; use 60s or more by hand).

@@ -98,25 +98,23 @@ func (c command) run(ctx context.Context, workdir string, stdin io.Reader,
 // that Wait returns when the CLI exits: exec's own would also wait for any plugin still
 // holding them, which killGroup is about to kill.
 func runReading(cmd *exec.Cmd, stdout, stderr io.Writer) error {
-	var copiers sync.WaitGroup
-	var readEnds []*os.File
-	for _, dst := range []struct {
-		w   io.Writer
-		set func(*os.File)
-	}{{stdout, func(f *os.File) { cmd.Stdout = f }}, {stderr, func(f *os.File) { cmd.Stderr = f }}} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return fmt.Errorf("failed to create pipe: %w", err)
-		}
-		defer func() { _ = r.Close() }()
-		dst.set(w)
-		readEnds = append(readEnds, r)
-		copiers.Go(func() { _, _ = io.Copy(dst.w, r) })
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("failed to create pipe: %w", err)
 	}
-	err := cmd.Start()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		_, _ = outR.Close(), outW.Close()
+		return fmt.Errorf("failed to create pipe: %w", err)
+	}
+	defer func() { _, _ = outR.Close(), errR.Close() }()
+	cmd.Stdout, cmd.Stderr = outW, errW
+	var copiers sync.WaitGroup
+	copiers.Go(func() { _, _ = io.Copy(stdout, outR) })
+	copiers.Go(func() { _, _ = io.Copy(stderr, errR) })
+	err = cmd.Start()
 	// The CLI has its own copies of the write ends now (or never will).
-	_ = cmd.Stdout.(*os.File).Close()
-	_ = cmd.Stderr.(*os.File).Close()
+	_, _ = outW.Close(), errW.Close()
 	if err == nil {
 		err = cmd.Wait()
 		killGroup(cmd)
@@ -127,9 +125,7 @@ func runReading(cmd *exec.Cmd, stdout, stderr io.Writer) error {
 	case <-copied:
 	case <-time.After(cmd.WaitDelay):
 		// A process that left the group still holds a pipe: stop reading from it.
-		for _, r := range readEnds {
-			_ = r.Close()
-		}
+		_, _ = outR.Close(), errR.Close()
 		<-copied
 	}
 	return err

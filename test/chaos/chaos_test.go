@@ -1,0 +1,379 @@
+package chaos_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
+	"github.com/stackwright/stackwright/internal/testing/repo"
+)
+
+var env *kubetest.Env
+
+func TestMain(m *testing.M) { kubetest.Main(m, &env) }
+
+// profile is how hard a run shakes the manager; make test-chaos raises it.
+type profile struct {
+	stacks, kills int
+	seed          uint64
+}
+
+func profileFromEnv(t *testing.T) profile {
+	p := profile{stacks: 4, kills: 4, seed: uint64(time.Now().UnixNano())}
+	for name, dst := range map[string]*int{"CHAOS_STACKS": &p.stacks, "CHAOS_KILLS": &p.kills} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				t.Fatalf("%s=%q: want a positive number", name, v)
+			}
+			*dst = n
+		}
+	}
+	if v := os.Getenv("CHAOS_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("CHAOS_SEED=%q: %v", v, err)
+		}
+		p.seed = s
+	}
+	return p
+}
+
+func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
+	p := profileFromEnv(t)
+	t.Logf("profile: %d Stacks, %d SIGKILLs, CHAOS_SEED=%d", p.stacks, p.kills, p.seed)
+	rng := rand.New(rand.NewPCG(p.seed, 0))
+	ctx := t.Context()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "bin")
+	if err := repo.RequireBinaries(bin, "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	m := &manager{
+		binary: buildManager(t, root, dir), pulumiBin: bin, dataDir: filepath.Join(dir, "data"),
+		kubeconfig: writeKubeconfig(t, env.Config, dir), logPath: filepath.Join(dir, "manager.log"),
+	}
+	t.Cleanup(func() {
+		m.kill(t)
+		killLeftovers(m.dataDir)
+		if t.Failed() {
+			t.Logf("manager log (last 4 KiB):\n%s", tail(m.logPath, 4096))
+		}
+	})
+
+	ns := env.Namespace(t)
+	files := filepath.Join(dir, "files")
+	names := make([]string, p.stacks)
+	for i := range names {
+		names[i] = fmt.Sprintf("chaos-%d", i)
+		create(ctx, t, program(ns, names[i]))
+		create(ctx, t, stack(ns, names[i], filepath.Join(files, names[i])))
+	}
+
+	m.start(t)
+	for i := range p.kills {
+		time.Sleep(time.Duration(500+rng.IntN(3500)) * time.Millisecond)
+		m.kill(t)
+		if left := processesUnder(m.dataDir, "pulumi"); len(left) > 0 {
+			t.Errorf("crash %d: pulumi processes %v outlived the manager", i+1, left)
+		}
+		m.start(t)
+	}
+
+	deadline := time.Now().Add(10 * time.Minute)
+	for _, name := range names {
+		for !ready(ctx, t, ns, name) {
+			if time.Now().After(deadline) {
+				t.Fatalf("Stack %s is not Ready 10 minutes after the last crash", name)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	m.stop(t)
+
+	for _, name := range names {
+		got, err := os.ReadFile(filepath.Join(files, name, "out.txt"))
+		if err != nil || string(got) != name {
+			t.Errorf("Stack %s: out.txt = %q, %v; want %q", name, got, err, name)
+		}
+	}
+	locks := lockFiles(t, m.dataDir)
+	if len(locks) > 0 {
+		t.Errorf("locks left in the backend: %v", locks)
+	}
+	runs := succeededUpdates(t, m.dataDir)
+	duplicates := 0
+	for _, name := range names {
+		if runs[name] == 0 {
+			t.Errorf("Stack %s: no succeeded update in the backend's history", name)
+		}
+		duplicates += max(runs[name]-1, 0)
+	}
+	var updates v1alpha1.UpdateList
+	if err := env.Client.List(ctx, &updates, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	healed, lost := 0, 0
+	for _, u := range updates.Items {
+		if strings.Contains(u.Status.LogTail, "stale lock(s) held by process(es) that are gone") {
+			healed++
+		}
+		if c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete); c != nil && c.Reason == v1alpha1.ReasonRunnerLost {
+			lost++
+		}
+	}
+	orphans := processesUnder(m.dataDir, "")
+	// Duplicates and orphaned plugins are reported, not failed: a run that completed just
+	// before a crash is still run again, and plugins of a killed pulumi exit when they find
+	// their engine gone (issue 15 keeps both open).
+	t.Logf("crashes injected: %d; Updates lost with the manager: %d; stale locks healed: %d; Stacks converged: %d/%d; locks left: %d; engine runs that applied a desired state again: %d; plugin processes left by killed runs: %d",
+		p.kills, lost, healed, len(names), len(names), len(locks), duplicates, len(orphans))
+}
+
+// manager is `stackwright manager` run as a child process, as in a Pod.
+type manager struct {
+	binary, pulumiBin, dataDir, kubeconfig, logPath string
+	cmd                                             *exec.Cmd
+}
+
+func (m *manager) start(t *testing.T) {
+	t.Helper()
+	logf, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = logf.Close() }()
+	cmd := exec.Command(m.binary, "manager", "--data-dir", m.dataDir, "--pulumi-bin", m.pulumiBin,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--max-concurrent-updates", "2")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Should the test die first, the manager goes with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("failed to start the manager: %v", err)
+	}
+	m.cmd = cmd
+}
+
+// kill is the crash: SIGKILL, no chance to clean up.
+func (m *manager) kill(t *testing.T) {
+	t.Helper()
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Kill()
+	_ = m.cmd.Wait()
+	m.cmd = nil
+}
+
+func (m *manager) stop(t *testing.T) {
+	t.Helper()
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = m.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		t.Error("the manager did not stop within 90 s of SIGTERM")
+		_ = m.cmd.Process.Kill()
+		<-done
+	}
+	m.cmd = nil
+}
+
+func buildManager(t *testing.T, root, dir string) string {
+	t.Helper()
+	out := filepath.Join(dir, "stackwright")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", out, "./cmd/stackwright")
+	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("failed to build the manager: %v\n%s", err, b)
+	}
+	return out
+}
+
+// writeKubeconfig gives the manager process the test's admin credentials.
+func writeKubeconfig(t *testing.T, cfg *rest.Config, dir string) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func jsonValue(v string) apiextensionsv1.JSON {
+	b, _ := json.Marshal(v) // a string always marshals
+	return apiextensionsv1.JSON{Raw: b}
+}
+
+// program writes out.txt and sleeps a little, so that crashes land inside engine runs.
+func program(ns, name string) *pulumiv1.Program {
+	p := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	p.Program.Resources = map[string]pulumiv1.Resource{
+		"nap": {Type: "stackwright-testing:index:Sleep", Properties: map[string]apiextensionsv1.JSON{"seconds": {Raw: []byte("1")}}},
+		"out": {Type: "stackwright-testing:index:File", Properties: map[string]apiextensionsv1.JSON{
+			"path": jsonValue("out.txt"), "content": jsonValue(name),
+		}},
+	}
+	return p
+}
+
+func stack(ns, name, files string) *pulumiv1.Stack {
+	return &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: pulumiv1.StackSpec{
+			Stack: name, ProgramRef: &pulumiv1.ProgramReference{Name: name},
+			EnvRefs: map[string]pulumiv1.ResourceRef{"STACKWRIGHT_TESTING_ROOT": {
+				Type: pulumiv1.ResourceSelectorLiteral, ResourceSelector: pulumiv1.ResourceSelector{Literal: &pulumiv1.LiteralRef{Value: files}},
+			}},
+		},
+	}
+}
+
+func create(ctx context.Context, t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ready(ctx context.Context, t *testing.T, ns, name string) bool {
+	t.Helper()
+	s := &pulumiv1.Stack{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	c := apimeta.FindStatusCondition(s.Status.Conditions, pulumiv1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Generation
+}
+
+// lockFiles lists the lock files of the default file:// backends (one per namespace).
+func lockFiles(t *testing.T, dataDir string) []string {
+	t.Helper()
+	var locks []string
+	err := filepath.WalkDir(filepath.Join(dataDir, "state"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, "/.pulumi/locks/") {
+			locks = append(locks, strings.TrimPrefix(p, dataDir))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("failed to read the backend: %v", err)
+	}
+	return locks
+}
+
+// succeededUpdates counts, per pulumi stack, the succeeded `update` runs the backend's
+// history records: the truth about what was applied.
+func succeededUpdates(t *testing.T, dataDir string) map[string]int {
+	t.Helper()
+	runs := map[string]int{}
+	err := filepath.WalkDir(filepath.Join(dataDir, "state"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(p, "/.pulumi/history/") || !strings.HasSuffix(p, ".history.json") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var h struct {
+			Kind   string `json:"kind"`
+			Result string `json:"result"`
+		}
+		if err := json.Unmarshal(b, &h); err != nil {
+			return fmt.Errorf("failed to read %s: %w", p, err)
+		}
+		if h.Kind == "update" && h.Result == "succeeded" {
+			runs[filepath.Base(filepath.Dir(p))]++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("failed to read the backend's history: %v", err)
+	}
+	return runs
+}
+
+// processesUnder lists the processes (named comm, any when empty) whose working directory
+// is inside dir, waiting up to a few seconds for them to go.
+func processesUnder(dir, comm string) []string {
+	var found []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		found = found[:0]
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+			if err != nil || !strings.HasPrefix(cwd, dir+"/") && cwd != dir {
+				continue
+			}
+			name, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+			if comm != "" && strings.TrimSpace(string(name)) != comm {
+				continue
+			}
+			found = append(found, fmt.Sprintf("%s[%d]", strings.TrimSpace(string(name)), pid))
+		}
+		if len(found) == 0 || time.Now().After(deadline) {
+			return found
+		}
+	}
+}
+
+// killLeftovers kills what processesUnder would find, so that the test leaves nothing
+// running.
+func killLeftovers(dir string) {
+	for _, p := range processesUnder(dir, "") {
+		if i := strings.LastIndex(p, "["); i >= 0 {
+			if pid, err := strconv.Atoi(strings.TrimSuffix(p[i+1:], "]")); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+func tail(path string, n int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if int64(len(b)) > n {
+		b = b[int64(len(b))-n:]
+	}
+	return string(b)
+}
