@@ -15,6 +15,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -95,15 +96,19 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 	}
 
 	m.start(t)
-	for i := range p.kills {
+	crashes := 0
+	crash := func() {
 		time.Sleep(time.Duration(500+rng.IntN(3500)) * time.Millisecond)
 		m.kill(t)
+		crashes++
 		if left := processesUnder(m.dataDir, "pulumi"); len(left) > 0 {
-			t.Errorf("crash %d: pulumi processes %v outlived the manager", i+1, left)
+			t.Errorf("crash %d: pulumi processes %v outlived the manager", crashes, left)
 		}
 		m.start(t)
 	}
-
+	for range p.kills {
+		crash()
+	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for _, name := range names {
 		for !ready(ctx, t, ns, name) {
@@ -113,12 +118,41 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	}
+
+	// Every other Stack is deleted (destroyOnFinalize) while the crashes go on: its
+	// finalizer must hold until its destroy has succeeded, whatever the crashes interrupt.
+	deleted := map[string]bool{}
+	for i, name := range names {
+		if i%2 == 0 {
+			deleted[name] = true
+			if err := env.Client.Delete(ctx, &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range (p.kills + 1) / 2 {
+		crash()
+	}
+	deadline = time.Now().Add(10 * time.Minute)
+	for name := range deleted {
+		for exists(ctx, t, ns, name) {
+			if time.Now().After(deadline) {
+				t.Fatalf("Stack %s is not gone 10 minutes after the last crash", name)
+			}
+			time.Sleep(time.Second)
+		}
+	}
 	m.stop(t)
 
 	for _, name := range names {
 		got, err := os.ReadFile(filepath.Join(files, name, "out.txt"))
-		if err != nil || string(got) != name {
+		switch {
+		case deleted[name] && !os.IsNotExist(err):
+			t.Errorf("Stack %s is gone but its program's file is still there (%v): the finalizer went before the destroy", name, err)
+		case !deleted[name] && (err != nil || string(got) != name):
 			t.Errorf("Stack %s: out.txt = %q, %v; want %q", name, got, err, name)
+		case !deleted[name] && !ready(ctx, t, ns, name):
+			t.Errorf("Stack %s is no longer Ready", name)
 		}
 	}
 	locks := lockFiles(t, m.dataDir)
@@ -128,7 +162,8 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 	runs := succeededUpdates(t, m.dataDir)
 	duplicates := 0
 	for _, name := range names {
-		if runs[name] == 0 {
+		// A destroyed stack is removed from the backend, its history with it.
+		if !deleted[name] && runs[name] == 0 {
 			t.Errorf("Stack %s: no succeeded update in the backend's history", name)
 		}
 		duplicates += max(runs[name]-1, 0)
@@ -150,8 +185,8 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 	// Duplicates and orphaned plugins are reported, not failed: a run that completed just
 	// before a crash is still run again, and plugins of a killed pulumi exit when they find
 	// their engine gone (issue 15 keeps both open).
-	t.Logf("crashes injected: %d; Updates lost with the manager: %d; stale locks healed: %d; Stacks converged: %d/%d; locks left: %d; engine runs that applied a desired state again: %d; plugin processes left by killed runs: %d",
-		p.kills, lost, healed, len(names), len(names), len(locks), duplicates, len(orphans))
+	t.Logf("crashes injected: %d; Updates lost with the manager: %d; stale locks healed: %d; Stacks converged (half of them then deleted): %d/%d; locks left: %d; engine runs that applied a desired state again: %d; plugin processes left by killed runs: %d",
+		crashes, lost, healed, len(names), len(names), len(locks), duplicates, len(orphans))
 }
 
 // manager is `stackwright manager` run as a child process, as in a Pod.
@@ -255,7 +290,7 @@ func stack(ns, name, files string) *pulumiv1.Stack {
 	return &pulumiv1.Stack{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: pulumiv1.StackSpec{
-			Stack: name, ProgramRef: &pulumiv1.ProgramReference{Name: name},
+			Stack: name, ProgramRef: &pulumiv1.ProgramReference{Name: name}, DestroyOnFinalize: true,
 			EnvRefs: map[string]pulumiv1.ResourceRef{"STACKWRIGHT_TESTING_ROOT": {
 				Type: pulumiv1.ResourceSelectorLiteral, ResourceSelector: pulumiv1.ResourceSelector{Literal: &pulumiv1.LiteralRef{Value: files}},
 			}},
@@ -268,6 +303,15 @@ func create(ctx context.Context, t *testing.T, obj client.Object) {
 	if err := env.Client.Create(ctx, obj); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func exists(ctx context.Context, t *testing.T, ns, name string) bool {
+	t.Helper()
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pulumiv1.Stack{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
 }
 
 func ready(ctx context.Context, t *testing.T, ns, name string) bool {
