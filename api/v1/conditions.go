@@ -13,6 +13,20 @@ const (
 	StackFinalizer = "finalizer.stack.pulumi.com"
 )
 
+// Stackwright's own annotations of a Stack with spec.stackwright.approval: Manual.
+const (
+	// ApproveAnnotation approves a change: its value names the preview Update
+	// awaiting approval (status.stackwright.approval.preview), whose plan the up
+	// is then held to. A value naming any other Update is refused with an
+	// ApprovalRefused event.
+	ApproveAnnotation = "stackwright.dev/approve"
+
+	// RejectAnnotation rejects a change: its value names the preview Update
+	// awaiting approval. Nothing is applied; the Stack is Stalled until a new
+	// desired state (or a reconcile request) makes a new preview.
+	RejectAnnotation = "stackwright.dev/reject"
+)
+
 // Condition types of Stacks (and, for Ready, of Programs). Ready, Reconciling
 // and Stalled follow the kstatus conventions: while work is in progress
 // Reconciling=True and Ready=False; when the desired state is reached
@@ -128,4 +142,18 @@ const (
 	// ReasonNoDrift (DriftDetected=False): the last drift check found no
 	// changes.
 	ReasonNoDrift = "NoDrift"
+
+	// ReasonPreviewInProgress (Reconciling=True): approval is Manual and the
+	// change is being previewed, its plan saved, before anyone is asked.
+	ReasonPreviewInProgress = "PreviewInProgress"
+
+	// ReasonAwaitingApproval (Reconciling=True): approval is Manual and the
+	// preview Update the message names waits for the stackwright.dev/approve
+	// annotation to name it. Nothing is applied meanwhile.
+	ReasonAwaitingApproval = "AwaitingApproval"
+
+	// ReasonApprovalRejected (Stalled=True): the stackwright.dev/reject
+	// annotation rejected the previewed change; a new desired state or a
+	// reconcile request makes a new preview.
+	ReasonApprovalRejected = "ApprovalRejected"
 )

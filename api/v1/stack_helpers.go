@@ -42,6 +42,14 @@ func (s *StackSpec) Suspended() bool {
 	return s.Stackwright != nil && s.Stackwright.Suspend
 }
 
+// ApprovalMode returns spec.stackwright.approval, Auto when unset.
+func (s *StackSpec) ApprovalMode() ApprovalMode {
+	if s.Stackwright == nil || s.Stackwright.Approval == "" {
+		return ApprovalAuto
+	}
+	return s.Stackwright.Approval
+}
+
 // OutputsExport returns spec.stackwright.outputs, or nil when the outputs are
 // not published.
 func (s *StackSpec) OutputsExport() *OutputsExport {

@@ -27,7 +27,29 @@ type StackwrightSpec struct {
 	// volumes) and other Stacks (configRef, envRefs) to read.
 	// +optional
 	Outputs *OutputsExport `json:"outputs,omitempty"`
+
+	// Approval says whether a change needs a person's approval before it is
+	// applied. Auto (the default) applies every new desired state as soon as it
+	// is seen. Manual first previews it, saving the update plan, and then waits
+	// (Reconciling, reason AwaitingApproval, naming the preview Update) until
+	// the stackwright.dev/approve annotation names that preview; the up is then
+	// held to exactly that plan. A new desired state before the approval voids
+	// it and makes a new preview. A preview that plans no change is applied
+	// without asking.
+	// +optional
+	Approval ApprovalMode `json:"approval,omitempty"`
 }
+
+// ApprovalMode says who lets a change through.
+// +kubebuilder:validation:Enum=Auto;Manual
+type ApprovalMode string
+
+const (
+	// ApprovalAuto applies changes without asking anyone.
+	ApprovalAuto ApprovalMode = "Auto"
+	// ApprovalManual applies a change only once a person approved its preview.
+	ApprovalManual ApprovalMode = "Manual"
+)
 
 // OutputsExport names the objects a Stack's outputs are published to. Each
 // output is one key; a string output is its text, any other value its JSON.

@@ -110,6 +110,67 @@ type StackwrightStatus struct {
 	// FieldsIgnored event has announced, so it is emitted once per generation.
 	// +optional
 	IgnoredFieldsGeneration int64 `json:"ignoredFieldsGeneration,omitempty"`
+
+	// Approval is where the current change stands in its preview and approval
+	// (spec.stackwright.approval: Manual).
+	// +optional
+	Approval *ApprovalStatus `json:"approval,omitempty"`
+}
+
+// ApprovalState is where a change stands in its preview and approval.
+type ApprovalState string
+
+const (
+	// ApprovalPreviewing: the preview Update is computing the change's plan.
+	ApprovalPreviewing ApprovalState = "Previewing"
+	// ApprovalAwaiting: the preview succeeded; nothing happens until it is
+	// approved or rejected, or the desired state changes.
+	ApprovalAwaiting ApprovalState = "AwaitingApproval"
+	// ApprovalApproved: the preview was approved (or planned no change); the up
+	// held to its plan runs or has run.
+	ApprovalApproved ApprovalState = "Approved"
+	// ApprovalRejected: the stackwright.dev/reject annotation rejected it.
+	ApprovalRejected ApprovalState = "Rejected"
+	// ApprovalFailed: the preview failed; it is retried like a failed update.
+	ApprovalFailed ApprovalState = "Failed"
+)
+
+// ApprovalStatus is the preview of the current change and what became of it.
+type ApprovalStatus struct {
+	// Preview names the preview Update of the change, whose plan an approved up
+	// is held to.
+	Preview string `json:"preview"`
+
+	// State is Previewing, AwaitingApproval, Approved, Rejected or Failed.
+	State ApprovalState `json:"state"`
+
+	// DesiredStateKey and Attempt are the desired state, and the try at it,
+	// that the preview was made for: an approval counts only for them.
+	DesiredStateKey string `json:"desiredStateKey"`
+	Attempt         int32  `json:"attempt"`
+
+	// Revision is the source revision previewed.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// Summary is the preview's change summary, e.g. "1 to create, 1 to delete".
+	// +optional
+	Summary string `json:"summary,omitempty"`
+
+	// Message says why an earlier preview's approval was voided, if one was.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Previews counts the previews made for this Stack; it numbers their names.
+	// +optional
+	Previews int64 `json:"previews,omitempty"`
+
+	// HandledApproval and HandledRejection are the annotation values last acted
+	// on, so that each value is acted on (or refused) once.
+	// +optional
+	HandledApproval string `json:"handledApproval,omitempty"`
+	// +optional
+	HandledRejection string `json:"handledRejection,omitempty"`
 }
 
 // ArtifactRef names an immutable program artifact.

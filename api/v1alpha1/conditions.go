@@ -31,9 +31,21 @@ const (
 	ReasonPermanentFailure = "PermanentFailure"
 	// ReasonCancelled: the operation was interrupted (manager shutdown); retried.
 	ReasonCancelled = "Cancelled"
+	// ReasonPlanInvalid: an up held to an approved plan met a change the plan does not
+	// allow (the program, its config or the resources moved since the preview). The
+	// approval is void; a new preview is made.
+	ReasonPlanInvalid = "PlanInvalid"
 	// ReasonRunnerLost: the runner disappeared while the Update was running (the manager
 	// restarted); retried.
 	ReasonRunnerLost = "RunnerLost"
+)
+
+// PlanSecretSuffix names the Secret holding the update plan a preview saved:
+// <update>-plan, with the plan (JSON, secret values encrypted by the stack's secrets
+// provider) under PlanSecretKey.
+const (
+	PlanSecretSuffix = "-plan"
+	PlanSecretKey    = "plan.json"
 )
 
 // OutputsSecretSuffix names the Secret holding an Update's outputs: <update>-outputs.

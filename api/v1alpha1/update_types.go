@@ -132,6 +132,41 @@ type UpdateOptions struct {
 	// Message is attached to the operation in the backend's history.
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// SavePlan makes a preview save the update plan it computed, in the Secret that
+	// status.planSecretName names, for an up to be held to.
+	// +optional
+	SavePlan bool `json:"savePlan,omitempty"`
+
+	// Plan names the preview Update, in the same namespace, whose saved plan an up is held
+	// to: it performs only the changes that preview showed, and fails with reason
+	// PlanInvalid at the first it did not.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Plan string `json:"plan,omitempty"`
+}
+
+// MaxSteps is how many resource operations an Update's status lists.
+const MaxSteps = 200
+
+// UpdateStep is one resource operation that an Update planned (preview) or performed. It
+// names properties, never their values.
+type UpdateStep struct {
+	// Op is the operation: create, update, replace, delete, import, ...
+	Op string `json:"op"`
+	// URN identifies the resource.
+	URN string `json:"urn"`
+	// Type is the resource's type token.
+	// +optional
+	Type string `json:"type,omitempty"`
+	// Changed lists the paths of the properties the operation changes.
+	// +optional
+	// +listType=atomic
+	Changed []string `json:"changed,omitempty"`
+	// Replacing lists the properties whose change forces a replacement.
+	// +optional
+	// +listType=atomic
+	Replacing []string `json:"replacing,omitempty"`
 }
 
 // UpdateStatus is the progress and outcome of an Update, written by the runner
@@ -171,6 +206,22 @@ type UpdateStatus struct {
 	// replace, same, ...).
 	// +optional
 	Changes map[string]int64 `json:"changes,omitempty"`
+
+	// Steps lists the resource operations the Update planned (a preview) or performed,
+	// unchanged resources left out: at most MaxSteps (200), StepsOmitted counts the rest.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=200
+	Steps []UpdateStep `json:"steps,omitempty"`
+
+	// StepsOmitted counts the steps beyond the first 200, which steps does not list.
+	// +optional
+	StepsOmitted int32 `json:"stepsOmitted,omitempty"`
+
+	// PlanSecretName names the Secret, in the Update's namespace, holding the update
+	// plan a preview with options.savePlan saved.
+	// +optional
+	PlanSecretName string `json:"planSecretName,omitempty"`
 
 	// OutputsSecretName names the Secret, in the Update's namespace, holding
 	// the stack outputs after a successful operation.

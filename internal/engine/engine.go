@@ -106,6 +106,13 @@ type Request struct {
 	StaleLocalLocks bool
 	// Message is recorded with the update in the backend (up, refresh, destroy).
 	Message string
+	// SavePlan makes a preview return the update plan it computed, in Result.Plan, so that
+	// a later up can be held to exactly the previewed changes.
+	SavePlan bool
+	// Plan is an update plan a SavePlan preview returned. An up given one performs only the
+	// operations the plan allows; at the first it does not (the program, its config or the
+	// real resources moved since the preview) it fails with ClassPlanInvalid.
+	Plan []byte `json:"plan,omitempty"`
 	// Log receives the engine's progress output, secrets masked; nil discards it.
 	Log io.Writer `json:"-"`
 }
@@ -130,6 +137,34 @@ type Result struct {
 	Permalink string
 	// Message is a one-line summary, e.g. "up succeeded: 2 created, 1 updated".
 	Message string
+	// Steps are the resource operations of the run, unchanged resources left out: those a
+	// preview plans, or those an operation performed.
+	Steps []Step
+	// Plan is the update plan of a SavePlan preview: JSON, with secret values encrypted by
+	// the stack's secrets provider.
+	Plan []byte
+}
+
+// Step is one resource operation of a run, as the engine's event log announces it. It
+// carries no secret value: the log has secrets as "[secret]" placeholders.
+type Step struct {
+	// Op is the operation: create, update, replace, delete, import, refresh, read, ...
+	Op string `json:"op"`
+	// URN identifies the resource.
+	URN string `json:"urn"`
+	// Type is the resource's type token, e.g. "random:index/randomPet:RandomPet".
+	Type string `json:"type"`
+	// Changed are the paths of the properties the operation changes, as the provider's diff
+	// names them; empty for creates and deletes.
+	Changed []string `json:"changed,omitempty"`
+	// Replacing are the properties whose change forces a replacement.
+	Replacing []string `json:"replacing,omitempty"`
+	// Protected is whether the resource is protected (its old state, or else its new one).
+	Protected bool `json:"protected,omitempty"`
+	// Inputs are the resource's new inputs, and OldInputs those of its state (nil for a
+	// create), secrets as "[secret]" placeholders: what policies judge.
+	Inputs    map[string]any `json:"inputs,omitempty"`
+	OldInputs map[string]any `json:"oldInputs,omitempty"`
 }
 
 // Options configure an Engine for all its runs.
@@ -411,6 +446,10 @@ func (r Request) validate() error {
 		return errors.New("no work dir")
 	case r.Stack == "":
 		return errors.New("no stack name")
+	case r.SavePlan && r.Operation != OpPreview:
+		return errors.New("only a preview saves a plan")
+	case len(r.Plan) > 0 && r.Operation != OpUp:
+		return errors.New("only an up applies a plan")
 	}
 	return nil
 }

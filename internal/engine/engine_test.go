@@ -38,7 +38,7 @@ func TestEngine_Run_UpCreatesFilesAndReturnsOutputs(t *testing.T) {
 		Changes: map[string]int{"create": 4},
 		Message: "up succeeded: 4 created",
 	}
-	if diff := cmp.Diff(want, res); diff != "" {
+	if diff := cmp.Diff(want, res, ignoreSteps); diff != "" {
 		t.Errorf("up result (-want +got):\n%s", diff)
 	}
 	if strings.Contains(f.log.String(), plain) {
@@ -71,7 +71,7 @@ func TestEngine_Run_PreviewAfterUpReportsOnlySame(t *testing.T) {
 		Changes: map[string]int{"same": 4},
 		Message: "preview succeeded: 4 unchanged",
 	}
-	if diff := cmp.Diff(want, res); diff != "" {
+	if diff := cmp.Diff(want, res, ignoreSteps); diff != "" {
 		t.Errorf("preview result (-want +got):\n%s", diff)
 	}
 }
@@ -85,7 +85,7 @@ func TestEngine_Run_PreviewOfNewStackReportsCreatesAndChangesNothing(t *testing.
 		Changes: map[string]int{"create": 4},
 		Message: "preview succeeded: 4 to create",
 	}
-	if diff := cmp.Diff(want, res); diff != "" {
+	if diff := cmp.Diff(want, res, ignoreSteps); diff != "" {
 		t.Errorf("preview result (-want +got):\n%s", diff)
 	}
 	f.requireGone("a.txt")
@@ -104,7 +104,7 @@ func TestEngine_Run_DriftReportsHandEditAndChangesNothing(t *testing.T) {
 			Changes: map[string]int{"update": 1, "same": 3},
 			Message: "drift detected: 1 to update, 3 unchanged",
 		}
-		if diff := cmp.Diff(want, res); diff != "" {
+		if diff := cmp.Diff(want, res, ignoreSteps); diff != "" {
 			t.Errorf("drift check %d (-want +got):\n%s", i+1, diff)
 		}
 	}
@@ -127,7 +127,7 @@ func TestEngine_Run_RefreshAdoptsHandEdits(t *testing.T) {
 		Changes: map[string]int{"update": 1, "delete": 1, "same": 2},
 		Message: "refresh succeeded: 1 updated, 1 deleted, 2 unchanged",
 	}
-	if diff := cmp.Diff(want, res); diff != "" {
+	if diff := cmp.Diff(want, res, ignoreSteps); diff != "" {
 		t.Errorf("refresh result (-want +got):\n%s", diff)
 	}
 	f.requireContent("a.txt", "edited by hand")
@@ -151,7 +151,7 @@ func TestEngine_Run_DestroyRemovesFilesAndStack(t *testing.T) {
 		Changes: map[string]int{"delete": 4},
 		Message: "destroy succeeded: 4 deleted; stack removed",
 	}
-	if diff := cmp.Diff(want, res); diff != "" {
+	if diff := cmp.Diff(want, res, ignoreSteps); diff != "" {
 		t.Errorf("destroy result (-want +got):\n%s", diff)
 	}
 	f.requireGone("a.txt")

@@ -20,6 +20,9 @@ const (
 	ClassPermanent Class = "Permanent"
 	// ClassCancelled runs were stopped by their context (cancel or deadline).
 	ClassCancelled Class = "Cancelled"
+	// ClassPlanInvalid: an up held to a plan met an operation the plan does not allow. The
+	// plan is stale; a new preview makes a new one.
+	ClassPlanInvalid Class = "PlanInvalid"
 )
 
 // maxMessage bounds Message: it ends up in a Kubernetes condition message.
@@ -73,6 +76,14 @@ var (
 		"already has an update in progress",
 		"the stack is currently locked by",
 	}
+	// planMarkers: the engine refused a step an update plan does not allow
+	// (pkg/resource/deploy's step generator and executor).
+	planMarkers = []string{
+		"violates plan",
+		"is not allowed by the plan",
+		"no plan for resource",
+		"expected a new resource plan",
+	}
 	// permanentMarkers win over transient ones: these failures need a human whatever else
 	// the output mentions (a program error may well quote a URL or a timeout).
 	permanentMarkers = []string{
@@ -121,6 +132,7 @@ var (
 // Classify maps an error from Run to a retry class:
 //   - Cancelled: the run's context was cancelled or its deadline passed (Run records this
 //     even though the CLI only reports "exit status" after its SIGINT);
+//   - PlanInvalid: an up held to a plan met an operation the plan does not allow;
 //   - Conflict: the CLI's conflict and lock messages;
 //   - Transient: network failures, timeouts, HTTP 429/5xx, backend unavailable;
 //   - Permanent: program, compilation and runtime errors, invalid config, a missing stack
@@ -141,6 +153,9 @@ func Classify(err error) Class {
 		return ClassCancelled
 	}
 	text := strings.ToLower(err.Error())
+	if containsAny(text, planMarkers) {
+		return ClassPlanInvalid
+	}
 	if containsAny(text, conflictMarkers) {
 		return ClassConflict
 	}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
@@ -31,6 +33,18 @@ type opEvents struct {
 	// a new stack has no prior state, and a log cut short may lack either.
 	before, after         map[string]any
 	haveBefore, haveAfter bool
+	// steps are the resource operations announced, unchanged resources left out.
+	steps []Step
+}
+
+// unlistedOps are the step operations a Step list leaves out: resources left as they are,
+// and the parts of a replacement that its "replace" step already stands for.
+var unlistedOps = map[apitype.OpType]bool{
+	apitype.OpSame:                 true,
+	apitype.OpCreateReplacement:    true,
+	apitype.OpDeleteReplaced:       true,
+	apitype.OpDiscardReplaced:      true,
+	apitype.OpRemovePendingReplace: true,
 }
 
 // readEvents parses the event log the CLI wrote to path (one JSON event per line). A
@@ -72,6 +86,9 @@ func (ev *opEvents) add(e apitype.EngineEvent) {
 		return
 	case e.ResourcePreEvent != nil:
 		md = &e.ResourcePreEvent.Metadata
+		if !unlistedOps[md.Op] {
+			ev.steps = append(ev.steps, step(md))
+		}
 	case e.ResOutputsEvent != nil:
 		md = &e.ResOutputsEvent.Metadata
 	default:
@@ -138,4 +155,24 @@ func holdsSecret(v any) bool {
 		}
 	}
 	return false
+}
+
+// step makes a Step of a step event's metadata.
+func step(md *apitype.StepEventMetadata) Step {
+	st := Step{Op: string(md.Op), URN: md.URN, Type: md.Type, Replacing: md.Keys}
+	if len(md.DetailedDiff) > 0 {
+		st.Changed = slices.Sorted(maps.Keys(md.DetailedDiff))
+	} else {
+		st.Changed = md.Diffs
+	}
+	if md.Old != nil {
+		st.OldInputs, st.Protected = md.Old.Inputs, md.Old.Protect
+	}
+	if md.New != nil {
+		st.Inputs = md.New.Inputs
+		if md.Old == nil {
+			st.Protected = md.New.Protect
+		}
+	}
+	return st
 }

@@ -12,8 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/stackwright/stackwright/internal/testing/enginetest"
 )
+
+// ignoreSteps leaves Result.Steps out of comparisons that are about something else: the
+// engine announces parallel steps in no fixed order (engine_plan_test.go checks them).
+var ignoreSteps = cmpopts.IgnoreFields(Result{}, "Steps")
 
 // filesProgram manages two files and a secret random string; its greeting comes from config.
 const filesProgram = `name: enginetest

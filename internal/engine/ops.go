@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -26,20 +28,46 @@ func (x *run) up(ctx context.Context) (Result, error) {
 	if r.ExpectNoChanges && !r.Refresh {
 		args = append(args, "--expect-no-changes")
 	}
+	if len(r.Plan) > 0 {
+		path, cleanup, err := planFile()
+		if err != nil {
+			return Result{}, x.fail(ctx, "failed to update stack "+r.Stack, "", ClassTransient, err)
+		}
+		defer cleanup()
+		if err := os.WriteFile(path, r.Plan, 0o600); err != nil {
+			return Result{}, x.fail(ctx, "failed to update stack "+r.Stack, "", ClassTransient, fmt.Errorf("failed to write plan: %w", err))
+		}
+		// Hidden unless PULUMI_EXPERIMENTAL is set, but honoured either way.
+		args = append(args, "--plan", path)
+	}
 	ev, stdout, err := x.operation(ctx, "up", args...)
 	if err != nil {
 		hint := ""
-		if isNoChangesExpected(err) {
+		switch {
+		case isNoChangesExpected(err):
 			hint = "the update changed resources and ExpectNoChanges forbids it"
+		case len(r.Plan) > 0 && Classify(err) == ClassPlanInvalid:
+			hint = "the update went beyond its approved plan (the program, its config or the resources changed since the preview)"
 		}
 		return Result{}, x.fail(ctx, "failed to update stack "+r.Stack, hint, "", err)
 	}
 	changes := ev.changes()
 	return x.withOutputs(ctx, ev.after, ev.haveAfter, Result{
 		Changes:   changes,
+		Steps:     ev.steps,
 		Permalink: permalink(stdout),
 		Message:   "up succeeded: " + describe(changes, false),
 	})
+}
+
+// planFile returns a path for an update plan in a fresh private directory, and the
+// function that removes it.
+func planFile() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "stackwright-plan-")
+	if err != nil {
+		return "", nil, fmt.Errorf("failed to create plan directory: %w", err)
+	}
+	return filepath.Join(dir, "plan.json"), func() { _ = os.RemoveAll(dir) }, nil
 }
 
 // checkNoRefreshChanges implements PKO's expectNoRefreshChanges: a refresh preview with
@@ -72,16 +100,33 @@ func (x *run) preview(ctx context.Context) (Result, error) {
 	if r.ExpectNoChanges {
 		args = append(args, "--expect-no-changes")
 	}
+	var path string
+	if r.SavePlan {
+		p, cleanup, err := planFile()
+		if err != nil {
+			return Result{}, x.fail(ctx, "failed to preview stack "+r.Stack, "", ClassTransient, err)
+		}
+		defer cleanup()
+		path = p
+		args = append(args, "--save-plan", path)
+	}
 	ev, stdout, err := x.operation(ctx, "preview", args...)
 	if err != nil {
 		return Result{}, x.fail(ctx, "failed to preview stack "+r.Stack, "", "", err)
 	}
 	changes := ev.changes()
-	return x.withOutputs(ctx, ev.before, ev.haveBefore, Result{
+	res := Result{
 		Changes:   changes,
+		Steps:     ev.steps,
 		Permalink: permalink(stdout),
 		Message:   "preview succeeded: " + describe(changes, true),
-	})
+	}
+	if path != "" {
+		if res.Plan, err = os.ReadFile(path); err != nil {
+			return Result{}, x.fail(ctx, "failed to preview stack "+r.Stack, "the CLI saved no plan", ClassPermanent, err)
+		}
+	}
+	return x.withOutputs(ctx, ev.before, ev.haveBefore, res)
 }
 
 func (x *run) drift(ctx context.Context) (Result, error) {

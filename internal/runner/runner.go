@@ -72,18 +72,17 @@ func (r *Runner) Claim(ctx context.Context, u *v1alpha1.Update, runner string) (
 func (r *Runner) Run(ctx context.Context, u *v1alpha1.Update) error {
 	base := u.DeepCopy()
 	res, err := r.Execute(ctx, u)
-	var outputs map[string]engine.Output
-	if err == nil {
-		outputs = res.Outputs
+	if err != nil {
+		res = engine.Result{}
 	}
-	return r.Record(ctx, base, u, outputs)
+	return r.Record(ctx, base, u, res.Outputs, res.Plan)
 }
 
 // Record stores the result of a finished run of u: its status (u's, patched over base)
-// and, for a successful run that produces them, its outputs in a Secret owned by u. It
-// serves both executors: the Job executor's runner Pods hand their result to the manager,
-// which records it here.
-func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, outputs map[string]engine.Output) error {
+// and, for a successful run that produces them, its outputs and its update plan in Secrets
+// owned by u. It serves both executors: the Job executor's runner Pods hand their result to
+// the manager, which records it here.
+func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, outputs map[string]engine.Output, plan []byte) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("update", u.Name, "type", u.Spec.Type)
 	// The run may have outlived ctx (shutdown); its result must still be recorded.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -95,6 +94,17 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, outputs m
 			log.Error(serr, "Failed to write outputs Secret")
 		}
 		u.Status.OutputsSecretName = name
+		if len(plan) > 0 {
+			// Without its plan a preview cannot be approved: the run fails instead.
+			if name, err := r.writePlan(ctx, u, plan); err != nil {
+				log.Error(err, "Failed to write plan Secret")
+				msg := "the preview succeeded but its plan could not be stored: " + err.Error()
+				u.Status.Phase, u.Status.Result, u.Status.Message = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, msg
+				u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonTransientFailure, Message: msg})
+			} else {
+				u.Status.PlanSecretName = name
+			}
+		}
 	}
 	if perr := r.Client.Status().Patch(ctx, u, client.MergeFrom(base), client.FieldOwner(fieldManager)); perr != nil {
 		return fmt.Errorf("failed to record result of Update %s: %w", u.Name, perr)
@@ -171,8 +181,67 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 	if o := u.Spec.Options; o != nil {
 		req.Refresh, req.ExpectNoChanges, req.Targets, req.TargetDependents = o.Refresh, o.ExpectNoChanges, o.Targets, o.TargetDependents
 		req.RemoveStack, req.Message, req.RunProgram = o.Remove, o.Message, o.RunProgram
+		req.SavePlan = o.SavePlan && u.Spec.Type == v1alpha1.UpdateTypePreview
+		if o.Plan != "" {
+			if req.Plan, err = r.readPlan(ctx, u); err != nil {
+				return nil, engine.Request{}, err
+			}
+		}
 	}
 	return stack, req, nil
+}
+
+// readPlan reads the plan that u is held to: the one its preview saved, if that preview is
+// of the same Stack and program, succeeded, and still has it.
+func (r *Runner) readPlan(ctx context.Context, u *v1alpha1.Update) ([]byte, error) {
+	name := u.Spec.Options.Plan
+	p := &v1alpha1.Update{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: name}, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fault.Retry(v1alpha1.ReasonPlanInvalid, "the preview Update %s whose plan this update is held to is gone", name)
+		}
+		return nil, fmt.Errorf("failed to get preview Update %s: %w", name, err)
+	}
+	switch {
+	case p.Spec.StackName != u.Spec.StackName || p.Spec.Type != v1alpha1.UpdateTypePreview ||
+		p.Spec.ArtifactDigest != u.Spec.ArtifactDigest || p.Spec.ProjectDir != u.Spec.ProjectDir:
+		return nil, fault.Stall(v1alpha1.ReasonPermanentFailure, "Update %s is not a preview of Stack %s's program at %s", name, u.Spec.StackName, u.Spec.Revision)
+	case p.Status.Phase != v1alpha1.UpdatePhaseSucceeded || p.Status.PlanSecretName == "":
+		return nil, fault.Retry(v1alpha1.ReasonPlanInvalid, "preview Update %s saved no plan", name)
+	}
+	sec := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: p.Status.PlanSecretName}, sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fault.Retry(v1alpha1.ReasonPlanInvalid, "the plan of preview Update %s (Secret %s) is gone", name, p.Status.PlanSecretName)
+		}
+		return nil, fmt.Errorf("failed to get plan Secret %s: %w", p.Status.PlanSecretName, err)
+	}
+	if !metav1.IsControlledBy(sec, p) || len(sec.Data[v1alpha1.PlanSecretKey]) == 0 {
+		return nil, fault.Retry(v1alpha1.ReasonPlanInvalid, "Secret %s holds no plan of preview Update %s", sec.Name, name)
+	}
+	return sec.Data[v1alpha1.PlanSecretKey], nil
+}
+
+// maxPlanSize leaves room, under the API server's 1 MiB object limit, for the Secret's
+// metadata.
+const maxPlanSize = 1<<20 - 16<<10
+
+// writePlan stores a preview's update plan in a Secret owned by the preview.
+func (r *Runner) writePlan(ctx context.Context, u *v1alpha1.Update, plan []byte) (string, error) {
+	if len(plan) > maxPlanSize {
+		return "", fmt.Errorf("the plan has %d bytes, more than a Secret holds (%d)", len(plan), maxPlanSize)
+	}
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: u.Name + v1alpha1.PlanSecretSuffix, Namespace: u.Namespace, Labels: u.Labels},
+		Data:       map[string][]byte{v1alpha1.PlanSecretKey: plan},
+	}
+	if err := controllerutil.SetControllerReference(u, sec, r.Client.Scheme()); err != nil {
+		return "", fmt.Errorf("failed to set owner of plan Secret: %w", err)
+	}
+	if err := r.Client.Create(ctx, sec, client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("failed to create plan Secret %s: %w", sec.Name, err)
+	}
+	return sec.Name, nil
 }
 
 // StackExists is whether the Stack's stack is known to exist in its backend: an
@@ -242,6 +311,14 @@ func Finish(u *v1alpha1.Update, res engine.Result, err error, logTail string, no
 			u.Status.Changes[k] = int64(v)
 		}
 	}
+	u.Status.Steps, u.Status.StepsOmitted = nil, 0
+	for i, st := range res.Steps {
+		if i == v1alpha1.MaxSteps {
+			u.Status.StepsOmitted = int32(len(res.Steps) - i)
+			break
+		}
+		u.Status.Steps = append(u.Status.Steps, v1alpha1.UpdateStep{Op: st.Op, URN: st.URN, Type: st.Type, Changed: st.Changed, Replacing: st.Replacing})
+	}
 	var cond metav1.Condition
 	if err == nil {
 		u.Status.Phase, u.Status.Result, u.Status.Message = v1alpha1.UpdatePhaseSucceeded, v1alpha1.UpdateResultSucceeded, res.Message
@@ -259,13 +336,18 @@ func Finish(u *v1alpha1.Update, res engine.Result, err error, logTail string, no
 func failure(err error) (reason string, result v1alpha1.UpdateResult, msg string) {
 	if f, ok := fault.As(err); ok {
 		reason = v1alpha1.ReasonTransientFailure
-		if f.Stalled {
+		switch {
+		case f.Stalled:
 			reason = v1alpha1.ReasonPermanentFailure
+		case f.Reason == v1alpha1.ReasonPlanInvalid:
+			reason = v1alpha1.ReasonPlanInvalid
 		}
 		return reason, v1alpha1.UpdateResultFailed, f.Error()
 	}
 	msg = engine.Message(err)
 	switch engine.Classify(err) {
+	case engine.ClassPlanInvalid:
+		return v1alpha1.ReasonPlanInvalid, v1alpha1.UpdateResultFailed, msg
 	case engine.ClassCancelled:
 		return v1alpha1.ReasonCancelled, v1alpha1.UpdateResultCancelled, msg
 	case engine.ClassConflict:

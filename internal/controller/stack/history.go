@@ -55,6 +55,10 @@ func (r *Reconciler) pruneUpdates(ctx context.Context, stack *pulumiv1.Stack) (t
 	if d := stack.Status.DriftDetection; d != nil && d.LastUpdate != "" {
 		keep[d.LastUpdate] = true
 	}
+	// An approval preview holds the plan its approved up is held to.
+	if sw := stack.Status.Stackwright; sw != nil && sw.Approval != nil {
+		keep[sw.Approval.Preview] = true
+	}
 	// The published outputs are put back from this Update's outputs when edited by hand.
 	if e := stack.Status.OutputsExport; e != nil && e.Update != "" {
 		keep[e.Update] = true

@@ -49,6 +49,8 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 		return false, err
 	case cu.Type == string(v1alpha1.UpdateTypeDrift):
 		return r.observeDrift(ctx, s, u)
+	case isApprovalPreview(s.stack):
+		return r.observePreview(s, u)
 	case u == nil:
 		s.resume = cu.Name
 		return true, nil
@@ -127,6 +129,9 @@ func notApplied(spec *pulumiv1.StackSpec, runnerPods bool) []string {
 	if !runnerPods && spec.ServiceAccountName != "" {
 		out = append(out, "spec.serviceAccountName is not applied: the local executor runs the engine in the manager, with no pod to give it to")
 	}
+	if spec.Preview && spec.ApprovalMode() == pulumiv1.ApprovalManual {
+		out = append(out, "spec.stackwright.approval is ignored on a preview Stack, which applies nothing")
+	}
 	if spec.Preview && spec.OutputsExport() != nil {
 		out = append(out, "spec.stackwright.outputs is ignored on a preview Stack, which deploys nothing")
 	}
@@ -202,15 +207,23 @@ func (r *Reconciler) startUpdate(ctx context.Context, s *scope) (bool, error) {
 	if s.next.action != actionRun {
 		return true, nil
 	}
-	stack := s.stack
-	u := r.buildUpdate(s)
-	if s.op == v1alpha1.UpdateTypeDrift {
-		// The Stack stays Ready while its resources are looked at.
-		recordDriftStart(stack, u)
-	} else {
+	return r.createUpdate(ctx, s, func(stack *pulumiv1.Stack, u *v1alpha1.Update) {
+		if s.op == v1alpha1.UpdateTypeDrift {
+			// The Stack stays Ready while its resources are looked at.
+			recordDriftStart(stack, u)
+			return
+		}
 		recordStart(stack, u)
 		markReconciling(stack, inProgressReason(s.op), fmt.Sprintf("Starting %s: %s (Update %s)", s.op, s.next.why, u.Name))
-	}
+	})
+}
+
+// createUpdate builds the Update scope decided to start, records the intent to run it with
+// record, persists that with an optimistic lock, and only then creates the Update.
+func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pulumiv1.Stack, *v1alpha1.Update)) (bool, error) {
+	stack := s.stack
+	u := r.buildUpdate(s)
+	record(stack, u)
 	// The lock makes a decision taken on a stale copy of the Stack (a lagging cache) fail
 	// here instead of overwriting an intent recorded meanwhile; the retry sees it.
 	if err := s.patcher.Status(ctx, stack, patch.WithOptimisticLock()); err != nil {
@@ -233,7 +246,7 @@ func (r *Reconciler) startUpdate(ctx context.Context, s *scope) (bool, error) {
 		}
 		return false, fmt.Errorf("failed to create Update %s: %w", u.Name, err)
 	}
-	if u.Spec.Attempt > 1 && s.resume == "" {
+	if u.Spec.Attempt > 1 && s.resume == "" && s.previewName == "" {
 		metrics.ObserveRetry(u.Namespace)
 	}
 	log.Info("Started update", "update", u.Name, "type", u.Spec.Type, "revision", u.Spec.Revision, "attempt", u.Spec.Attempt, "why", s.next.why)

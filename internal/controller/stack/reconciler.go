@@ -132,6 +132,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.resolveInputs,
 		r.decideNext,
 		r.awaitPrerequisites,
+		r.gateChange,
 		r.startUpdate,
 		r.exportOutputs,
 		r.checkDrift,

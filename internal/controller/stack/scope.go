@@ -36,6 +36,10 @@ type scope struct {
 	next decision
 	// driftName names the drift check checkDrift starts.
 	driftName string
+	// previewName names the approval preview gateChange starts instead of the up.
+	previewName string
+	// plan names the approved preview whose plan the up is held to.
+	plan string
 	// upToDate is set when the desired state is found deployed.
 	upToDate bool
 	// pruned is set once the Update history was pruned in this reconcile.

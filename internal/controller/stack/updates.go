@@ -19,7 +19,17 @@ import (
 // updateName is <stack>-<first 10 hex of the key>-<attempt>, shortened to fit a name, so
 // that deciding twice on the same status yields the same name.
 func updateName(stack, key string, attempt int32) string {
-	suffix := "-" + key[:min(10, len(key))] + "-" + strconv.Itoa(int(attempt))
+	return shortName(stack, "-"+key[:min(10, len(key))]+"-"+strconv.Itoa(int(attempt)))
+}
+
+// previewName is <stack>-<first 10 hex of the key>-preview-<n>, n counting the Stack's
+// approval previews.
+func previewName(stack, key string, n int64) string {
+	return shortName(stack, "-"+key[:min(10, len(key))]+"-preview-"+strconv.FormatInt(n, 10))
+}
+
+// shortName is stack+suffix, stack shortened so that the whole fits a name.
+func shortName(stack, suffix string) string {
 	const maxName = 253
 	if len(stack)+len(suffix) > maxName {
 		stack = strings.TrimRight(stack[:maxName-len(suffix)], "-.")
@@ -31,25 +41,29 @@ func updateName(stack, key string, attempt int32) string {
 // Update keeps the name its intent recorded.
 func (r *Reconciler) buildUpdate(s *scope) *v1alpha1.Update {
 	stack, spec, attempt := s.stack, &s.stack.Spec, s.next.attempt
-	name := s.resume
+	name, op := s.resume, s.op
 	switch {
 	case s.driftName != "":
 		name = s.driftName
+	case s.previewName != "":
+		name, op = s.previewName, v1alpha1.UpdateTypePreview
 	case name == "":
 		name = updateName(stack.Name, s.key, attempt)
 	}
 	u := &v1alpha1.Update{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: stack.Namespace},
 		Spec: v1alpha1.UpdateSpec{
-			StackName: stack.Name, Type: s.op, Revision: s.artifact.Revision, ArtifactDigest: s.artifact.Digest,
+			StackName: stack.Name, Type: op, Revision: s.artifact.Revision, ArtifactDigest: s.artifact.Digest,
 			ProjectDir: s.artifact.Dir, DesiredStateKey: s.key, Attempt: attempt,
 			Options: &v1alpha1.UpdateOptions{
-				// A drift check reports changes; expecting none would fail it exactly when it
-				// finds some.
-				Refresh: spec.Refresh || s.next.refresh, ExpectNoChanges: spec.ExpectNoRefreshChanges && s.op != v1alpha1.UpdateTypeDrift, Targets: spec.Targets,
+				// A drift check and an approval preview report changes; expecting none would
+				// fail them exactly when they find some.
+				Refresh: spec.Refresh || s.next.refresh, ExpectNoChanges: spec.ExpectNoRefreshChanges && op == s.op && op != v1alpha1.UpdateTypeDrift, Targets: spec.Targets,
 				TargetDependents: spec.TargetDependents, RunProgram: spec.RunProgram,
-				Remove:  s.op == v1alpha1.UpdateTypeDestroy,
-				Message: fmt.Sprintf("Stackwright: %s (Stack %s/%s, generation %d)", s.next.why, stack.Namespace, stack.Name, stack.Generation),
+				Remove:   s.op == v1alpha1.UpdateTypeDestroy,
+				Message:  fmt.Sprintf("Stackwright: %s (Stack %s/%s, generation %d)", s.next.why, stack.Namespace, stack.Name, stack.Generation),
+				SavePlan: s.previewName != "",
+				Plan:     s.plan,
 			},
 		},
 	}

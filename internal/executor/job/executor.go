@@ -37,7 +37,7 @@ const fieldManager = "stackwright-job-executor"
 type Runner interface {
 	Claim(ctx context.Context, u *v1alpha1.Update, runner string) (bool, error)
 	Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Stack, engine.Request, error)
-	Record(ctx context.Context, base, u *v1alpha1.Update, outputs map[string]engine.Output) error
+	Record(ctx context.Context, base, u *v1alpha1.Update, outputs map[string]engine.Output, plan []byte) error
 }
 
 // Options configure the Job executor.
@@ -334,7 +334,7 @@ func (e *Executor) goneRunners(ctx context.Context, u *v1alpha1.Update) ([]strin
 func (e *Executor) fail(ctx context.Context, u *v1alpha1.Update, cause error) error {
 	base := u.DeepCopy()
 	runner.Finish(u, engine.Result{}, cause, "", e.now())
-	return e.runner.Record(ctx, base, u, nil)
+	return e.runner.Record(ctx, base, u, nil, nil)
 }
 
 // record applies a runner's reported result to its Update. It is called by the runner
@@ -349,6 +349,7 @@ func (e *Executor) record(ctx context.Context, u *v1alpha1.Update, res *Result) 
 	// The runner reports the outcome; who ran it and when it started are the manager's.
 	u.Status.Phase, u.Status.Result, u.Status.Message = st.Phase, st.Result, st.Message
 	u.Status.LogTail, u.Status.Changes, u.Status.Permalink, u.Status.EndTime = st.LogTail, st.Changes, st.Permalink, st.EndTime
+	u.Status.Steps, u.Status.StepsOmitted = st.Steps, st.StepsOmitted
 	if u.Status.EndTime == nil {
 		u.Status.EndTime = &metav1.Time{Time: e.now()}
 	}
@@ -358,10 +359,11 @@ func (e *Executor) record(ctx context.Context, u *v1alpha1.Update, res *Result) 
 		apimeta.SetStatusCondition(&u.Status.Conditions, cond)
 	}
 	var outputs map[string]engine.Output
+	var plan []byte
 	if st.Phase == v1alpha1.UpdatePhaseSucceeded {
-		outputs = res.Outputs
+		outputs, plan = res.Outputs, res.Plan
 	}
-	if err := e.runner.Record(ctx, base, u, outputs); err != nil {
+	if err := e.runner.Record(ctx, base, u, outputs, plan); err != nil {
 		return err
 	}
 	e.cleanup(ctx, u)

@@ -71,7 +71,7 @@ func (p *PodRunner) Run(ctx context.Context) error {
 	runner.Finish(u, res, runErr, tail.String(), time.Now())
 	result := &Result{UpdateUID: w.UpdateUID, Status: u.Status}
 	if runErr == nil {
-		result.Outputs = res.Outputs
+		result.Outputs, result.Plan = res.Outputs, res.Plan
 	}
 	fmt.Fprintf(os.Stderr, "update %s/%s: %s: %s\n", w.Namespace, w.Update, u.Status.Phase, u.Status.Message)
 	return p.report(context.WithoutCancel(ctx), hc, w, result)

@@ -57,6 +57,8 @@ type Result struct {
 	UpdateUID string                   `json:"updateUID"`
 	Status    v1alpha1.UpdateStatus    `json:"status"`
 	Outputs   map[string]engine.Output `json:"outputs,omitempty"`
+	// Plan is the update plan a preview with options.savePlan saved.
+	Plan []byte `json:"plan,omitempty"`
 }
 
 // decodeWork parses a Work document.

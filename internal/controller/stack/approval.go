@@ -1,0 +1,216 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/engine"
+)
+
+// Approval events.
+const (
+	EventAwaitingApproval = "AwaitingApproval"
+	EventApproved         = "Approved"
+	EventApprovalVoided   = "ApprovalVoided"
+	EventApprovalRefused  = "ApprovalRefused"
+	EventRejected         = "Rejected"
+)
+
+// needsApproval reports whether the up scope decided to run must first be previewed and
+// approved.
+func needsApproval(s *scope) bool {
+	return s.next.action == actionRun && s.op == v1alpha1.UpdateTypeUp &&
+		s.stack.Spec.ApprovalMode() == pulumiv1.ApprovalManual
+}
+
+// gateChange holds the up of a Stack with Manual approval until a person approved the
+// preview of exactly this change: it starts that preview (which saves the update plan),
+// waits for the approve or reject annotation, and then lets the up through, held to the
+// approved plan. A new desired state, or a new try after a failure, voids an approval and
+// makes a new preview.
+func (r *Reconciler) gateChange(ctx context.Context, s *scope) (bool, error) {
+	if !needsApproval(s) {
+		return true, nil
+	}
+	stack := s.stack
+	a := stackwrightStatus(stack).Approval
+	if a == nil || a.DesiredStateKey != s.key || a.Attempt != s.next.attempt {
+		return r.startPreview(ctx, s, r.voidApproval(s, a))
+	}
+	switch a.State {
+	case pulumiv1.ApprovalPreviewing, pulumiv1.ApprovalFailed:
+		// Not in flight (observeUpdate waits for one that is): it was lost before it ran.
+		return r.startPreview(ctx, s, "")
+	case pulumiv1.ApprovalRejected:
+		if stack.ReconcileRequested() {
+			return r.startPreview(ctx, s, "")
+		}
+		markStalled(stack, pulumiv1.ReasonApprovalRejected, fmt.Sprintf("the change previewed by Update %s was rejected; nothing was applied. A new desired state, or the %s annotation, makes a new preview",
+			a.Preview, pulumiv1.ReconcileRequestAnnotation))
+		return false, nil
+	case pulumiv1.ApprovalAwaiting:
+		r.handleApprovalAnnotations(s, a)
+	}
+	switch a.State {
+	case pulumiv1.ApprovalApproved:
+		s.plan = a.Preview
+		return true, nil
+	case pulumiv1.ApprovalRejected:
+		markStalled(stack, pulumiv1.ReasonApprovalRejected, fmt.Sprintf("the change previewed by Update %s was rejected; nothing was applied", a.Preview))
+		return false, nil
+	}
+	markReconciling(stack, pulumiv1.ReasonAwaitingApproval, awaitingMessage(stack, a))
+	return false, nil
+}
+
+// handleApprovalAnnotations acts on approve and reject annotations it has not acted on yet:
+// one naming the preview awaiting approval approves or rejects it (reject wins), one naming
+// anything else is refused with an event.
+func (r *Reconciler) handleApprovalAnnotations(s *scope, a *pulumiv1.ApprovalStatus) {
+	stack := s.stack
+	ann := stack.GetAnnotations()
+	if v := ann[pulumiv1.RejectAnnotation]; v != "" && v != a.HandledRejection {
+		a.HandledRejection = v
+		if v == a.Preview {
+			a.State = pulumiv1.ApprovalRejected
+			// A reconcile request made before the rejection must not undo it.
+			stack.Status.ObservedReconcileRequest = stack.ReconcileRequest()
+			r.event(stack, corev1.EventTypeNormal, EventRejected, "The change previewed by Update %s was rejected; nothing is applied", v)
+			return
+		}
+		r.refuse(stack, pulumiv1.RejectAnnotation, v, a)
+	}
+	if v := ann[pulumiv1.ApproveAnnotation]; v != "" && v != a.HandledApproval {
+		a.HandledApproval = v
+		if v == a.Preview {
+			a.State = pulumiv1.ApprovalApproved
+			r.event(stack, corev1.EventTypeNormal, EventApproved, "The change previewed by Update %s (%s) was approved; applying exactly its plan", v, a.Summary)
+			return
+		}
+		r.refuse(stack, pulumiv1.ApproveAnnotation, v, a)
+	}
+}
+
+func (r *Reconciler) refuse(stack *pulumiv1.Stack, annotation, value string, a *pulumiv1.ApprovalStatus) {
+	r.event(stack, corev1.EventTypeWarning, EventApprovalRefused, "%s=%s refused: Update %s is not the preview awaiting approval, which is %s",
+		annotation, value, value, a.Preview)
+}
+
+// voidApproval says why the approval state a (of an earlier change or try) no longer
+// counts, announcing it when a preview was awaiting approval or an approved plan failed;
+// "" when there is nothing to say.
+func (r *Reconciler) voidApproval(s *scope, a *pulumiv1.ApprovalStatus) string {
+	if a == nil {
+		return ""
+	}
+	var why string
+	lu := s.stack.Status.LastUpdate
+	switch {
+	case a.State != pulumiv1.ApprovalAwaiting && a.State != pulumiv1.ApprovalApproved:
+		return ""
+	case a.State == pulumiv1.ApprovalApproved && (lu == nil || lu.State != pulumiv1.UpdateStateFailed || a.DesiredStateKey != s.key):
+		// Its up ran; what follows is a new change, not a voided approval.
+		return ""
+	case a.Revision != s.artifact.Revision:
+		why = fmt.Sprintf("the source moved from revision %s to %s", a.Revision, s.artifact.Revision)
+	case a.DesiredStateKey != s.key:
+		why = "the spec, its config or a referenced Secret or ConfigMap changed"
+	default:
+		why = "the update held to its plan failed: " + lu.Message
+	}
+	msg := fmt.Sprintf("the approval of preview Update %s is void: %s", a.Preview, why)
+	r.event(s.stack, corev1.EventTypeNormal, EventApprovalVoided, "%s; previewing again", msg)
+	return msg
+}
+
+// startPreview starts the approval preview of the change scope decided to apply. voided
+// says why an earlier approval no longer counts ("" if none did).
+func (r *Reconciler) startPreview(ctx context.Context, s *scope, voided string) (bool, error) {
+	sw := stackwrightStatus(s.stack)
+	prev := sw.Approval
+	a := &pulumiv1.ApprovalStatus{State: pulumiv1.ApprovalPreviewing, DesiredStateKey: s.key, Attempt: s.next.attempt,
+		Revision: s.artifact.Revision, Message: voided, Previews: 1}
+	if prev != nil {
+		a.Previews, a.HandledApproval, a.HandledRejection = prev.Previews+1, prev.HandledApproval, prev.HandledRejection
+	}
+	a.Preview = previewName(s.stack.Name, s.key, a.Previews)
+	sw.Approval = a
+	s.previewName = a.Preview
+	return r.createUpdate(ctx, s, func(st *pulumiv1.Stack, u *v1alpha1.Update) {
+		st.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{
+			Generation: st.Generation, ReconcileRequest: st.ReconcileRequest(), Name: u.Name, Commit: u.Spec.Revision,
+			Type: string(v1alpha1.UpdateTypePreview),
+		}
+		markReconciling(st, pulumiv1.ReasonPreviewInProgress, fmt.Sprintf("Previewing the change for approval: %s (Update %s)", s.next.why, u.Name))
+	})
+}
+
+// isApprovalPreview reports whether the recorded Update in flight is an approval preview.
+func isApprovalPreview(s *pulumiv1.Stack) bool {
+	cu, sw := s.Status.CurrentUpdate, s.Status.Stackwright
+	return cu != nil && cu.Type == string(v1alpha1.UpdateTypePreview) && sw != nil && sw.Approval != nil && sw.Approval.Preview == cu.Name
+}
+
+// observePreview folds the approval preview u (nil: it was never created) into the status:
+// awaiting approval once it succeeded (approved at once if it plans no change), a failed
+// try of the change if it failed.
+func (r *Reconciler) observePreview(s *scope, u *v1alpha1.Update) (bool, error) {
+	stack := s.stack
+	a := stack.Status.Stackwright.Approval
+	switch {
+	case u == nil:
+		// Lost between recording and creating it; gateChange starts another.
+		stack.Status.CurrentUpdate = nil
+		return true, nil
+	case !u.Status.Finished():
+		markReconciling(stack, pulumiv1.ReasonPreviewInProgress, fmt.Sprintf("Previewing the change for approval (Update %s, %s)", u.Name, phaseWord(u)))
+		return false, nil
+	}
+	stack.Status.CurrentUpdate = nil
+	if u.Status.Phase != v1alpha1.UpdatePhaseSucceeded {
+		// A failed preview is a failed try of the change: retried, and stalled, as one.
+		a.State = pulumiv1.ApprovalFailed
+		recordStart(stack, u)
+		recordFinish(stack, u, nil, r.Now())
+		r.event(stack, corev1.EventTypeWarning, EventUpdateFailed, "preview for approval failed (Update %s): %s", u.Name, u.Status.Message)
+		return true, nil
+	}
+	a.Summary = u.Status.Message
+	if !engine.HasChanges(changeCounts(u.Status.Changes)) {
+		a.State = pulumiv1.ApprovalApproved
+		r.event(stack, corev1.EventTypeNormal, EventApproved, "Preview Update %s plans no change; applying it needs no approval", u.Name)
+		return true, nil
+	}
+	a.State = pulumiv1.ApprovalAwaiting
+	r.event(stack, corev1.EventTypeNormal, EventAwaitingApproval, "%s", awaitingMessage(stack, a))
+	return true, nil
+}
+
+// awaitingMessage tells what awaits approval and how to give it.
+func awaitingMessage(stack *pulumiv1.Stack, a *pulumiv1.ApprovalStatus) string {
+	msg := fmt.Sprintf("preview Update %s at revision %s awaits approval (%s); approve with: kubectl annotate stack %s -n %s --overwrite %s=%s",
+		a.Preview, a.Revision, a.Summary, stack.Name, stack.Namespace, pulumiv1.ApproveAnnotation, a.Preview)
+	if a.Message != "" {
+		msg += " (" + a.Message + ")"
+	}
+	return msg
+}
+
+func phaseWord(u *v1alpha1.Update) string {
+	if u.Status.Phase == v1alpha1.UpdatePhaseRunning {
+		return "running"
+	}
+	return "waiting to run"
+}
+
+func changeCounts(c map[string]int64) map[string]int {
+	out := make(map[string]int, len(c))
+	for k, v := range c {
+		out[k] = int(v)
+	}
+	return out
+}
