@@ -152,6 +152,15 @@ const (
 	// annotation to name it. Nothing is applied meanwhile.
 	ReasonAwaitingApproval = "AwaitingApproval"
 
+	// ReasonPolicyViolation (Stalled=True): a mandatory policy denied the
+	// previewed change; nothing was applied. A new desired state, or a change of
+	// the policies that select the Stack, makes a new preview.
+	ReasonPolicyViolation = "PolicyViolation"
+
+	// ReasonPolicyInvalid (Stalled=True): a policy selecting the Stack does not
+	// compile or could not be evaluated; nothing was applied until it is fixed.
+	ReasonPolicyInvalid = "PolicyInvalid"
+
 	// ReasonApprovalRejected (Stalled=True): the stackwright.dev/reject
 	// annotation rejected the previewed change; a new desired state or a
 	// reconcile request makes a new preview.

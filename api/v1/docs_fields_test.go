@@ -32,6 +32,14 @@ var docsWholeSubtrees = map[string][]string{
 	"Update": {
 		"status.conditions", // metav1.Condition
 	},
+	"Policy": {
+		"spec.stackSelector", // metav1.LabelSelector
+		"status.conditions",  // metav1.Condition
+	},
+	"ClusterPolicy": {
+		"spec.stackSelector", // metav1.LabelSelector
+		"status.conditions",  // metav1.Condition
+	},
 }
 
 // docsPKOValues are the values the PKO column may start with, as the doc's legend defines them

@@ -133,7 +133,21 @@ const (
 	ApprovalRejected ApprovalState = "Rejected"
 	// ApprovalFailed: the preview failed; it is retried like a failed update.
 	ApprovalFailed ApprovalState = "Failed"
+	// ApprovalBlocked: a mandatory policy denied the change, or a policy could not
+	// be judged; nothing is applied.
+	ApprovalBlocked ApprovalState = "Blocked"
 )
+
+// PolicyViolation is one message of one policy about the previewed change.
+type PolicyViolation struct {
+	// Policy names the policy ("Policy <namespace>/<name>" or "ClusterPolicy <name>").
+	Policy string `json:"policy"`
+	// Enforcement is mandatory or advisory; "error" for a policy that could not be
+	// judged.
+	Enforcement string `json:"enforcement"`
+	// Message is the deny rule's message, or the error.
+	Message string `json:"message"`
+}
 
 // ApprovalStatus is the preview of the current change and what became of it.
 type ApprovalStatus struct {
@@ -141,7 +155,7 @@ type ApprovalStatus struct {
 	// is held to.
 	Preview string `json:"preview"`
 
-	// State is Previewing, AwaitingApproval, Approved, Rejected or Failed.
+	// State is Previewing, AwaitingApproval, Approved, Rejected, Blocked or Failed.
 	State ApprovalState `json:"state"`
 
 	// DesiredStateKey and Attempt are the desired state, and the try at it,
@@ -160,6 +174,18 @@ type ApprovalStatus struct {
 	// Message says why an earlier preview's approval was voided, if one was.
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// PolicyKey identifies the policies (and their generations) that judged the
+	// preview; another set makes a new preview.
+	// +optional
+	PolicyKey string `json:"policyKey,omitempty"`
+
+	// Violations are what the policies found in the preview, advisory ones
+	// included.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Violations []PolicyViolation `json:"violations,omitempty"`
 
 	// Previews counts the previews made for this Stack; it numbers their names.
 	// +optional

@@ -1,6 +1,7 @@
 package v1_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,7 +54,11 @@ func TestSamples_Create_Accepted(t *testing.T) {
 				t.Fatalf("%s holds no manifest", file)
 			}
 			for _, doc := range docs {
-				doc.SetNamespace(ns)
+				if doc.GetKind() == "ClusterPolicy" {
+					t.Cleanup(func() { _ = c.Delete(context.Background(), doc) })
+				} else {
+					doc.SetNamespace(ns)
+				}
 				key := name + ":" + doc.GetKind() + "/" + doc.GetName()
 				sent := doc.DeepCopy()
 				if err := c.Create(ctx, doc, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
@@ -143,7 +148,7 @@ func TestSamples_Kustomization_ListsEveryFile(t *testing.T) {
 // userField is the top-level field holding what the user wrote for Stackwright's kinds.
 func userField(kind string) (string, bool) {
 	switch kind {
-	case "Stack", "Update":
+	case "Stack", "Update", "Policy", "ClusterPolicy":
 		return "spec", true
 	case "Program":
 		return "program", true

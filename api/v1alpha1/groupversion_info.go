@@ -26,6 +26,8 @@ var (
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&Update{}, &UpdateList{},
+		&Policy{}, &PolicyList{},
+		&ClusterPolicy{}, &ClusterPolicyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -146,6 +146,56 @@ type UpdateOptions struct {
 	Plan string `json:"plan,omitempty"`
 }
 
+// MaxViolations is how many policy violations (and errors) a status lists.
+const MaxViolations = 50
+
+// PolicyResults is what the policies selecting a Stack found in a preview.
+type PolicyResults struct {
+	// Evaluated names the policies judged ("Policy <namespace>/<name>" or
+	// "ClusterPolicy <name>").
+	// +optional
+	// +listType=atomic
+	Evaluated []string `json:"evaluated,omitempty"`
+	// Violations are the messages of their deny rules.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Violations []PolicyViolation `json:"violations,omitempty"`
+	// Errors are the policies that could not be judged (they do not compile, or their
+	// evaluation failed); each counts as a mandatory violation.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Errors []PolicyViolation `json:"errors,omitempty"`
+}
+
+// PolicyViolation is one message of one policy.
+type PolicyViolation struct {
+	// Policy names the policy.
+	Policy string `json:"policy"`
+	// Enforcement is the policy's enforcement.
+	Enforcement PolicyEnforcement `json:"enforcement"`
+	// Message is the deny rule's message, or the error.
+	Message string `json:"message"`
+}
+
+// Blocking reports whether the results stop the change: a mandatory violation, or a
+// policy that could not be judged.
+func (p *PolicyResults) Blocking() bool {
+	if p == nil {
+		return false
+	}
+	if len(p.Errors) > 0 {
+		return true
+	}
+	for _, v := range p.Violations {
+		if v.Enforcement == EnforcementMandatory {
+			return true
+		}
+	}
+	return false
+}
+
 // MaxSteps is how many resource operations an Update's status lists.
 const MaxSteps = 200
 
@@ -222,6 +272,11 @@ type UpdateStatus struct {
 	// plan a preview with options.savePlan saved.
 	// +optional
 	PlanSecretName string `json:"planSecretName,omitempty"`
+
+	// Policy is what the policies selecting the Stack found in a preview with
+	// options.savePlan.
+	// +optional
+	Policy *PolicyResults `json:"policy,omitempty"`
 
 	// OutputsSecretName names the Secret, in the Update's namespace, holding
 	// the stack outputs after a successful operation.

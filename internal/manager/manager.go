@@ -31,6 +31,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	policyctrl "github.com/stackwright/stackwright/internal/controller/policy"
 	programctrl "github.com/stackwright/stackwright/internal/controller/program"
 	stackctrl "github.com/stackwright/stackwright/internal/controller/stack"
 	updatectrl "github.com/stackwright/stackwright/internal/controller/update"
@@ -41,6 +42,7 @@ import (
 	"github.com/stackwright/stackwright/internal/gc"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/metrics"
+	"github.com/stackwright/stackwright/internal/policy"
 	"github.com/stackwright/stackwright/internal/runner"
 	"github.com/stackwright/stackwright/internal/scheme"
 	"github.com/stackwright/stackwright/internal/source"
@@ -348,7 +350,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	limits := artifact.Limits{MaxBytes: o.MaxArtifactBytes}
 	run := &runner.Runner{
 		Client: mgr.GetClient(), Engine: eng, Store: store, WorkRoot: dirs.work, Inputs: in,
-		Limits: limits,
+		Limits: limits, Policies: policy.NewEvaluator(),
 	}
 	// The local executor always runs: it performs detached Updates (destroys in terminating
 	// namespaces, where no Job can be created either).
@@ -419,6 +421,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	updates := &updatectrl.Reconciler{Client: mgr.GetClient(), Executor: exec}
 	if err := updates.SetupWithManager(mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Update controller: %w", err)
+	}
+	if err := policyctrl.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("failed to set up Policy controllers: %w", err)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/metrics"
+	"github.com/stackwright/stackwright/internal/policy"
 )
 
 // fieldManager identifies the runner's writes.
@@ -47,6 +48,8 @@ type Runner struct {
 	WorkRoot string
 	Inputs   inputs.Options
 	Limits   artifact.Limits
+	// Policies judges the previews that save a plan.
+	Policies *policy.Evaluator
 }
 
 // Claim marks u as Running by runner, with an optimistic lock: exactly one caller wins,
@@ -75,34 +78,33 @@ func (r *Runner) Run(ctx context.Context, u *v1alpha1.Update) error {
 	if err != nil {
 		res = engine.Result{}
 	}
-	return r.Record(ctx, base, u, res.Outputs, res.Plan)
+	return r.Record(ctx, base, u, res)
 }
 
 // Record stores the result of a finished run of u: its status (u's, patched over base)
 // and, for a successful run that produces them, its outputs and its update plan in Secrets
 // owned by u. It serves both executors: the Job executor's runner Pods hand their result to
 // the manager, which records it here.
-func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, outputs map[string]engine.Output, plan []byte) error {
+func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engine.Result) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("update", u.Name, "type", u.Spec.Type)
 	// The run may have outlived ctx (shutdown); its result must still be recorded.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
-		name, serr := r.writeOutputs(ctx, u, outputs)
+		name, serr := r.writeOutputs(ctx, u, res.Outputs)
 		if serr != nil {
 			// The operation happened; losing its outputs must not make it look failed.
 			log.Error(serr, "Failed to write outputs Secret")
 		}
 		u.Status.OutputsSecretName = name
-		if len(plan) > 0 {
-			// Without its plan a preview cannot be approved: the run fails instead.
-			if name, err := r.writePlan(ctx, u, plan); err != nil {
-				log.Error(err, "Failed to write plan Secret")
-				msg := "the preview succeeded but its plan could not be stored: " + err.Error()
+		if u.Spec.Options != nil && u.Spec.Options.SavePlan {
+			// Without its plan, or its policies' verdict, a change cannot go on: the
+			// preview fails instead, and is retried.
+			if err := r.recordPlan(ctx, u, res); err != nil {
+				log.Error(err, "Failed to record the preview's plan")
+				msg := "the preview succeeded but " + err.Error()
 				u.Status.Phase, u.Status.Result, u.Status.Message = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, msg
 				u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonTransientFailure, Message: msg})
-			} else {
-				u.Status.PlanSecretName = name
 			}
 		}
 	}
@@ -220,6 +222,36 @@ func (r *Runner) readPlan(ctx context.Context, u *v1alpha1.Update) ([]byte, erro
 		return nil, fault.Retry(v1alpha1.ReasonPlanInvalid, "Secret %s holds no plan of preview Update %s", sec.Name, name)
 	}
 	return sec.Data[v1alpha1.PlanSecretKey], nil
+}
+
+// recordPlan stores the plan a preview saved and judges its steps with the policies that
+// select its Stack.
+func (r *Runner) recordPlan(ctx context.Context, u *v1alpha1.Update, res engine.Result) error {
+	if len(res.Plan) == 0 {
+		return errors.New("it saved no plan")
+	}
+	name, err := r.writePlan(ctx, u, res.Plan)
+	if err != nil {
+		return err
+	}
+	u.Status.PlanSecretName = name
+	stack := &pulumiv1.Stack{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.StackName}, stack); err != nil {
+		return fmt.Errorf("failed to get Stack %s: %w", u.Spec.StackName, err)
+	}
+	sources, err := policy.Select(ctx, r.Client, stack)
+	if err != nil || len(sources) == 0 {
+		return err
+	}
+	in := policy.Input{
+		Stack: policy.Stack{Name: stack.Name, Namespace: stack.Namespace, Labels: stack.Labels, Annotations: stack.Annotations, Revision: u.Spec.Revision},
+		Steps: res.Steps, Changes: res.Changes,
+	}
+	u.Status.Policy = r.Policies.Evaluate(ctx, sources, in)
+	if n := len(u.Status.Policy.Violations) + len(u.Status.Policy.Errors); n > 0 {
+		u.Status.Message += fmt.Sprintf("; %d policy violation(s)", n)
+	}
+	return nil
 }
 
 // maxPlanSize leaves room, under the API server's 1 MiB object limit, for the Secret's

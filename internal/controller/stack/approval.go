@@ -3,45 +3,64 @@ package stack
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/engine"
+	guardrails "github.com/stackwright/stackwright/internal/policy"
 )
 
-// Approval events.
+// Approval and policy events.
 const (
 	EventAwaitingApproval = "AwaitingApproval"
 	EventApproved         = "Approved"
 	EventApprovalVoided   = "ApprovalVoided"
 	EventApprovalRefused  = "ApprovalRefused"
 	EventRejected         = "Rejected"
+	EventPolicyViolation  = "PolicyViolation"
+	EventPolicyWarning    = "PolicyWarning"
 )
 
-// needsApproval reports whether the up scope decided to run must first be previewed and
-// approved.
-func needsApproval(s *scope) bool {
-	return s.next.action == actionRun && s.op == v1alpha1.UpdateTypeUp &&
-		s.stack.Spec.ApprovalMode() == pulumiv1.ApprovalManual
-}
-
-// gateChange holds the up of a Stack with Manual approval until a person approved the
-// preview of exactly this change: it starts that preview (which saves the update plan),
-// waits for the approve or reject annotation, and then lets the up through, held to the
-// approved plan. A new desired state, or a new try after a failure, voids an approval and
-// makes a new preview.
+// gateChange holds an up until the preview of exactly this change has passed the policies
+// that select the Stack and, with Manual approval, a person approved it: it starts that
+// preview (which saves the update plan), waits for the approve or reject annotation, and
+// then lets the up through, held to the previewed plan. A new desired state, a new try
+// after a failure, or another set of policies voids an approval and makes a new preview.
+// Stacks with Auto approval and no policy pay nothing.
 func (r *Reconciler) gateChange(ctx context.Context, s *scope) (bool, error) {
-	if !needsApproval(s) {
+	if s.next.action != actionRun || s.op != v1alpha1.UpdateTypeUp {
 		return true, nil
 	}
 	stack := s.stack
+	policies, err := guardrails.Select(ctx, r.Client, stack)
+	if err != nil {
+		markReconciling(stack, pulumiv1.ReasonStackProcessing, err.Error())
+		return false, err
+	}
+	if len(policies) == 0 && stack.Spec.ApprovalMode() != pulumiv1.ApprovalManual {
+		return true, nil
+	}
+	s.policyKey = guardrails.Key(policies)
 	a := stackwrightStatus(stack).Approval
-	if a == nil || a.DesiredStateKey != s.key || a.Attempt != s.next.attempt {
+	if a == nil || a.DesiredStateKey != s.key || a.Attempt != s.next.attempt || a.PolicyKey != s.policyKey {
 		return r.startPreview(ctx, s, r.voidApproval(s, a))
 	}
 	switch a.State {
+	case pulumiv1.ApprovalBlocked:
+		if stack.ReconcileRequested() {
+			// A verdict may hang on the resources' state, which a preview reads anew.
+			return r.startPreview(ctx, s, "")
+		}
+		reason := pulumiv1.ReasonPolicyViolation
+		if slices.ContainsFunc(a.Violations, func(v pulumiv1.PolicyViolation) bool { return v.Enforcement == enforcementError }) {
+			reason = pulumiv1.ReasonPolicyInvalid
+		}
+		markStalled(stack, reason, blockedMessage(a))
+		return false, nil
 	case pulumiv1.ApprovalPreviewing, pulumiv1.ApprovalFailed:
 		// Not in flight (observeUpdate waits for one that is): it was lost before it ran.
 		return r.startPreview(ctx, s, "")
@@ -112,13 +131,15 @@ func (r *Reconciler) voidApproval(s *scope, a *pulumiv1.ApprovalStatus) string {
 	switch {
 	case a.State != pulumiv1.ApprovalAwaiting && a.State != pulumiv1.ApprovalApproved:
 		return ""
-	case a.State == pulumiv1.ApprovalApproved && (lu == nil || lu.State != pulumiv1.UpdateStateFailed || a.DesiredStateKey != s.key):
+	case a.State == pulumiv1.ApprovalApproved && a.PolicyKey == s.policyKey && (lu == nil || lu.State != pulumiv1.UpdateStateFailed || a.DesiredStateKey != s.key):
 		// Its up ran; what follows is a new change, not a voided approval.
 		return ""
 	case a.Revision != s.artifact.Revision:
 		why = fmt.Sprintf("the source moved from revision %s to %s", a.Revision, s.artifact.Revision)
 	case a.DesiredStateKey != s.key:
 		why = "the spec, its config or a referenced Secret or ConfigMap changed"
+	case a.PolicyKey != s.policyKey:
+		why = "the policies that select the Stack changed"
 	default:
 		why = "the update held to its plan failed: " + lu.Message
 	}
@@ -133,7 +154,7 @@ func (r *Reconciler) startPreview(ctx context.Context, s *scope, voided string) 
 	sw := stackwrightStatus(s.stack)
 	prev := sw.Approval
 	a := &pulumiv1.ApprovalStatus{State: pulumiv1.ApprovalPreviewing, DesiredStateKey: s.key, Attempt: s.next.attempt,
-		Revision: s.artifact.Revision, Message: voided, Previews: 1}
+		Revision: s.artifact.Revision, Message: voided, Previews: 1, PolicyKey: s.policyKey}
 	if prev != nil {
 		a.Previews, a.HandledApproval, a.HandledRejection = prev.Previews+1, prev.HandledApproval, prev.HandledRejection
 	}
@@ -145,7 +166,7 @@ func (r *Reconciler) startPreview(ctx context.Context, s *scope, voided string) 
 			Generation: st.Generation, ReconcileRequest: st.ReconcileRequest(), Name: u.Name, Commit: u.Spec.Revision,
 			Type: string(v1alpha1.UpdateTypePreview),
 		}
-		markReconciling(st, pulumiv1.ReasonPreviewInProgress, fmt.Sprintf("Previewing the change for approval: %s (Update %s)", s.next.why, u.Name))
+		markReconciling(st, pulumiv1.ReasonPreviewInProgress, fmt.Sprintf("Previewing the change before applying it: %s (Update %s)", s.next.why, u.Name))
 	})
 }
 
@@ -167,7 +188,7 @@ func (r *Reconciler) observePreview(s *scope, u *v1alpha1.Update) (bool, error) 
 		stack.Status.CurrentUpdate = nil
 		return true, nil
 	case !u.Status.Finished():
-		markReconciling(stack, pulumiv1.ReasonPreviewInProgress, fmt.Sprintf("Previewing the change for approval (Update %s, %s)", u.Name, phaseWord(u)))
+		markReconciling(stack, pulumiv1.ReasonPreviewInProgress, fmt.Sprintf("Previewing the change before applying it (Update %s, %s)", u.Name, phaseWord(u)))
 		return false, nil
 	}
 	stack.Status.CurrentUpdate = nil
@@ -180,9 +201,25 @@ func (r *Reconciler) observePreview(s *scope, u *v1alpha1.Update) (bool, error) 
 		return true, nil
 	}
 	a.Summary = u.Status.Message
-	if !engine.HasChanges(changeCounts(u.Status.Changes)) {
+	a.Violations = violations(u.Status.Policy)
+	switch {
+	case u.Status.Policy.Blocking():
+		a.State = pulumiv1.ApprovalBlocked
+		// A reconcile request made before the verdict must not undo it.
+		stack.Status.ObservedReconcileRequest = stack.ReconcileRequest()
+		r.event(stack, corev1.EventTypeWarning, EventPolicyViolation, "%s", blockedMessage(a))
+		return true, nil
+	case len(a.Violations) > 0:
+		r.event(stack, corev1.EventTypeWarning, EventPolicyWarning, "advisory policies found in preview Update %s: %s", u.Name, listViolations(a.Violations))
+	}
+	switch {
+	case !engine.HasChanges(changeCounts(u.Status.Changes)):
 		a.State = pulumiv1.ApprovalApproved
 		r.event(stack, corev1.EventTypeNormal, EventApproved, "Preview Update %s plans no change; applying it needs no approval", u.Name)
+		return true, nil
+	case stack.Spec.ApprovalMode() != pulumiv1.ApprovalManual:
+		a.State = pulumiv1.ApprovalApproved
+		r.event(stack, corev1.EventTypeNormal, EventApproved, "Preview Update %s passed the policies (%s); applying exactly its plan", u.Name, strings.Join(u.Status.Policy.Evaluated, ", "))
 		return true, nil
 	}
 	a.State = pulumiv1.ApprovalAwaiting
@@ -213,4 +250,46 @@ func changeCounts(c map[string]int64) map[string]int {
 		out[k] = int(v)
 	}
 	return out
+}
+
+// enforcementError marks, in a Stack's violations, a policy that could not be judged.
+const enforcementError = "error"
+
+// violations lists, for the Stack's status, the errors and violations of a preview.
+func violations(p *v1alpha1.PolicyResults) []pulumiv1.PolicyViolation {
+	if p == nil {
+		return nil
+	}
+	var out []pulumiv1.PolicyViolation
+	for _, e := range p.Errors {
+		out = append(out, pulumiv1.PolicyViolation{Policy: e.Policy, Enforcement: enforcementError, Message: e.Message})
+	}
+	for _, v := range p.Violations {
+		out = append(out, pulumiv1.PolicyViolation{Policy: v.Policy, Enforcement: string(v.Enforcement), Message: v.Message})
+	}
+	return out[:min(len(out), v1alpha1.MaxViolations)]
+}
+
+// blockedMessage says why the previewed change is not applied.
+func blockedMessage(a *pulumiv1.ApprovalStatus) string {
+	var blocking []pulumiv1.PolicyViolation
+	for _, v := range a.Violations {
+		if v.Enforcement != string(v1alpha1.EnforcementAdvisory) {
+			blocking = append(blocking, v)
+		}
+	}
+	return fmt.Sprintf("policies stopped the change previewed by Update %s at revision %s; nothing was applied: %s. A new desired state, or a change of the policies, makes a new preview",
+		a.Preview, a.Revision, listViolations(blocking))
+}
+
+func listViolations(vs []pulumiv1.PolicyViolation) string {
+	parts := make([]string, 0, len(vs))
+	for _, v := range vs {
+		word := v.Enforcement
+		if word == enforcementError {
+			word = "cannot be evaluated"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s): %s", v.Policy, word, v.Message))
+	}
+	return strings.Join(parts, "; ")
 }

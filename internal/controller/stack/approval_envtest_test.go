@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +64,13 @@ func stepKeys(u *v1alpha1.Update) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+func (s *scenario) events() []eventsv1.Event {
+	s.t.Helper()
+	var list eventsv1.EventList
+	s.g.Expect(env.Client.List(s.ctx(), &list, client.InNamespace(s.ns))).To(Succeed())
+	return list.Items
 }
 
 func findCondition(st *pulumiv1.Stack, typ string) *metav1.Condition {

@@ -58,6 +58,26 @@ func (r *Reconciler) enqueueReferrersBy(index string, key func(client.Object) st
 	})
 }
 
+// enqueueGated maps a Policy (a ClusterPolicy: namespace "") to the Stacks of its namespace
+// (of every namespace) whose change is held at the gate, which a new verdict may release.
+func (r *Reconciler) enqueueGated() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var stacks pulumiv1.StackList
+		if err := r.Client.List(ctx, &stacks, client.InNamespace(o.GetNamespace())); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to list Stacks a policy may apply to", "policy", client.ObjectKeyFromObject(o))
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range stacks.Items {
+			st := &stacks.Items[i]
+			if sw := st.Status.Stackwright; sw != nil && sw.Approval != nil && sw.Approval.State != pulumiv1.ApprovalApproved {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(st)})
+			}
+		}
+		return reqs
+	})
+}
+
 func secretRefs(spec *pulumiv1.StackSpec) []string {
 	var names []string
 	add := func(ref *pulumiv1.ResourceRef) {

@@ -40,6 +40,8 @@ type scope struct {
 	previewName string
 	// plan names the approved preview whose plan the up is held to.
 	plan string
+	// policyKey identifies the policies that select the Stack ("" for none).
+	policyKey string
 	// upToDate is set when the desired state is found deployed.
 	upToDate bool
 	// pruned is set once the Update history was pruned in this reconcile.

@@ -43,7 +43,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&corev1.ConfigMap{}, r.enqueueReferrers(IndexConfigMapRefs), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		// A prerequisite that succeeds (or appears, or changes its own prerequisites)
 		// releases the Stacks waiting on it at once, not at their next requeue.
-		Watches(&pulumiv1.Stack{}, r.enqueueReferrers(IndexPrerequisites), builder.WithPredicates(prerequisiteChanged{}))
+		Watches(&pulumiv1.Stack{}, r.enqueueReferrers(IndexPrerequisites), builder.WithPredicates(prerequisiteChanged{})).
+		// A new, changed or deleted policy may release a change it (or its absence) held.
+		Watches(&v1alpha1.Policy{}, r.enqueueGated(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.ClusterPolicy{}, r.enqueueGated(), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	for _, gvk := range fluxKinds {
 		src := &unstructured.Unstructured{}
 		src.SetGroupVersionKind(gvk)

@@ -37,7 +37,7 @@ const fieldManager = "stackwright-job-executor"
 type Runner interface {
 	Claim(ctx context.Context, u *v1alpha1.Update, runner string) (bool, error)
 	Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Stack, engine.Request, error)
-	Record(ctx context.Context, base, u *v1alpha1.Update, outputs map[string]engine.Output, plan []byte) error
+	Record(ctx context.Context, base, u *v1alpha1.Update, res engine.Result) error
 }
 
 // Options configure the Job executor.
@@ -334,7 +334,7 @@ func (e *Executor) goneRunners(ctx context.Context, u *v1alpha1.Update) ([]strin
 func (e *Executor) fail(ctx context.Context, u *v1alpha1.Update, cause error) error {
 	base := u.DeepCopy()
 	runner.Finish(u, engine.Result{}, cause, "", e.now())
-	return e.runner.Record(ctx, base, u, nil, nil)
+	return e.runner.Record(ctx, base, u, engine.Result{})
 }
 
 // record applies a runner's reported result to its Update. It is called by the runner
@@ -358,12 +358,17 @@ func (e *Executor) record(ctx context.Context, u *v1alpha1.Update, res *Result) 
 		cond.ObservedGeneration = u.Generation
 		apimeta.SetStatusCondition(&u.Status.Conditions, cond)
 	}
-	var outputs map[string]engine.Output
-	var plan []byte
+	var out engine.Result
 	if st.Phase == v1alpha1.UpdatePhaseSucceeded {
-		outputs, plan = res.Outputs, res.Plan
+		out = engine.Result{Outputs: res.Outputs, Plan: res.Plan, Steps: res.Steps}
+		for op, n := range st.Changes {
+			if out.Changes == nil {
+				out.Changes = map[string]int{}
+			}
+			out.Changes[op] = int(n)
+		}
 	}
-	if err := e.runner.Record(ctx, base, u, outputs, plan); err != nil {
+	if err := e.runner.Record(ctx, base, u, out); err != nil {
 		return err
 	}
 	e.cleanup(ctx, u)

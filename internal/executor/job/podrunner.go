@@ -72,6 +72,9 @@ func (p *PodRunner) Run(ctx context.Context) error {
 	result := &Result{UpdateUID: w.UpdateUID, Status: u.Status}
 	if runErr == nil {
 		result.Outputs, result.Plan = res.Outputs, res.Plan
+		if len(res.Plan) > 0 {
+			result.Steps = res.Steps
+		}
 	}
 	fmt.Fprintf(os.Stderr, "update %s/%s: %s: %s\n", w.Namespace, w.Update, u.Status.Phase, u.Status.Message)
 	return p.report(context.WithoutCancel(ctx), hc, w, result)

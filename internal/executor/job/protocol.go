@@ -57,8 +57,10 @@ type Result struct {
 	UpdateUID string                   `json:"updateUID"`
 	Status    v1alpha1.UpdateStatus    `json:"status"`
 	Outputs   map[string]engine.Output `json:"outputs,omitempty"`
-	// Plan is the update plan a preview with options.savePlan saved.
-	Plan []byte `json:"plan,omitempty"`
+	// Plan is the update plan a preview with options.savePlan saved, and Steps its
+	// planned operations with their inputs (secrets masked), for the policies.
+	Plan  []byte        `json:"plan,omitempty"`
+	Steps []engine.Step `json:"steps,omitempty"`
 }
 
 // decodeWork parses a Work document.
