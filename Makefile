@@ -146,6 +146,10 @@ bench-executors: cluster ## Benchmark the local and job executors on the one-nod
 	$(CLUSTER) load --bin $(BIN) $(CLUSTER_IMAGES)
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) go run ./bench/cmd/executors -runs $(or $(BENCH_RUNS),5) -fleet $(or $(BENCH_N),20)
 
+.PHONY: bench-gate
+bench-gate: tools ## Benchmark a gated change (preview --save-plan + policies, then up --plan) against one bare `pulumi up --skip-preview`, 10 changes.
+	go test ./bench -run '^$$' -bench BenchmarkGate_PreviewPolicyVsUp -benchtime=$(or $(BENCH_CHANGES),10)x -timeout 30m
+
 .PHONY: bench
 bench: tools build ## Benchmark: engine floor, apply→Ready latency, a fleet of BENCH_N (100) Stacks, BENCH_IDLE (5m) idle, git fleet; results in bench/results/.
 	go run ./bench/cmd/fleet

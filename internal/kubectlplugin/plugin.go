@@ -145,13 +145,49 @@ func NewCommand(scheme *runtime.Scheme, out io.Writer, connect func() (*Env, err
 			return env.setSuspend(cmd.Context(), args[0], false)
 		},
 	}
-	for _, c := range []*cobra.Command{get, history, outputs} {
+	preview := &cobra.Command{
+		Use:   "preview STACK",
+		Short: "Show the Stack's change under review: its preview's planned steps and the policies' verdict",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env, err := connect()
+			if err != nil {
+				return err
+			}
+			return env.preview(cmd.Context(), args[0], format)
+		},
+	}
+	approve := &cobra.Command{
+		Use:   "approve STACK",
+		Short: "Approve the change awaiting approval (sets " + pulumiv1.ApproveAnnotation + " to its preview)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env, err := connect()
+			if err != nil {
+				return err
+			}
+			return env.decide(cmd.Context(), args[0], pulumiv1.ApproveAnnotation, "approved")
+		},
+	}
+	reject := &cobra.Command{
+		Use:   "reject STACK",
+		Short: "Reject the change awaiting approval (sets " + pulumiv1.RejectAnnotation + " to its preview)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env, err := connect()
+			if err != nil {
+				return err
+			}
+			return env.decide(cmd.Context(), args[0], pulumiv1.RejectAnnotation, "rejected")
+		},
+	}
+	for _, c := range []*cobra.Command{get, history, outputs, preview} {
 		c.Flags().StringVarP(&format, "output", "o", formatTable, "Output format: json or yaml (a table when unset)")
 	}
-	for _, c := range []*cobra.Command{history, outputs, retry, suspend, resume} {
+	for _, c := range []*cobra.Command{history, outputs, retry, suspend, resume, preview, approve, reject} {
 		c.ValidArgsFunction = completeStacks(connect)
 	}
-	root.AddCommand(get, history, logs, outputs, retry, suspend, resume)
+	root.AddCommand(get, history, logs, outputs, retry, suspend, resume, preview, approve, reject)
 	return root
 }
 
@@ -381,6 +417,78 @@ func (e *Env) setSuspend(ctx context.Context, name string, suspend bool) error {
 	}
 	_, err := fmt.Fprintf(e.Out, "stack.pulumi.com/%s %s\n", name, verb)
 	return err
+}
+
+// review is what `preview -o json|yaml` prints.
+type review struct {
+	Approval *pulumiv1.ApprovalStatus `json:"approval"`
+	Steps    []v1alpha1.UpdateStep    `json:"steps,omitempty"`
+	Policy   *v1alpha1.PolicyResults  `json:"policy,omitempty"`
+}
+
+func (e *Env) preview(ctx context.Context, name, format string) error {
+	s, err := e.stack(ctx, name)
+	if err != nil {
+		return err
+	}
+	a := approvalOf(s)
+	if a == nil {
+		return fmt.Errorf("no change of Stack %s/%s was previewed: it has neither approval: Manual nor a policy selecting it, or no change came since", e.Namespace, name)
+	}
+	u := &v1alpha1.Update{}
+	if err := e.Client.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: a.Preview}, u); err != nil {
+		return fmt.Errorf("failed to get Update %s/%s: %w", e.Namespace, a.Preview, err)
+	}
+	if format != formatTable {
+		return e.print(format, review{Approval: a, Steps: u.Status.Steps, Policy: u.Status.Policy})
+	}
+	fmt.Fprintf(e.Out, "Preview:  %s (revision %s)\nState:    %s\nSummary:  %s\n", a.Preview, a.Revision, a.State, a.Summary)
+	if a.Message != "" {
+		fmt.Fprintf(e.Out, "Note:     %s\n", a.Message)
+	}
+	for _, v := range a.Violations {
+		fmt.Fprintf(e.Out, "Policy:   %s (%s): %s\n", v.Policy, v.Enforcement, v.Message)
+	}
+	fmt.Fprintln(e.Out)
+	rows := make([][]string, 0, len(u.Status.Steps))
+	for _, st := range u.Status.Steps {
+		rows = append(rows, []string{st.Op, st.URN, strings.Join(st.Changed, ",")})
+	}
+	if u.Status.StepsOmitted > 0 {
+		rows = append(rows, []string{"…", fmt.Sprintf("%d more steps", u.Status.StepsOmitted), ""})
+	}
+	return e.table([]string{"OP", "RESOURCE", "CHANGED"}, rows)
+}
+
+// decide sets annotation (approve or reject) to the preview awaiting approval. The
+// controller checks the name again: should another preview have replaced it meanwhile, the
+// annotation is refused there, and nothing is applied.
+func (e *Env) decide(ctx context.Context, name, annotation, verb string) error {
+	s, err := e.stack(ctx, name)
+	if err != nil {
+		return err
+	}
+	a := approvalOf(s)
+	if a == nil || a.State != pulumiv1.ApprovalAwaiting {
+		state := "none"
+		if a != nil {
+			state = string(a.State)
+		}
+		return fmt.Errorf("no change of Stack %s/%s awaits approval (state: %s)", e.Namespace, name, state)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, annotation, a.Preview)
+	if err := e.patchStack(ctx, name, patch); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.Out, "stack.pulumi.com/%s: %s the change previewed by Update %s (%s)\n", name, verb, a.Preview, a.Summary)
+	return err
+}
+
+func approvalOf(s *pulumiv1.Stack) *pulumiv1.ApprovalStatus {
+	if s.Status.Stackwright == nil {
+		return nil
+	}
+	return s.Status.Stackwright.Approval
 }
 
 func (e *Env) patchStack(ctx context.Context, name string, patch []byte) error {

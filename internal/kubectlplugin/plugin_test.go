@@ -58,6 +58,27 @@ func newFixture(t *testing.T) *fixture {
 		}
 		time.Sleep(1100 * time.Millisecond) // distinct creation timestamps order the history
 	}
+	f.stack(t, "gated", func(s *pulumiv1.Stack) {
+		s.Status.Stackwright = &pulumiv1.StackwrightStatus{Approval: &pulumiv1.ApprovalStatus{
+			Preview: "gated-abc-preview-1", State: pulumiv1.ApprovalAwaiting, DesiredStateKey: "abc", Attempt: 1,
+			Revision: "generation/2", Summary: "preview succeeded: 1 to update, 1 to delete",
+			Violations: []pulumiv1.PolicyViolation{{Policy: "Policy ns/tags", Enforcement: "advisory", Message: "bucket has no team tag"}},
+		}}
+	})
+	p := &v1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "gated-abc-preview-1"},
+		Spec:       v1alpha1.UpdateSpec{StackName: "gated", Type: v1alpha1.UpdateTypePreview, Revision: "generation/2"},
+	}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status = v1alpha1.UpdateStatus{Phase: v1alpha1.UpdatePhaseSucceeded, Steps: []v1alpha1.UpdateStep{
+		{Op: "update", URN: "urn:pulumi:dev::p::File::a", Changed: []string{"content", "mode"}},
+		{Op: "delete", URN: "urn:pulumi:dev::p::File::b"},
+	}}
+	if err := env.Client.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
 	f.now = time.Now().Add(time.Hour)
 	return f
 }
@@ -111,6 +132,7 @@ func TestCommand_Read_Tables(t *testing.T) {
 		{"getListsStacksWithState", []string{"get"}, []string{
 			"NAME STATE REVISION LAST UPDATE AGE",
 			"db Stalled - - 1h",
+			"gated Unknown - - 1h",
 			"web Ready 0123456789ab up succeeded 1h ago 1h",
 		}},
 		{"historyNewestFirst", []string{"history", "web"}, []string{
@@ -125,7 +147,17 @@ func TestCommand_Read_Tables(t *testing.T) {
 			`url "https://web"`,
 		}},
 		// ":4" is cobra's ShellCompDirectiveNoFileComp: Stack names, never file names.
-		{"stackArgumentCompletesStackNames", []string{"__complete", "history", ""}, []string{"db", "web", ":4"}},
+		{"previewShowsStepsAndVerdict", []string{"preview", "gated"}, []string{
+			"Preview: gated-abc-preview-1 (revision generation/2)",
+			"State: AwaitingApproval",
+			"Summary: preview succeeded: 1 to update, 1 to delete",
+			"Policy: Policy ns/tags (advisory): bucket has no team tag",
+			"",
+			"OP RESOURCE CHANGED",
+			"update urn:pulumi:dev::p::File::a content,mode",
+			"delete urn:pulumi:dev::p::File::b",
+		}},
+		{"stackArgumentCompletesStackNames", []string{"__complete", "history", ""}, []string{"db", "gated", "web", ":4"}},
 		{"secondArgumentCompletesNothing", []string{"__complete", "retry", "web", ""}, []string{":4"}},
 	}
 	for _, tt := range tests {
@@ -184,6 +216,16 @@ func TestCommand_Write_PatchesTheStack(t *testing.T) {
 	if s := get(); s.Spec.Stackwright != nil && s.Spec.Stackwright.Suspend {
 		t.Errorf("after resume, the Stack is still suspended")
 	}
+	if _, err := f.run(t, "approve", "gated"); err != nil {
+		t.Fatal(err)
+	}
+	gated := &pulumiv1.Stack{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: "gated"}, gated); err != nil {
+		t.Fatal(err)
+	}
+	if got := gated.Annotations[pulumiv1.ApproveAnnotation]; got != "gated-abc-preview-1" {
+		t.Errorf("after approve, %s = %q; want the preview awaiting approval", pulumiv1.ApproveAnnotation, got)
+	}
 	out, err := f.run(t, "retry", "web")
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +247,9 @@ func TestCommand_Errors_NameWhatIsMissing(t *testing.T) {
 		{"unknownUpdate", []string{"logs", "nope"}, "failed to get Update " + f.ns + "/nope"},
 		{"unknownFormat", []string{"get", "-o", "xml"}, `unknown output format "xml"`},
 		{"missingArgument", []string{"outputs"}, "accepts 1 arg(s), received 0"},
+		{"nothingToApprove", []string{"approve", "web"}, "no change of Stack " + f.ns + "/web awaits approval (state: none)"},
+		{"nothingToReject", []string{"reject", "db"}, "no change of Stack " + f.ns + "/db awaits approval"},
+		{"nothingPreviewed", []string{"preview", "web"}, "no change of Stack " + f.ns + "/web was previewed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

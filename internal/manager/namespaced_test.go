@@ -152,7 +152,11 @@ func grantNamespacedInstall(t *testing.T, system, watched string) *rest.Config {
 		},
 		&rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: name + "-namespaces"},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{watched}, Verbs: []string{"get"}}},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{watched}, Verbs: []string{"get"}},
+				{APIGroups: []string{"stackwright.dev"}, Resources: []string{"clusterpolicies"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{"stackwright.dev"}, Resources: []string{"clusterpolicies/status"}, Verbs: []string{"get", "update", "patch"}},
+			},
 		},
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name + "-namespaces"},

@@ -52,7 +52,7 @@ func TestManifests_Render_RestrictedPodAndScopedRBAC(t *testing.T) {
 				crds = append(crds, o.GetName())
 			}
 			slices.Sort(crds)
-			if diff := cmp.Diff([]string{"programs.pulumi.com", "stacks.pulumi.com", "updates.stackwright.dev"}, crds); diff != "" {
+			if diff := cmp.Diff([]string{"clusterpolicies.stackwright.dev", "policies.stackwright.dev", "programs.pulumi.com", "stacks.pulumi.com", "updates.stackwright.dev"}, crds); diff != "" {
 				t.Errorf("CRDs (-want +got):\n%s", diff)
 			}
 
@@ -163,6 +163,9 @@ func checkRBAC(t *testing.T, objs objects, sa rbacv1.Subject, watch []string, ge
 	}
 	wantCluster := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: watch, Verbs: []string{"get"}},
+		// ClusterPolicies judge the Stacks of every namespace, and are cluster-scoped.
+		{APIGroups: []string{"stackwright.dev"}, Resources: []string{"clusterpolicies"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"stackwright.dev"}, Resources: []string{"clusterpolicies/status"}, Verbs: []string{"get", "update", "patch"}},
 		// The job executor authenticates runner Pods; TokenReviews are cluster-scoped.
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 	}

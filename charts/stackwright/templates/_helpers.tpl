@@ -55,7 +55,7 @@ resources (Namespaces) are left out: a Role cannot grant them. */}}
 {{- range $role.rules }}
 {{- $rule := deepCopy . }}
 {{- if $.namespaced }}
-{{- $_ := set $rule "resources" (without $rule.resources "namespaces" "clusterpolicies" "clusterpolicies/status") }}
+{{- $_ := set $rule "resources" (without $rule.resources "namespaces") }}
 {{- end }}
 {{- if $rule.resources }}
 {{- $rules = append $rules $rule }}

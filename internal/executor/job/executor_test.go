@@ -249,3 +249,49 @@ resources:
 	s.g.Expect(pod.InitContainers).To(HaveLen(1))
 	s.g.Expect(pod.InitContainers[0].Args).To(Equal([]string{"install-runner", job.BootstrapBinary}))
 }
+
+// A gated change through runner Pods: the preview's plan and its steps (with their inputs,
+// for the policies) travel back to the manager, and the approved up gets the plan.
+func TestExecutor_Approval_PlanAndPolicyThroughRunnerJob(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	s.Create(&v1alpha1.Policy{ObjectMeta: metav1.ObjectMeta{Name: "echo"}, Spec: v1alpha1.PolicySpec{
+		Enforcement: v1alpha1.EnforcementAdvisory,
+		Rego:        "package echo\n\ndeny contains msg if {\n\tsome step in input.steps\n\tstep.op == \"create\"\n\tmsg := sprintf(\"%s writes %s\", [step.urn, step.inputs.path])\n}\n",
+	}})
+	s.filesStackWith("gated", nil, func(st *pulumiv1.Stack) {
+		st.Spec.Stackwright = &pulumiv1.StackwrightSpec{Approval: pulumiv1.ApprovalManual}
+	})
+	var preview string
+	s.Eventually(func(g Gomega) {
+		st := &pulumiv1.Stack{}
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: "gated"}, st)).To(Succeed())
+		g.Expect(st.Status.Stackwright).NotTo(BeNil())
+		g.Expect(st.Status.Stackwright.Approval).NotTo(BeNil())
+		g.Expect(st.Status.Stackwright.Approval.State).To(Equal(pulumiv1.ApprovalAwaiting))
+		preview = st.Status.Stackwright.Approval.Preview
+	})
+	p := &v1alpha1.Update{}
+	s.g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: preview}, p)).To(Succeed())
+	s.g.Expect(p.Status.Runner).To(HavePrefix("job/"))
+	s.g.Expect(p.Status.PlanSecretName).NotTo(BeEmpty(), "the runner's plan did not reach the manager")
+	s.g.Expect(p.Status.Policy).NotTo(BeNil())
+	s.g.Expect(p.Status.Policy.Violations).To(ContainElement(HaveField("Message", HaveSuffix("writes gated.txt"))), "the runner's steps did not reach the policies")
+	if _, err := os.Stat(filepath.Join(s.files, "gated.txt")); err == nil {
+		t.Fatal("the change was applied before its approval")
+	}
+
+	st := &pulumiv1.Stack{}
+	s.g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: "gated"}, st)).To(Succeed())
+	base := st.DeepCopy()
+	metav1.SetMetaDataAnnotation(&st.ObjectMeta, pulumiv1.ApproveAnnotation, preview)
+	s.g.Expect(env.Client.Patch(t.Context(), st, client.MergeFrom(base))).To(Succeed())
+	done := s.waitReady("gated")
+	up := &v1alpha1.Update{}
+	s.g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: done.Status.LastUpdate.Name}, up)).To(Succeed())
+	s.g.Expect(up.Spec.Options.Plan).To(Equal(preview))
+	s.g.Expect(up.Status.Runner).To(HavePrefix("job/"))
+	b, err := os.ReadFile(filepath.Join(s.files, "gated.txt"))
+	s.g.Expect(err).NotTo(HaveOccurred())
+	s.g.Expect(string(b)).To(Equal("from a runner"))
+}

@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/policy"
+	"github.com/stackwright/stackwright/internal/testing/repo"
+)
+
+// gatePolicies are what a platform team would put in front of a Stack: the samples' two.
+var gatePolicies = []policy.Source{
+	{Name: "Policy bench/protected", Enforcement: v1alpha1.EnforcementMandatory, Version: "protected/1", Rego: `package protected
+
+deny contains msg if {
+	some step in input.steps
+	step.op in {"delete", "replace"}
+	step.protected
+	msg := sprintf("%s would %s protected resource %s", [input.stack.name, step.op, step.urn])
+}
+`},
+	{Name: "ClusterPolicy owners", Enforcement: v1alpha1.EnforcementAdvisory, Version: "owners/1", Rego: `package owners
+
+deny contains "production Stacks need an owner label" if {
+	not input.stack.labels.owner
+}
+
+deny contains msg if {
+	some step in input.steps
+	step.op == "create"
+	is_object(step.inputs.tags)
+	not step.inputs.tags.team
+	msg := sprintf("%s has no team tag", [step.urn])
+}
+`},
+}
+
+// BenchmarkGate_PreviewPolicyVsUp measures what a gated change costs (approval: Manual, or
+// policies selecting the Stack) against the physical floor, all in one run: each iteration
+// changes the bench program's config and applies it four ways, on four stacks:
+//
+//   - floor: `pulumi up --skip-preview --yes -c message=…` straight from the CLI;
+//   - up: an ungated change through internal/engine (what a Stack without policies runs);
+//   - preview+policy: the gate's preview with --save-plan, then the two sample policies
+//     judging its steps in process;
+//   - gated: preview+policy, then the up held to the saved plan: a whole gated change.
+//
+// Reported per change: the floor's median seconds, and each path's median over the floor's.
+// Run with `make bench-gate` (10 changes).
+func BenchmarkGate_PreviewPolicyVsUp(b *testing.B) {
+	root, err := repo.Root()
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(root, "bin")
+	f, err := newFloorEnv(bin, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	work := filepath.Join(f.dir, "gate")
+	if err := writeBenchProject(work); err != nil {
+		b.Fatal(err)
+	}
+	eval := policy.NewEvaluator()
+	run := func(stack string, r engine.Request, msg string) (engine.Result, error) {
+		v, _ := json.Marshal(msg)
+		r.WorkDir, r.Stack, r.CreateStack, r.Env = work, stack, true, f.runEnv(stack)
+		r.Config = map[string]engine.ConfigValue{"message": {Value: v}}
+		tail := engine.NewTail(8192)
+		r.Log = tail
+		res, err := f.eng.Run(ctx, r)
+		if err != nil {
+			return res, fmt.Errorf("%s %s: %s\n%s", r.Operation, stack, engine.Message(err), tail.String())
+		}
+		return res, nil
+	}
+	cli := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "pulumi"), append(args, "--non-interactive")...)
+		cmd.Dir = work
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + f.dir, "PULUMI_HOME=" + filepath.Join(f.dir, "pulumi-home")}
+		for k, v := range engineBaseEnv() {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		for k, v := range f.runEnv("cli") {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("pulumi %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	var evals []time.Duration
+	previewAndJudge := func(msg string) (engine.Result, error) {
+		res, err := run("gated", engine.Request{Operation: engine.OpPreview, SavePlan: true}, msg)
+		if err != nil {
+			return res, err
+		}
+		in := policy.Input{Stack: policy.Stack{Name: "gated", Namespace: "bench", Revision: msg}, Steps: res.Steps, Changes: res.Changes}
+		start := time.Now()
+		pr := eval.Evaluate(ctx, gatePolicies, in)
+		evals = append(evals, time.Since(start))
+		if len(pr.Errors) > 0 || len(pr.Evaluated) != len(gatePolicies) {
+			return res, fmt.Errorf("policies: %+v", pr)
+		}
+		return res, nil
+	}
+
+	// Every stack exists and is at the first message before anything is timed.
+	if err := cli("stack", "init", "cli"); err != nil {
+		b.Fatal(err)
+	}
+	if err := cli("up", "--skip-preview", "--yes", "-s", "cli", "-c", "message=start"); err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range []string{"up", "gated"} {
+		if _, err := run(s, engine.Request{Operation: engine.OpUp}, "start"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_ = eval.Evaluate(ctx, gatePolicies, policy.Input{}) // compiled once, as a manager keeps them
+
+	var floor, up, judged, gated []time.Duration
+	timed := func(into *[]time.Duration, f func() error) {
+		start := time.Now()
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		*into = append(*into, time.Since(start))
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		msg := fmt.Sprintf("change %d", i)
+		timed(&floor, func() error { return cli("up", "--skip-preview", "--yes", "-s", "cli", "-c", "message="+msg) })
+		timed(&up, func() error { _, err := run("up", engine.Request{Operation: engine.OpUp}, msg); return err })
+		var plan []byte
+		timed(&judged, func() error {
+			res, err := previewAndJudge(msg + " (preview)")
+			plan = res.Plan
+			return err
+		})
+		// The whole gated change: a fresh preview and verdict, then the up held to its plan.
+		timed(&gated, func() error {
+			res, err := previewAndJudge(msg)
+			if err != nil {
+				return err
+			}
+			plan = res.Plan
+			_, err = run("gated", engine.Request{Operation: engine.OpUp, Plan: plan}, msg)
+			return err
+		})
+	}
+	b.StopTimer()
+	base := Percentile(floor, 50).Seconds()
+	b.ReportMetric(base, "floor-s/change")
+	b.ReportMetric(Percentile(up, 50).Seconds()/base, "up/floor")
+	b.ReportMetric(Percentile(judged, 50).Seconds()/base, "preview+policy/floor")
+	b.ReportMetric(Percentile(gated, 50).Seconds()/base, "gated-change/floor")
+	b.ReportMetric(float64(Percentile(evals, 50).Microseconds())/1000, "policy-ms/change")
+	b.ReportMetric(0, "ns/op")
+}
