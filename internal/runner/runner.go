@@ -108,12 +108,14 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engin
 			}
 		}
 	}
-	if perr := r.Client.Status().Patch(ctx, u, client.MergeFrom(base), client.FieldOwner(fieldManager)); perr != nil {
-		return fmt.Errorf("failed to record result of Update %s: %w", u.Name, perr)
-	}
+	// Measured before the patch: its response brings the times back at a second's
+	// precision, and a run started and finished within one second would measure 0.
 	var took time.Duration
 	if u.Status.StartTime != nil && u.Status.EndTime != nil {
 		took = u.Status.EndTime.Sub(u.Status.StartTime.Time)
+	}
+	if perr := r.Client.Status().Patch(ctx, u, client.MergeFrom(base), client.FieldOwner(fieldManager)); perr != nil {
+		return fmt.Errorf("failed to record result of Update %s: %w", u.Name, perr)
 	}
 	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), took)
 	log.Info("Update finished", "phase", u.Status.Phase, "message", u.Status.Message)

@@ -127,13 +127,18 @@ func (r *Reconciler) voidApproval(s *scope, a *pulumiv1.ApprovalStatus) string {
 		return ""
 	}
 	var why string
-	lu := s.stack.Status.LastUpdate
+	lu, sw := s.stack.Status.LastUpdate, stackwrightStatus(s.stack)
+	// recordStart of the up held to the plan sets the attempted key and attempt.
+	ran := a.State == pulumiv1.ApprovalApproved && sw.LastAttemptedKey == a.DesiredStateKey && sw.Attempt == a.Attempt
+	failed := lu != nil && lu.State == pulumiv1.UpdateStateFailed
 	switch {
 	case a.State != pulumiv1.ApprovalAwaiting && a.State != pulumiv1.ApprovalApproved:
 		return ""
-	case a.State == pulumiv1.ApprovalApproved && a.PolicyKey == s.policyKey && (lu == nil || lu.State != pulumiv1.UpdateStateFailed || a.DesiredStateKey != s.key):
-		// Its up ran; what follows is a new change, not a voided approval.
+	case ran && !failed:
+		// Its up succeeded; what follows is a new change, not a voided approval.
 		return ""
+	case ran:
+		why = "the update held to its plan failed: " + lu.Message
 	case a.Revision != s.artifact.Revision:
 		why = fmt.Sprintf("the source moved from revision %s to %s", a.Revision, s.artifact.Revision)
 	case a.DesiredStateKey != s.key:
@@ -141,7 +146,7 @@ func (r *Reconciler) voidApproval(s *scope, a *pulumiv1.ApprovalStatus) string {
 	case a.PolicyKey != s.policyKey:
 		why = "the policies that select the Stack changed"
 	default:
-		why = "the update held to its plan failed: " + lu.Message
+		why = "a new try of the change was started"
 	}
 	msg := fmt.Sprintf("the approval of preview Update %s is void: %s", a.Preview, why)
 	r.event(s.stack, corev1.EventTypeNormal, EventApprovalVoided, "%s; previewing again", msg)
