@@ -45,6 +45,9 @@ func (r *Reconciler) gateChange(ctx context.Context, s *scope) (bool, error) {
 		return true, nil
 	}
 	s.policyKey = guardrails.Key(policies)
+	// A held change is looked at again as an idle Stack is: a new commit of a git source is
+	// only seen by polling, and voids what waits.
+	s.requeueAfter(stack.Spec.ResyncPeriod())
 	a := stackwrightStatus(stack).Approval
 	if a == nil || a.DesiredStateKey != s.key || a.Attempt != s.next.attempt || a.PolicyKey != s.policyKey {
 		return r.startPreview(ctx, s, r.voidApproval(s, a))

@@ -14,6 +14,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/stack"
+	"github.com/stackwright/stackwright/internal/testing/gitserver"
 )
 
 // manualStack is s.stack with approval: Manual.
@@ -157,4 +158,35 @@ func TestStackReconciler_Reconcile_NewChangeVoidsApprovalAndRejectAppliesNothing
 	s.annotate(st, pulumiv1.ApproveAnnotation, s.waitAwaiting("moving", "generation/4"))
 	s.waitReady("moving")
 	s.g.Expect(s.readFile("moving.txt")).To(Equal("v4"))
+}
+
+// On a git branch: a commit pushed while a preview awaits approval voids it, the preview
+// of the new commit awaits approval instead, and approving it deploys that commit.
+func TestStackReconciler_Reconcile_CommitBetweenPreviewAndApprovalVoidsIt(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	served := t.TempDir()
+	repo, first := gitserver.NewRepo(t, served, "app", gitProgram("v1"))
+	server := gitserver.NewHTTPServer(t, served, nil)
+	st := s.manualStack("branch", "")
+	st.Spec.ProgramRef = nil
+	st.Spec.GitSource = pulumiv1.GitSource{ProjectRepo: server.URL + "/app.git", RepoDir: "infra", Branch: "main"}
+	st.Spec.ResyncFrequencySeconds = 10
+	s.create(st)
+
+	stale := s.waitAwaiting("branch", first)
+	second := repo.Commit(gitProgram("v2"))
+	s.kube.WaitEvent(st, corev1.EventTypeNormal, stack.EventApprovalVoided)
+	fresh := s.waitAwaiting("branch", second)
+	s.g.Expect(s.get(s.g, "branch").Status.Stackwright.Approval.Message).To(ContainSubstring("the source moved from revision " + first + " to " + second))
+
+	s.annotate(st, pulumiv1.ApproveAnnotation, stale)
+	s.kube.WaitEvent(st, corev1.EventTypeWarning, stack.EventApprovalRefused)
+	if _, err := s.readFile("app.txt"); err == nil {
+		t.Fatal("approving the voided preview applied something")
+	}
+	s.annotate(st, pulumiv1.ApproveAnnotation, fresh)
+	done := s.waitReady("branch")
+	s.g.Expect(done.Status.LastUpdate.LastSuccessfulCommit).To(Equal(second))
+	s.g.Expect(s.readFile("app.txt")).To(Equal("v2"))
 }
