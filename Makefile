@@ -107,8 +107,8 @@ unit: ## go test every module (envtest and engine suites included; needs `make t
 CHAOS_STACKS ?= 12
 CHAOS_KILLS ?= 20
 .PHONY: test-chaos
-test-chaos: tools ## SIGKILL the manager CHAOS_KILLS times while CHAOS_STACKS Stacks converge (make test runs 4 and 4); CHAOS_SEED replays a run.
-	CHAOS_STACKS=$(CHAOS_STACKS) CHAOS_KILLS=$(CHAOS_KILLS) go test -count=1 -timeout 30m -v -run . ./test/chaos
+test-chaos: tools ## SIGKILL the manager CHAOS_KILLS times while CHAOS_STACKS Stacks converge, then at each named crash point (CHAOS_POINTS, default all); make test runs 4 and 4, and 4 points.
+	CHAOS_STACKS=$(CHAOS_STACKS) CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_POINTS=$(or $(CHAOS_POINTS),all) go test -count=1 -timeout 45m -v -run . ./test/chaos
 
 FUZZ_TIME ?= 15s
 .PHONY: fuzz

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+
+	"github.com/stackwright/stackwright/internal/crashpoint"
 )
 
 // noColor keeps ANSI escapes out of logs and error messages.
@@ -88,6 +90,7 @@ func (x *run) operation(ctx context.Context, step string, args ...string) (opEve
 		args = append(args, "--run-program=true")
 	}
 	stdout, err := x.cli(ctx, step, nil, false, args...)
+	crashpoint.Hit(crashpoint.EngineCLIFinished)
 	ev, rerr := readEvents(path)
 	if err == nil {
 		err = rerr

@@ -14,6 +14,8 @@ import (
 
 	"github.com/blang/semver"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+
+	"github.com/stackwright/stackwright/internal/crashpoint"
 )
 
 // DefaultInheritEnv is what a run takes from the environment of the process that starts
@@ -116,6 +118,7 @@ func runReading(cmd *exec.Cmd, stdout, stderr io.Writer) error {
 	// The CLI has its own copies of the write ends now (or never will).
 	_, _ = outW.Close(), errW.Close()
 	if err == nil {
+		crashpoint.Hit(crashpoint.EngineCLIStarted)
 		err = cmd.Wait()
 		killGroup(cmd)
 	}

@@ -20,9 +20,14 @@ func stepKeys(steps []Step) []string {
 	return out
 }
 
+// The pinned CLI (v3.259.0) takes `preview --save-plan` (a [PREVIEW] flag) and `up --plan`
+// (hidden unless PULUMI_EXPERIMENTAL is set) without PULUMI_EXPERIMENTAL; this pins that.
 func TestEngine_Run_UpWithPlanAppliesExactlyThePreviewedSteps(t *testing.T) {
 	t.Parallel()
 	f, _ := upFiles(t)
+	if v, ok := f.env.EnvVars()["PULUMI_EXPERIMENTAL"]; ok {
+		t.Fatalf("the fixture sets PULUMI_EXPERIMENTAL=%s; the plan flags must work without it", v)
+	}
 	ctx := testContext(t)
 	const canary = "plan-canary-7f3c1e"
 	config := map[string]ConfigValue{

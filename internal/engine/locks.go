@@ -2,11 +2,15 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/stackwright/stackwright/internal/crashpoint"
 )
 
 // lockHolder matches one lock of a self-managed backend's "currently locked" error:
@@ -88,12 +92,52 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 		return false
 	}
 	if _, cerr := x.cli(ctx, "remove stale locks", nil, false, "cancel", "--yes", "--stack", x.req.Stack); cerr != nil {
-		x.log.println(fmt.Sprintf("failed to remove the stale lock(s) of %s: %v", strings.Join(hosts, ", "), cerr))
-		return false
+		// `pulumi cancel` needs the stack; a pulumi killed while creating it leaves a lock
+		// without one, which only the lock files themselves can clear.
+		if !strings.Contains(strings.ToLower(cerr.Error()), "no stack named") || !x.removeLockFiles(gone) {
+			x.log.println(fmt.Sprintf("failed to remove the stale lock(s) of %s: %v", strings.Join(hosts, ", "), cerr))
+			return false
+		}
 	}
 	x.log.println(fmt.Sprintf("removed %d stale lock(s) held by process(es) that are gone: %s", len(hosts), strings.Join(hosts, ", ")))
 	if x.onHeal != nil {
 		x.onHeal()
+	}
+	crashpoint.Hit(crashpoint.LocksHealed)
+	return true
+}
+
+// removeLockFiles removes, from a file:// backend, the lock files of this run's stack whose
+// holders gone proves gone, and reports whether it removed them all: any other holder's
+// lock stays, and then so does the failure.
+func (x *run) removeLockFiles(gone func(host string, pid int) bool) bool {
+	state, ok := x.statePath()
+	if !ok {
+		return false
+	}
+	// <root>/.pulumi/stacks/<project>/<stack>.json → <root>/.pulumi/locks/organization/<project>/<stack>/
+	stacks := filepath.Dir(filepath.Dir(state))
+	dir := filepath.Join(filepath.Dir(stacks), "locks", "organization", filepath.Base(filepath.Dir(state)), strings.TrimSuffix(filepath.Base(state), ".json"))
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return false
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		var lock struct {
+			PID      int    `json:"pid"`
+			Hostname string `json:"hostname"`
+		}
+		if json.Unmarshal(b, &lock) != nil || !gone(lock.Hostname, lock.PID) {
+			return false
+		}
+		if err := os.Remove(path); err != nil {
+			return false
+		}
 	}
 	return true
 }

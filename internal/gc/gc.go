@@ -11,6 +11,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/source/git"
 )
 
@@ -42,6 +43,7 @@ func (a *Artifacts) Collect(ctx context.Context) error {
 	}
 	removed, freed, err := a.Store.Collect(func(d string) bool { return live[d] }, a.Retention)
 	if removed > 0 {
+		crashpoint.Hit(crashpoint.ArtifactsCollected)
 		ctrl.LoggerFrom(ctx).Info("Removed unused artifacts", "removed", removed, "freedBytes", freed, "kept", len(live))
 	}
 	return err

@@ -21,6 +21,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
@@ -97,6 +98,7 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engin
 			log.Error(serr, "Failed to write outputs Secret")
 		}
 		u.Status.OutputsSecretName = name
+		crashpoint.Hit(crashpoint.RunnerOutputsWritten)
 		if u.Spec.Options != nil && u.Spec.Options.SavePlan {
 			// Without its plan, or its policies' verdict, a change cannot go on: the
 			// preview fails instead, and is retried.
@@ -117,6 +119,7 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engin
 	if perr := r.Client.Status().Patch(ctx, u, client.MergeFrom(base), client.FieldOwner(fieldManager)); perr != nil {
 		return fmt.Errorf("failed to record result of Update %s: %w", u.Name, perr)
 	}
+	crashpoint.Hit(crashpoint.RunnerResultRecorded)
 	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), took)
 	log.Info("Update finished", "phase", u.Status.Phase, "message", u.Status.Message)
 	return nil
@@ -145,6 +148,7 @@ func (r *Runner) run(ctx context.Context, u *v1alpha1.Update, tail *engine.Tail)
 	if err != nil {
 		return engine.Result{}, err
 	}
+	crashpoint.Hit(crashpoint.RunnerArtifactExtracted)
 	if err := EnsureFileBackend(req.Env[inputs.EnvBackendURL]); err != nil {
 		return engine.Result{}, err
 	}
@@ -236,6 +240,7 @@ func (r *Runner) recordPlan(ctx context.Context, u *v1alpha1.Update, res engine.
 	if err != nil {
 		return err
 	}
+	crashpoint.Hit(crashpoint.RunnerPlanWritten)
 	u.Status.PlanSecretName = name
 	stack := &pulumiv1.Stack{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.StackName}, stack); err != nil {

@@ -25,6 +25,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/testing/kubetest"
 	"github.com/stackwright/stackwright/internal/testing/repo"
 )
@@ -192,7 +193,13 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 // manager is `stackwright manager` run as a child process, as in a Pod.
 type manager struct {
 	binary, pulumiBin, dataDir, kubeconfig, logPath string
-	cmd                                             *exec.Cmd
+	// args are added to every start; armed, when set, is the crash point the next start
+	// arms (crashpoint.Env).
+	args  []string
+	armed string
+	cmd   *exec.Cmd
+	// exited is closed when the process started last has exited.
+	exited chan struct{}
 }
 
 func (m *manager) start(t *testing.T) {
@@ -202,16 +209,17 @@ func (m *manager) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = logf.Close() }()
-	cmd := exec.Command(m.binary, "manager", "--data-dir", m.dataDir, "--pulumi-bin", m.pulumiBin,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--max-concurrent-updates", "2")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig)
+	cmd := exec.Command(m.binary, append([]string{"manager", "--data-dir", m.dataDir, "--pulumi-bin", m.pulumiBin,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--max-concurrent-updates", "2"}, m.args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig, crashpoint.Env+"="+m.armed)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Should the test die first, the manager goes with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("failed to start the manager: %v", err)
 	}
-	m.cmd = cmd
+	m.cmd, m.exited = cmd, make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(m.exited)
 }
 
 // kill is the crash: SIGKILL, no chance to clean up.
@@ -221,8 +229,22 @@ func (m *manager) kill(t *testing.T) {
 		return
 	}
 	_ = m.cmd.Process.Kill()
-	_ = m.cmd.Wait()
+	<-m.exited
 	m.cmd = nil
+}
+
+// dead reports whether the process started last has exited (by itself: a crash point).
+func (m *manager) dead() bool {
+	if m.cmd == nil {
+		return false
+	}
+	select {
+	case <-m.exited:
+		m.cmd = nil
+		return true
+	default:
+		return false
+	}
 }
 
 func (m *manager) stop(t *testing.T) {
@@ -231,14 +253,12 @@ func (m *manager) stop(t *testing.T) {
 		return
 	}
 	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = m.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-m.exited:
 	case <-time.After(90 * time.Second):
 		t.Error("the manager did not stop within 90 s of SIGTERM")
 		_ = m.cmd.Process.Kill()
-		<-done
+		<-m.exited
 	}
 	m.cmd = nil
 }
@@ -246,7 +266,9 @@ func (m *manager) stop(t *testing.T) {
 func buildManager(t *testing.T, root, dir string) string {
 	t.Helper()
 	out := filepath.Join(dir, "stackwright")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", out, "./cmd/stackwright")
+	// The chaos tag makes the crash points live (internal/crashpoint); unarmed, the binary
+	// behaves as a release build.
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", "chaos", "-o", out, "./cmd/stackwright")
 	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("failed to build the manager: %v\n%s", err, b)

@@ -19,6 +19,7 @@ import (
 	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/controller/conditions"
 	"github.com/stackwright/stackwright/internal/controller/patch"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 	programsource "github.com/stackwright/stackwright/internal/source/program"
 )
 
@@ -109,6 +110,7 @@ func (r *Reconciler) render(ctx context.Context, prog *pulumiv1.Program) error {
 			return fmt.Errorf("failed to store artifact %s: %w", digest, err)
 		}
 		log.V(1).Info("Stored artifact", "digest", digest, "size", len(tarball))
+		crashpoint.Hit(crashpoint.ProgramArtifactStored)
 	}
 	res := rendered{digest: digest, revision: programsource.Revision(prog), size: int64(len(tarball)), path: artifact.RelPath(digest)}
 	markReady(prog, res, metav1.Now())

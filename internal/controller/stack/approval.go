@@ -10,6 +10,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/engine"
 	guardrails "github.com/stackwright/stackwright/internal/policy"
 )
@@ -200,6 +201,7 @@ func (r *Reconciler) observePreview(s *scope, u *v1alpha1.Update) (bool, error) 
 		return false, nil
 	}
 	stack.Status.CurrentUpdate = nil
+	crashpoint.Hit(crashpoint.StackPreviewObserved)
 	if u.Status.Phase != v1alpha1.UpdatePhaseSucceeded {
 		// A failed preview is a failed try of the change: retried, and stalled, as one.
 		a.State = pulumiv1.ApprovalFailed

@@ -13,6 +13,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/conditions"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/source"
@@ -84,6 +85,7 @@ func (r *Reconciler) resolveDestroyInputs(ctx context.Context, s *scope) (bool, 
 
 // releaseDestroyed ends the deletion of a Stack whose destroy succeeded.
 func (r *Reconciler) releaseDestroyed(ctx context.Context, s *scope) (bool, error) {
+	crashpoint.Hit(crashpoint.StackDestroySucceeded)
 	return false, r.releaseFinalizer(ctx, s, corev1.EventTypeNormal, EventDestroyed,
 		fmt.Sprintf("Destroyed the stack's resources (Update %s)", s.stack.Status.LastUpdate.Name))
 }

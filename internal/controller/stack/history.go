@@ -14,6 +14,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 )
 
 // prune prunes the Stack's Update history once per reconcile (a finished Update and the
@@ -107,14 +108,18 @@ func (r *Reconciler) deleteUpdate(ctx context.Context, u *v1alpha1.Update) error
 	if err := r.Client.Delete(ctx, u); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("failed to delete Update %s: %w", u.Name, err)
 	}
-	if name := u.Status.OutputsSecretName; name != "" {
+	// Owned by the Update, so garbage collection would get them too; deleting them now
+	// keeps outputs and plans from outliving their record when no collector runs.
+	for _, name := range []string{u.Status.OutputsSecretName, u.Status.PlanSecretName} {
+		if name == "" {
+			continue
+		}
 		sec := &corev1.Secret{}
 		sec.Namespace, sec.Name = u.Namespace, name
-		// Owned by the Update, so garbage collection would get it too; deleting it now
-		// keeps outputs from outliving their record when no collector runs.
 		if err := r.Client.Delete(ctx, sec); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("failed to delete outputs Secret %s: %w", name, err)
+			return fmt.Errorf("failed to delete Secret %s of Update %s: %w", name, u.Name, err)
 		}
 	}
+	crashpoint.Hit(crashpoint.StackUpdatesPruned)
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 )
 
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=create;update;delete
@@ -141,6 +142,7 @@ func (r *Reconciler) exportOutputs(ctx context.Context, s *scope) (bool, error) 
 	}
 	status.Update, status.Skipped = from, values.skipped
 	if len(wrote) > 0 {
+		crashpoint.Hit(crashpoint.StackOutputsExported)
 		status.LastExportTime = &metav1.Time{Time: r.Now()}
 		r.event(st, corev1.EventTypeNormal, EventOutputsExported, "Outputs of Update %s written to %s", from, strings.Join(wrote, " and "))
 		if len(values.skipped) > 0 {

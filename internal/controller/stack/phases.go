@@ -15,6 +15,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/patch"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/metrics"
@@ -66,6 +67,7 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 		return false, err
 	}
 	recordFinish(s.stack, u, outputs, r.Now())
+	crashpoint.Hit(crashpoint.StackResultObserved)
 	if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
 		r.event(s.stack, corev1.EventTypeNormal, EventUpdateSucceeded, "%s succeeded at revision %s (Update %s)", u.Spec.Type, u.Spec.Revision, u.Name)
 	} else {
@@ -229,6 +231,14 @@ func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pu
 	if err := s.patcher.Status(ctx, stack, patch.WithOptimisticLock()); err != nil {
 		return false, err
 	}
+	switch {
+	case s.previewName != "":
+		crashpoint.Hit(crashpoint.StackPreviewIntentRecorded)
+	case s.op == v1alpha1.UpdateTypeDestroy:
+		crashpoint.Hit(crashpoint.StackDestroyIntentRecorded)
+	default:
+		crashpoint.Hit(crashpoint.StackIntentRecorded)
+	}
 	if err := controllerutil.SetControllerReference(stack, u, r.Client.Scheme()); err != nil {
 		return false, fmt.Errorf("failed to set owner of Update %s: %w", u.Name, err)
 	}
@@ -246,6 +256,7 @@ func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pu
 		}
 		return false, fmt.Errorf("failed to create Update %s: %w", u.Name, err)
 	}
+	crashpoint.Hit(crashpoint.StackUpdateCreated)
 	if u.Spec.Attempt > 1 && s.resume == "" && s.previewName == "" {
 		metrics.ObserveRetry(u.Namespace)
 	}

@@ -14,6 +14,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/controller/conditions"
 	"github.com/stackwright/stackwright/internal/controller/patch"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/metrics"
@@ -115,6 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err := s.patcher.Finalizers(ctx, stack); err != nil {
 			return ctrl.Result{}, err
 		}
+		crashpoint.Hit(crashpoint.StackFinalizerAdded)
 	}
 	return r.reconcileNormal(ctx, s)
 }

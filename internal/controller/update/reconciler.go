@@ -16,6 +16,7 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/patch"
 	"github.com/stackwright/stackwright/internal/controller/predicates"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/executor"
 )
 
@@ -75,6 +76,7 @@ func (r *Reconciler) markLost(ctx context.Context, u *v1alpha1.Update) error {
 	if err := p.Status(ctx, u, patch.WithOptimisticLock()); err != nil {
 		return fmt.Errorf("failed to mark Update %s lost: %w", u.Name, err)
 	}
+	crashpoint.Hit(crashpoint.UpdateRunnerLostMarked)
 	ctrl.LoggerFrom(ctx).Info("Marked update lost", "update", u.Name, "runner", runner)
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/executor"
 )
@@ -202,6 +203,7 @@ func (e *Executor) execute(ctx context.Context, key types.NamespacedName) {
 		}
 		return
 	}
+	crashpoint.Hit(crashpoint.ExecutorClaimed)
 	start := time.Now()
 	if err := e.runner.Run(ctx, u); err != nil {
 		log.Error(err, "Failed to run Update")

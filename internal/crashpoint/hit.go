@@ -1,0 +1,6 @@
+//go:build !chaos
+
+package crashpoint
+
+// Hit does nothing: the binary was built without the chaos tag.
+func Hit(string) {}
