@@ -75,21 +75,7 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n, width int
 		return nil, err
 	}
 	env := f.runEnv("cli")
-	cli := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, filepath.Join(counter.Bin, "pulumi"), append(args, "--non-interactive")...)
-		cmd.Dir = work
-		cmd.Env = []string{"PATH=" + counter.Bin + ":/usr/bin:/bin", "HOME=" + dir, "PULUMI_HOME=" + filepath.Join(f.dir, "pulumi-home")}
-		for k, v := range engineBaseEnv() {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		for k, v := range env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("pulumi %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
+	cli := f.pulumiCLI(ctx, counter.Bin, work, dir)
 	// exists is what the Stack controller tells the engine once an update succeeded.
 	viaEngine := func(stack string, exists bool) error {
 		tail := engine.NewTail(8192)
@@ -189,6 +175,27 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n, width int
 	wide.Wall = time.Since(t0)
 	wide.CPU, wide.Processes = childrenCPU()+selfCPU()-cpu, counter.Count()-starts
 	return out, ctx.Err()
+}
+
+// pulumiCLI returns a function that runs the pulumi of bin in work, as a person would on
+// the CLI floor's stacks: with the environment the manager gives its engine and the "cli"
+// run environment, HOME at home.
+func (f *floorEnv) pulumiCLI(ctx context.Context, bin, work, home string) func(args ...string) error {
+	return func(args ...string) error {
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "pulumi"), append(args, "--non-interactive")...)
+		cmd.Dir = work
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home, "PULUMI_HOME=" + filepath.Join(f.dir, "pulumi-home")}
+		for k, v := range engineBaseEnv() {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		for k, v := range f.runEnv("cli") {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("pulumi %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
 }
 
 // writeBenchProject writes the bench program's Pulumi.yaml into dir.

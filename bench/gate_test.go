@@ -3,9 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -84,28 +82,14 @@ func BenchmarkGate_PreviewPolicyVsUp(b *testing.B) {
 		}
 		return res, nil
 	}
-	cli := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "pulumi"), append(args, "--non-interactive")...)
-		cmd.Dir = work
-		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + f.dir, "PULUMI_HOME=" + filepath.Join(f.dir, "pulumi-home")}
-		for k, v := range engineBaseEnv() {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		for k, v := range f.runEnv("cli") {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("pulumi %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
+	cli := f.pulumiCLI(ctx, bin, work, f.dir)
 	var evals []time.Duration
 	previewAndJudge := func(msg string) (engine.Result, error) {
 		res, err := run("gated", engine.Request{Operation: engine.OpPreview, SavePlan: true}, msg)
 		if err != nil {
 			return res, err
 		}
-		in := policy.Input{Stack: policy.Stack{Name: "gated", Namespace: "bench", Revision: msg}, Steps: res.Steps, Changes: res.Changes}
+		in := policy.Input{Stack: policy.Stack{Name: "gated", Namespace: "bench", Revision: msg}, Steps: res.Steps}
 		start := time.Now()
 		pr := eval.Evaluate(ctx, gatePolicies, in)
 		evals = append(evals, time.Since(start))

@@ -111,13 +111,11 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 // holders gone proves gone, and reports whether it removed them all: any other holder's
 // lock stays, and then so does the failure.
 func (x *run) removeLockFiles(gone func(host string, pid int) bool) bool {
-	state, ok := x.statePath()
+	root, name, ok := x.fileBackendStack()
 	if !ok {
 		return false
 	}
-	// <root>/.pulumi/stacks/<project>/<stack>.json → <root>/.pulumi/locks/organization/<project>/<stack>/
-	stacks := filepath.Dir(filepath.Dir(state))
-	dir := filepath.Join(filepath.Dir(stacks), "locks", "organization", filepath.Base(filepath.Dir(state)), strings.TrimSuffix(filepath.Base(state), ".json"))
+	dir := filepath.Join(root, ".pulumi", "locks", "organization", x.project, name)
 	entries, err := os.ReadDir(dir)
 	if err != nil || len(entries) == 0 {
 		return false

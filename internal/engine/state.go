@@ -105,20 +105,30 @@ func (x *run) stateSecrets(ctx context.Context, keys []string) (map[string]any, 
 // statePath is where a file:// backend keeps this run's stack (the project-scoped layout
 // of Pulumi 3.61 and later).
 func (x *run) statePath() (string, bool) {
-	u, err := url.Parse(x.env["PULUMI_BACKEND_URL"])
-	if err != nil || u.Scheme != "file" || u.Path == "" || u.Host != "" {
+	root, name, ok := x.fileBackendStack()
+	if !ok {
 		return "", false
 	}
-	name := x.req.Stack
+	return filepath.Join(root, ".pulumi", "stacks", x.project, name+".json"), true
+}
+
+// fileBackendStack returns the directory of this run's file:// backend and the stack's
+// short name in it; ok is false for any other backend, or a stack of another project.
+func (x *run) fileBackendStack() (root, name string, ok bool) {
+	u, err := url.Parse(x.env["PULUMI_BACKEND_URL"])
+	if err != nil || u.Scheme != "file" || u.Path == "" || u.Host != "" {
+		return "", "", false
+	}
+	name = x.req.Stack
 	if parts := strings.Split(name, "/"); len(parts) == 3 {
 		if parts[1] != x.project {
-			return "", false
+			return "", "", false
 		}
 		name = parts[2]
 	} else if len(parts) != 1 {
-		return "", false
+		return "", "", false
 	}
-	return filepath.Join(u.Path, ".pulumi", "stacks", x.project, name+".json"), true
+	return u.Path, name, true
 }
 
 // passphrase is the stack's passphrase as the CLI reads it from the run's environment.

@@ -32,9 +32,9 @@ type Source struct {
 
 // Input is what a policy judges.
 type Input struct {
-	Stack   Stack          `json:"stack"`
-	Steps   []engine.Step  `json:"steps"`
-	Changes map[string]int `json:"changes"`
+	Stack   Stack            `json:"stack"`
+	Steps   []engine.Step    `json:"steps"`
+	Changes map[string]int64 `json:"changes"`
 }
 
 // Stack is the Stack's metadata as policies see it.
@@ -73,16 +73,18 @@ var capabilities = sync.OnceValue(func() *ast.Capabilities {
 	return c
 })
 
-// Evaluator evaluates policies, keeping each compiled module until its version changes.
-// It is safe for concurrent use.
+// Evaluator evaluates policies, keeping the compiled module of each policy's current
+// version (one per policy name: a new generation replaces the old one). It is safe for
+// concurrent use.
 type Evaluator struct {
 	mu       sync.Mutex
 	compiled map[string]compiled
 }
 
 type compiled struct {
-	query rego.PreparedEvalQuery
-	err   error
+	version string
+	query   rego.PreparedEvalQuery
+	err     error
 }
 
 // NewEvaluator returns an Evaluator with nothing compiled yet.
@@ -116,23 +118,13 @@ func Compile(ctx context.Context, name, module string) (rego.PreparedEvalQuery, 
 func (e *Evaluator) prepare(ctx context.Context, src Source) (rego.PreparedEvalQuery, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c, ok := e.compiled[src.Version]
-	if !ok {
+	c, ok := e.compiled[src.Name]
+	if !ok || c.version != src.Version {
+		c = compiled{version: src.Version}
 		c.query, c.err = Compile(ctx, src.Name, src.Rego)
-		e.compiled[src.Version] = c
+		e.compiled[src.Name] = c
 	}
 	return c.query, c.err
-}
-
-// Forget drops the compiled modules whose versions are not in keep.
-func (e *Evaluator) Forget(keep map[string]bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for v := range e.compiled {
-		if !keep[v] {
-			delete(e.compiled, v)
-		}
-	}
 }
 
 // Evaluate judges in with every policy of sources, in order. A policy that does not
@@ -142,16 +134,12 @@ func (e *Evaluator) Evaluate(ctx context.Context, sources []Source, in Input) *v
 	if len(sources) == 0 {
 		return res
 	}
-	doc, err := document(in)
+	doc, docErr := document(in)
 	for _, src := range sources {
 		res.Evaluated = append(res.Evaluated, src.Name)
-		var msgs []string
-		if err == nil {
-			msgs, err = e.evaluate(ctx, src, doc)
-		}
+		msgs, err := e.evaluate(ctx, src, doc, docErr)
 		if err != nil {
 			res.Errors = appendCapped(res.Errors, v1alpha1.PolicyViolation{Policy: src.Name, Enforcement: v1alpha1.EnforcementMandatory, Message: truncate(oneLine(err.Error()))})
-			err = nil
 			continue
 		}
 		for _, m := range msgs {
@@ -161,7 +149,11 @@ func (e *Evaluator) Evaluate(ctx context.Context, sources []Source, in Input) *v
 	return res
 }
 
-func (e *Evaluator) evaluate(ctx context.Context, src Source, doc any) ([]string, error) {
+// evaluate runs one policy on doc, the input document (or docErr, why there is none).
+func (e *Evaluator) evaluate(ctx context.Context, src Source, doc any, docErr error) ([]string, error) {
+	if docErr != nil {
+		return nil, docErr
+	}
 	q, err := e.prepare(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("failed to compile policy: %w", err)

@@ -140,12 +140,18 @@ func TestEvaluator_Evaluate_CompilesEachVersionOnce(t *testing.T) {
 	for range 3 {
 		e.Evaluate(t.Context(), []Source{src}, input(nil))
 	}
-	if len(e.compiled) != 1 {
-		t.Errorf("%d compiled modules; want 1", len(e.compiled))
+	first := e.compiled[src.Name]
+	if len(e.compiled) != 1 || first.version != "uid/1" {
+		t.Fatalf("compiled = %+v; want the one version", e.compiled)
 	}
-	e.Forget(map[string]bool{})
-	if len(e.compiled) != 0 {
-		t.Errorf("%d compiled modules after Forget; want 0", len(e.compiled))
+	// A new generation replaces the module kept for the policy, and a broken one is judged
+	// as broken, not by the module it replaced.
+	src.Version, src.Rego = "uid/2", "package p\n\ndeny contains msg if {\n\tmsg := \n}\n"
+	if got := e.Evaluate(t.Context(), []Source{src}, input(nil)); len(got.Errors) != 1 {
+		t.Errorf("errors of the broken generation = %+v; want one", got.Errors)
+	}
+	if len(e.compiled) != 1 || e.compiled[src.Name].version != "uid/2" {
+		t.Errorf("compiled = %+v; want only generation 2", e.compiled)
 	}
 }
 

@@ -252,7 +252,7 @@ func (r *Runner) recordPlan(ctx context.Context, u *v1alpha1.Update, res engine.
 	}
 	in := policy.Input{
 		Stack: policy.Stack{Name: stack.Name, Namespace: stack.Namespace, Labels: stack.Labels, Annotations: stack.Annotations, Revision: u.Spec.Revision},
-		Steps: res.Steps, Changes: res.Changes,
+		Steps: res.Steps, Changes: u.Status.Changes,
 	}
 	u.Status.Policy = r.Policies.Evaluate(ctx, sources, in)
 	if n := len(u.Status.Policy.Violations) + len(u.Status.Policy.Errors); n > 0 {

@@ -66,26 +66,8 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 	t.Logf("profile: %d Stacks, %d SIGKILLs, CHAOS_SEED=%d", p.stacks, p.kills, p.seed)
 	rng := rand.New(rand.NewPCG(p.seed, 0))
 	ctx := t.Context()
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(root, "bin")
-	if err := repo.RequireBinaries(bin, "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	m := &manager{
-		binary: buildManager(t, root, dir), pulumiBin: bin, dataDir: filepath.Join(dir, "data"),
-		kubeconfig: writeKubeconfig(t, env.Config, dir), logPath: filepath.Join(dir, "manager.log"),
-	}
-	t.Cleanup(func() {
-		m.kill(t)
-		killLeftovers(m.dataDir)
-		if t.Failed() {
-			t.Logf("manager log (last 4 KiB):\n%s", tail(m.logPath, 4096))
-		}
-	})
+	m := newManager(t, dir)
 
 	ns := env.Namespace(t)
 	files := filepath.Join(dir, "files")
@@ -188,6 +170,40 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 	// their engine gone (issue 15 keeps both open).
 	t.Logf("crashes injected: %d; Updates lost with the manager: %d; stale locks healed: %d; Stacks converged (half of them then deleted): %d/%d; locks left: %d; engine runs that applied a desired state again: %d; plugin processes left by killed runs: %d",
 		crashes, lost, healed, len(names), len(names), len(locks), duplicates, len(orphans))
+}
+
+// newManager builds the manager (a chaos build) into dir and prepares to run it against
+// the test's control plane with args; it is not started. The test's cleanup kills it and
+// whatever it left running, and shows its log if the test failed (all of it in the file
+// CHAOS_KEEP_LOG names, if set).
+func newManager(t *testing.T, dir string, args ...string) *manager {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "bin")
+	if err := repo.RequireBinaries(bin, "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"); err != nil {
+		t.Fatal(err)
+	}
+	m := &manager{
+		binary: buildManager(t, root, dir), pulumiBin: bin, dataDir: filepath.Join(dir, "data"),
+		kubeconfig: writeKubeconfig(t, env.Config, dir), logPath: filepath.Join(dir, "manager.log"), args: args,
+	}
+	t.Cleanup(func() {
+		m.kill(t)
+		killLeftovers(m.dataDir)
+		if !t.Failed() {
+			return
+		}
+		t.Logf("manager log (last 8 KiB):\n%s", tail(m.logPath, 8192))
+		if keep := os.Getenv("CHAOS_KEEP_LOG"); keep != "" {
+			if b, err := os.ReadFile(m.logPath); err == nil {
+				_ = os.WriteFile(keep, b, 0o644)
+			}
+		}
+	})
+	return m
 }
 
 // manager is `stackwright manager` run as a child process, as in a Pod.

@@ -17,7 +17,6 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/crashpoint"
-	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
 // quickPoints are the crash points make test runs; make test-chaos (CHAOS_POINTS=all) runs
@@ -71,33 +70,9 @@ func pointsFromEnv(t *testing.T) []string {
 // destroy; no lock left; no pulumi process outliving a dead manager.
 func TestManager_CrashPoints_EachPointRecovers(t *testing.T) {
 	points := pointsFromEnv(t)
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(root, "bin")
-	if err := repo.RequireBinaries(bin, "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	m := &manager{
-		binary: buildManager(t, root, dir), pulumiBin: bin, dataDir: filepath.Join(dir, "data"),
-		kubeconfig: writeKubeconfig(t, env.Config, dir), logPath: filepath.Join(dir, "manager.log"),
-		// One kept Update per Stack: pruning happens on every change.
-		args: []string{"--update-history", "1"},
-	}
-	t.Cleanup(func() {
-		m.kill(t)
-		killLeftovers(m.dataDir)
-		if t.Failed() {
-			t.Logf("manager log (last 8 KiB):\n%s", tail(m.logPath, 8192))
-			if keep := os.Getenv("CHAOS_KEEP_LOG"); keep != "" {
-				if b, err := os.ReadFile(m.logPath); err == nil {
-					_ = os.WriteFile(keep, b, 0o644)
-				}
-			}
-		}
-	})
+	// One kept Update per Stack: pruning happens on every change.
+	m := newManager(t, dir, "--update-history", "1")
 
 	var report []string
 	for i, point := range points {

@@ -11,7 +11,6 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/crashpoint"
-	"github.com/stackwright/stackwright/internal/engine"
 	guardrails "github.com/stackwright/stackwright/internal/policy"
 )
 
@@ -53,37 +52,33 @@ func (r *Reconciler) gateChange(ctx context.Context, s *scope) (bool, error) {
 	if a == nil || a.DesiredStateKey != s.key || a.Attempt != s.next.attempt || a.PolicyKey != s.policyKey {
 		return r.startPreview(ctx, s, r.voidApproval(s, a))
 	}
-	switch a.State {
-	case pulumiv1.ApprovalBlocked:
-		if stack.ReconcileRequested() {
-			// A verdict may hang on the resources' state, which a preview reads anew.
-			return r.startPreview(ctx, s, "")
-		}
-		reason := pulumiv1.ReasonPolicyViolation
-		if slices.ContainsFunc(a.Violations, func(v pulumiv1.PolicyViolation) bool { return v.Enforcement == enforcementError }) {
-			reason = pulumiv1.ReasonPolicyInvalid
-		}
-		markStalled(stack, reason, blockedMessage(a))
-		return false, nil
-	case pulumiv1.ApprovalPreviewing, pulumiv1.ApprovalFailed:
-		// Not in flight (observeUpdate waits for one that is): it was lost before it ran.
-		return r.startPreview(ctx, s, "")
-	case pulumiv1.ApprovalRejected:
-		if stack.ReconcileRequested() {
-			return r.startPreview(ctx, s, "")
-		}
-		markStalled(stack, pulumiv1.ReasonApprovalRejected, fmt.Sprintf("the change previewed by Update %s was rejected; nothing was applied. A new desired state, or the %s annotation, makes a new preview",
-			a.Preview, pulumiv1.ReconcileRequestAnnotation))
-		return false, nil
-	case pulumiv1.ApprovalAwaiting:
+	if a.State == pulumiv1.ApprovalAwaiting {
 		r.handleApprovalAnnotations(s, a)
 	}
 	switch a.State {
 	case pulumiv1.ApprovalApproved:
 		s.plan = a.Preview
 		return true, nil
-	case pulumiv1.ApprovalRejected:
-		markStalled(stack, pulumiv1.ReasonApprovalRejected, fmt.Sprintf("the change previewed by Update %s was rejected; nothing was applied", a.Preview))
+	case pulumiv1.ApprovalPreviewing, pulumiv1.ApprovalFailed:
+		// Not in flight (observeUpdate waits for one that is): it was lost before it ran.
+		return r.startPreview(ctx, s, "")
+	case pulumiv1.ApprovalBlocked, pulumiv1.ApprovalRejected:
+		if stack.ReconcileRequested() {
+			// A verdict may hang on the resources' state, which a preview reads anew. Both
+			// states recorded the request pending when they were reached: only a newer one
+			// counts here.
+			return r.startPreview(ctx, s, "")
+		}
+		if a.State == pulumiv1.ApprovalRejected {
+			markStalled(stack, pulumiv1.ReasonApprovalRejected, fmt.Sprintf("the change previewed by Update %s was rejected; nothing was applied. A new desired state, or the %s annotation, makes a new preview",
+				a.Preview, pulumiv1.ReconcileRequestAnnotation))
+			return false, nil
+		}
+		reason := pulumiv1.ReasonPolicyViolation
+		if slices.ContainsFunc(a.Violations, func(v pulumiv1.PolicyViolation) bool { return v.Enforcement == enforcementError }) {
+			reason = pulumiv1.ReasonPolicyInvalid
+		}
+		markStalled(stack, reason, blockedMessage(a))
 		return false, nil
 	}
 	markReconciling(stack, pulumiv1.ReasonAwaitingApproval, awaitingMessage(stack, a))
@@ -223,7 +218,7 @@ func (r *Reconciler) observePreview(s *scope, u *v1alpha1.Update) (bool, error) 
 		r.event(stack, corev1.EventTypeWarning, EventPolicyWarning, "advisory policies found in preview Update %s: %s", u.Name, listViolations(a.Violations))
 	}
 	switch {
-	case !engine.HasChanges(changeCounts(u.Status.Changes)):
+	case !hasChanges(u.Status.Changes):
 		a.State = pulumiv1.ApprovalApproved
 		r.event(stack, corev1.EventTypeNormal, EventApproved, "Preview Update %s plans no change; applying it needs no approval", u.Name)
 		return true, nil
@@ -252,14 +247,6 @@ func phaseWord(u *v1alpha1.Update) string {
 		return "running"
 	}
 	return "waiting to run"
-}
-
-func changeCounts(c map[string]int64) map[string]int {
-	out := make(map[string]int, len(c))
-	for k, v := range c {
-		out[k] = int(v)
-	}
-	return out
 }
 
 // enforcementError marks, in a Stack's violations, a policy that could not be judged.

@@ -36,7 +36,7 @@ func (s *scenario) waitAwaiting(name, revision string) string {
 		g.Expect(a).NotTo(BeNil())
 		g.Expect(a.State).To(Equal(pulumiv1.ApprovalAwaiting))
 		g.Expect(a.Revision).To(Equal(revision))
-		c := findCondition(st, pulumiv1.ConditionReconciling)
+		c := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionReconciling)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(pulumiv1.ReasonAwaitingApproval))
 		g.Expect(c.Message).To(ContainSubstring(pulumiv1.ApproveAnnotation + "=" + a.Preview))
@@ -72,10 +72,6 @@ func (s *scenario) events() []eventsv1.Event {
 	var list eventsv1.EventList
 	s.g.Expect(env.Client.List(s.ctx(), &list, client.InNamespace(s.ns))).To(Succeed())
 	return list.Items
-}
-
-func findCondition(st *pulumiv1.Stack, typ string) *metav1.Condition {
-	return apimeta.FindStatusCondition(st.Status.Conditions, typ)
 }
 
 // A Manual-approval Stack previews each change and applies nothing until the approve

@@ -119,7 +119,7 @@ func recordDrift(s *pulumiv1.Stack, u *v1alpha1.Update, now time.Time) (found bo
 	case u.Status.Phase != v1alpha1.UpdatePhaseSucceeded:
 		conditions.Set(s, pulumiv1.ConditionDriftDetected, metav1.ConditionUnknown, reasonDriftCheckFailed,
 			fmt.Sprintf("drift check failed (Update %s): %s", u.Name, u.Status.Message))
-	case drifted(u.Status.Changes):
+	case hasChanges(u.Status.Changes):
 		found = true
 		msg := fmt.Sprintf("%s (Update %s)", u.Status.Message, u.Name)
 		if autoRemediate(&s.Spec) {
@@ -161,9 +161,9 @@ func (r *Reconciler) observeDrift(ctx context.Context, s *scope, u *v1alpha1.Upd
 	return true, nil
 }
 
-// drifted reports whether a drift check's changes hold anything but unchanged resources,
-// as the engine judges them.
-func drifted(changes map[string]int64) bool {
+// hasChanges reports whether an Update's change counts (a drift check's, a preview's) hold
+// anything but unchanged resources, as the engine judges them.
+func hasChanges(changes map[string]int64) bool {
 	c := make(map[string]int, len(changes))
 	for op, n := range changes {
 		c[op] = int(n)

@@ -66,7 +66,7 @@ func TestStackReconciler_Reconcile_MandatoryPolicyBlocksDeletionAdvisoryRecords(
 		prog.Program.Resources["other"] = fileResource("other.txt", "v2")
 	})
 	blocked := s.waitCondition("guarded", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonPolicyViolation)
-	s.g.Expect(findCondition(blocked, pulumiv1.ConditionStalled).Message).To(ContainSubstring("::keep must not be deleted"))
+	s.g.Expect(apimeta.FindStatusCondition(blocked.Status.Conditions, pulumiv1.ConditionStalled).Message).To(ContainSubstring("::keep must not be deleted"))
 	s.kube.WaitEvent(st, corev1.EventTypeWarning, stack.EventPolicyViolation)
 	s.g.Expect(s.readFile("keep.txt")).To(Equal("precious"), "the blocked change deleted the resource")
 	s.g.Expect(s.readFile("other.txt")).To(Equal("v1"), "the blocked change applied part of itself")
@@ -103,7 +103,7 @@ func TestStackReconciler_Reconcile_PolicySyntaxErrorStopsChanges(t *testing.T) {
 	s.create(s.stack("strict", "strict"))
 
 	st := s.waitCondition("strict", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonPolicyInvalid)
-	s.g.Expect(findCondition(st, pulumiv1.ConditionStalled).Message).To(And(ContainSubstring("Policy "+s.ns+"/broken"), ContainSubstring("rego_parse_error")))
+	s.g.Expect(apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message).To(And(ContainSubstring("Policy "+s.ns+"/broken"), ContainSubstring("rego_parse_error")))
 	if _, err := s.readFile("strict.txt"); err == nil {
 		t.Fatal("an update ran although its policy does not compile")
 	}

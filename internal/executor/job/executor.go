@@ -361,12 +361,6 @@ func (e *Executor) record(ctx context.Context, u *v1alpha1.Update, res *Result) 
 	var out engine.Result
 	if st.Phase == v1alpha1.UpdatePhaseSucceeded {
 		out = engine.Result{Outputs: res.Outputs, Plan: res.Plan, Steps: res.Steps}
-		for op, n := range st.Changes {
-			if out.Changes == nil {
-				out.Changes = map[string]int{}
-			}
-			out.Changes[op] = int(n)
-		}
 	}
 	if err := e.runner.Record(ctx, base, u, out); err != nil {
 		return err
