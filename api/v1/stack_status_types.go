@@ -90,6 +90,16 @@ type StackwrightStatus struct {
 	// +optional
 	Attempt int32 `json:"attempt,omitempty"`
 
+	// LostUpdates names the ups of LastAttemptedKey, newest last, whose runners were lost
+	// before they reported (the manager restarted, a runner Pod vanished): their engine
+	// runs may have completed. The next up looks for them in the backend's history and
+	// records a completed one instead of applying the same desired state twice. Cleared
+	// by a success and by a new desired state.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	LostUpdates []string `json:"lostUpdates,omitempty"`
+
 	// PermanentFailures counts consecutive permanent failures; the Stack
 	// stalls when it reaches the manager's limit.
 	// +optional

@@ -1222,6 +1222,11 @@ func (in *StackwrightStatus) DeepCopyInto(out *StackwrightStatus) {
 		in, out := &in.LastSuccessTime, &out.LastSuccessTime
 		*out = (*in).DeepCopy()
 	}
+	if in.LostUpdates != nil {
+		in, out := &in.LostUpdates, &out.LostUpdates
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.LastArtifact != nil {
 		in, out := &in.LastArtifact, &out.LastArtifact
 		*out = new(ArtifactRef)

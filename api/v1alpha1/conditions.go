@@ -38,6 +38,10 @@ const (
 	// ReasonRunnerLost: the runner disappeared while the Update was running (the manager
 	// restarted); retried.
 	ReasonRunnerLost = "RunnerLost"
+	// ReasonRecovered: the runner was lost before it reported, but the engine run had
+	// completed: a later Update found it in the backend's history (its
+	// status.recovered names this Update) and recorded it here.
+	ReasonRecovered = "Recovered"
 )
 
 // PlanSecretSuffix names the Secret holding the update plan a preview saved:

@@ -41,3 +41,16 @@ func (u *Update) MarkRunnerLost(result UpdateResult, msg string, now metav1.Time
 	u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = UpdatePhaseFailed, result, msg, &now
 	u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonRunnerLost, Message: msg})
 }
+
+// MarkRecovered corrects the record of a lost Update whose engine run the backend's history
+// shows succeeded: by names the Update that found it.
+func (u *Update) MarkRecovered(by string, version int64) {
+	where := "the backend's history"
+	if version > 0 {
+		where = fmt.Sprintf("stack version %d in the backend's history", version)
+	}
+	msg := fmt.Sprintf("the run succeeded (%s), but runner %s was lost before it reported; Update %s recovered the result", where, u.Status.Runner, by)
+	u.Status.Phase, u.Status.Result, u.Status.Message = UpdatePhaseSucceeded, UpdateResultSucceeded, msg
+	apimeta.RemoveStatusCondition(&u.Status.Conditions, ConditionStalled)
+	u.MarkFinished(metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonRecovered, Message: msg})
+}

@@ -144,7 +144,30 @@ type UpdateOptions struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Plan string `json:"plan,omitempty"`
+
+	// Recover names earlier Updates of the same desired state whose runners were lost
+	// before they reported. When the backend's latest history entry is the run of one of
+	// them, and it succeeded, an up records that run (status.recovered) instead of
+	// applying the same desired state again.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Recover []string `json:"recover,omitempty"`
 }
+
+// RecoveredRun is an earlier Update's engine run that an up found complete in the
+// backend's history, and recorded instead of running again.
+type RecoveredRun struct {
+	// Update names the earlier Update, whose runner was lost before it reported.
+	Update string `json:"update"`
+	// Version is the stack version the run wrote, as the backend's history numbers it
+	// (DIY backends do not: 0).
+	// +optional
+	Version int64 `json:"version,omitempty"`
+}
+
+// MaxPendingOperations is how many pending operations an Update's status lists.
+const MaxPendingOperations = 20
 
 // MaxViolations is how many policy violations (and errors) a status lists.
 const MaxViolations = 50
@@ -277,6 +300,21 @@ type UpdateStatus struct {
 	// options.savePlan.
 	// +optional
 	Policy *PolicyResults `json:"policy,omitempty"`
+
+	// PendingOperations lists the operations an interrupted update left pending in the
+	// stack's state, which this up warned about: "<urn> (interrupted while creating)", at
+	// most MaxPendingOperations (20). The up went ahead; a pending create stays in the
+	// state, and the resource may exist at the provider, until a person checks and clears
+	// or imports it (pulumi refresh --clear-pending-creates or --import-pending-creates).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	PendingOperations []string `json:"pendingOperations,omitempty"`
+
+	// Recovered is set on an up that found the run of a lost earlier Update complete in
+	// the backend's history: it did not run the engine, and its changes are that run's.
+	// +optional
+	Recovered *RecoveredRun `json:"recovered,omitempty"`
 
 	// OutputsSecretName names the Secret, in the Update's namespace, holding
 	// the stack outputs after a successful operation.

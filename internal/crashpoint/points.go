@@ -39,6 +39,9 @@ const (
 	EngineCLIStarted = "engine/cli-started"
 	// EngineCLIFinished: a pulumi process of the run exited; its result is not read yet.
 	EngineCLIFinished = "engine/cli-finished"
+	// EngineUpApplied: an up's pulumi process exited having applied the program; nothing
+	// of its result (outputs, status) is recorded yet.
+	EngineUpApplied = "engine/up-applied"
 	// RunnerOutputsWritten: the outputs Secret exists; the Update's status does not say so.
 	RunnerOutputsWritten = "runner/outputs-written"
 	// RunnerPlanWritten: a preview's plan Secret exists; the Update's status does not say so.
@@ -60,7 +63,7 @@ const (
 // All lists every point, in the order a Stack's life reaches them.
 var All = []string{
 	StackFinalizerAdded, ProgramArtifactStored, StackPreviewIntentRecorded, StackIntentRecorded, StackUpdateCreated, ExecutorClaimed,
-	RunnerArtifactExtracted, EngineCLIStarted, EngineCLIFinished, RunnerOutputsWritten, RunnerPlanWritten,
+	RunnerArtifactExtracted, EngineCLIStarted, EngineCLIFinished, EngineUpApplied, RunnerOutputsWritten, RunnerPlanWritten,
 	RunnerResultRecorded, StackResultObserved, StackPreviewObserved, StackOutputsExported, StackUpdatesPruned,
 	StackDestroyIntentRecorded, StackDestroySucceeded, UpdateRunnerLostMarked, ArtifactsCollected, LocksHealed,
 }

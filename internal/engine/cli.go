@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/stackwright/stackwright/internal/crashpoint"
 )
@@ -198,8 +199,13 @@ func missingStack(err error) (error, bool) {
 	return err, true
 }
 
-// messageFlag is --message for an operation that records one.
-func messageFlag(msg string) []string {
+// messageFlag is --message for an operation that records one: the request's message and
+// the run's tag (runTag).
+func (x *run) messageFlag() []string {
+	msg := x.req.Message
+	if x.req.RunID != "" {
+		msg = strings.TrimSpace(msg + " " + runTag(x.req.RunID))
+	}
 	if msg == "" {
 		return nil
 	}

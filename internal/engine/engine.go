@@ -106,6 +106,15 @@ type Request struct {
 	StaleLocalLocks bool
 	// Message is recorded with the update in the backend (up, refresh, destroy).
 	Message string
+	// RunID identifies this run in the backend's history: it is appended to Message as
+	// "[run <RunID>]", so that a later run can tell whether this one completed.
+	RunID string
+	// Recover lists the RunIDs of earlier runs of this same up that their callers lost
+	// before they reported (a crash). When the backend's latest history entry is one of
+	// them, and it succeeded, Run does not apply the program again: it reports that run
+	// (Result.Recovered) with the stack's current outputs. Any other entry, or none, and
+	// the up runs.
+	Recover []string
 	// SavePlan makes a preview return the update plan it computed, in Result.Plan, so that
 	// a later up can be held to exactly the previewed changes.
 	SavePlan bool
@@ -143,6 +152,22 @@ type Result struct {
 	// Plan is the update plan of a SavePlan preview: JSON, with secret values encrypted by
 	// the stack's secrets provider.
 	Plan []byte
+	// PendingOperations are the operations an interrupted update left pending in the
+	// state, as an up warned about them: "<urn> (interrupted while creating)". The up went
+	// ahead; Pulumi keeps pending creates until a person clears or imports them.
+	PendingOperations []string
+	// Recovered is set when an up with Recover found the lost run it names complete in
+	// the backend's history, and ran nothing itself.
+	Recovered *Recovered
+}
+
+// Recovered is a lost run that the backend's history shows succeeded.
+type Recovered struct {
+	// RunID is the lost run's, as Request.Recover gave it.
+	RunID string `json:"runID"`
+	// Version is the stack version the run wrote; 0 from DIY backends, which do not number
+	// them.
+	Version int64 `json:"version,omitempty"`
 }
 
 // Step is one resource operation of a run, as the engine's event log announces it. It

@@ -10,16 +10,21 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+
+	"github.com/stackwright/stackwright/internal/crashpoint"
 )
 
 func (x *run) up(ctx context.Context) (Result, error) {
 	r := x.req
+	if res, ok, err := x.recover(ctx); ok || err != nil {
+		return res, err
+	}
 	if r.Refresh && r.ExpectNoChanges {
 		if err := x.checkNoRefreshChanges(ctx); err != nil {
 			return Result{}, err
 		}
 	}
-	args := append([]string{"up", "--yes", "--skip-preview"}, messageFlag(r.Message)...)
+	args := append([]string{"up", "--yes", "--skip-preview"}, x.messageFlag()...)
 	if r.Refresh {
 		args = append(args, "--refresh")
 	}
@@ -51,12 +56,14 @@ func (x *run) up(ctx context.Context) (Result, error) {
 		}
 		return Result{}, x.fail(ctx, "failed to update stack "+r.Stack, hint, "", err)
 	}
+	crashpoint.Hit(crashpoint.EngineUpApplied)
 	changes := ev.changes()
 	return x.withOutputs(ctx, ev.after, ev.haveAfter, Result{
-		Changes:   changes,
-		Steps:     ev.steps,
-		Permalink: permalink(stdout),
-		Message:   "up succeeded: " + describe(changes, false),
+		Changes:           changes,
+		Steps:             ev.steps,
+		Permalink:         permalink(stdout),
+		Message:           "up succeeded: " + describe(changes, false),
+		PendingOperations: pendingOperations(stdout),
 	})
 }
 
@@ -93,7 +100,7 @@ func (x *run) checkNoRefreshChanges(ctx context.Context) error {
 
 func (x *run) preview(ctx context.Context) (Result, error) {
 	r := x.req
-	args := append([]string{"preview"}, messageFlag(r.Message)...)
+	args := append([]string{"preview"}, x.messageFlag()...)
 	if r.Refresh {
 		args = append(args, "--refresh")
 	}
@@ -144,7 +151,7 @@ func (x *run) drift(ctx context.Context) (Result, error) {
 
 func (x *run) refresh(ctx context.Context) (Result, error) {
 	r := x.req
-	args := append([]string{"refresh", "--yes", "--skip-preview"}, messageFlag(r.Message)...)
+	args := append([]string{"refresh", "--yes", "--skip-preview"}, x.messageFlag()...)
 	if r.ExpectNoChanges {
 		args = append(args, "--expect-no-changes")
 	}
@@ -162,7 +169,7 @@ func (x *run) refresh(ctx context.Context) (Result, error) {
 
 func (x *run) destroy(ctx context.Context) (Result, error) {
 	r := x.req
-	args := append([]string{"destroy", "--yes", "--skip-preview"}, messageFlag(r.Message)...)
+	args := append([]string{"destroy", "--yes", "--skip-preview"}, x.messageFlag()...)
 	if r.Refresh {
 		args = append(args, "--refresh")
 	}

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -120,8 +121,34 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engin
 		return fmt.Errorf("failed to record result of Update %s: %w", u.Name, perr)
 	}
 	crashpoint.Hit(crashpoint.RunnerResultRecorded)
+	if rec := u.Status.Recovered; rec != nil {
+		if err := r.markRecovered(ctx, u, rec); err != nil {
+			// The Stack has its result from u; the lost Update's record stays wrong.
+			log.Error(err, "Failed to correct the record of the lost Update", "lostUpdate", rec.Update)
+		}
+	}
 	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), took)
 	log.Info("Update finished", "phase", u.Status.Phase, "message", u.Status.Message)
+	return nil
+}
+
+// markRecovered corrects the record of the lost Update whose completed run u found in the
+// backend's history: it was marked cancelled when its runner was lost. An Update pruned
+// since, or recorded otherwise, is left alone.
+func (r *Runner) markRecovered(ctx context.Context, u *v1alpha1.Update, rec *v1alpha1.RecoveredRun) error {
+	lost := &v1alpha1.Update{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: rec.Update}, lost); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if lost.Spec.StackName != u.Spec.StackName || !apimeta.IsStatusConditionPresentAndEqual(lost.Status.Conditions, v1alpha1.ConditionStalled, metav1.ConditionTrue) ||
+		apimeta.FindStatusCondition(lost.Status.Conditions, v1alpha1.ConditionStalled).Reason != v1alpha1.ReasonRunnerLost {
+		return nil
+	}
+	base := lost.DeepCopy()
+	lost.MarkRecovered(u.Name, rec.Version)
+	if err := r.Client.Status().Patch(ctx, lost, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldManager)); err != nil {
+		return fmt.Errorf("failed to record recovered run of Update %s: %w", lost.Name, err)
+	}
 	return nil
 }
 
@@ -182,6 +209,7 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 		Env:             in.Env,
 		CreateStack:     !stack.Spec.UseLocalStackOnly,
 		StackExists:     StackExists(stack),
+		RunID:           u.Name,
 	}
 	for k, v := range in.Config {
 		req.Config[k] = engine.ConfigValue(v)
@@ -189,6 +217,9 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 	if o := u.Spec.Options; o != nil {
 		req.Refresh, req.ExpectNoChanges, req.Targets, req.TargetDependents = o.Refresh, o.ExpectNoChanges, o.Targets, o.TargetDependents
 		req.RemoveStack, req.Message, req.RunProgram = o.Remove, o.Message, o.RunProgram
+		if u.Spec.Type == v1alpha1.UpdateTypeUp {
+			req.Recover = o.Recover
+		}
 		req.SavePlan = o.SavePlan && u.Spec.Type == v1alpha1.UpdateTypePreview
 		if o.Plan != "" {
 			if req.Plan, err = r.readPlan(ctx, u); err != nil {
@@ -349,6 +380,15 @@ func Finish(u *v1alpha1.Update, res engine.Result, err error, logTail string, no
 		for k, v := range res.Changes {
 			u.Status.Changes[k] = int64(v)
 		}
+	}
+	u.Status.PendingOperations = nil
+	if n := len(res.PendingOperations); n > 0 && err == nil {
+		u.Status.PendingOperations = res.PendingOperations[:min(n, v1alpha1.MaxPendingOperations)]
+		res.Message += fmt.Sprintf("; warning: %d pending operation(s) left in the state by an interrupted update (see status.pendingOperations): check them at the provider, then clear or import them", n)
+	}
+	u.Status.Recovered = nil
+	if rec := res.Recovered; rec != nil && err == nil {
+		u.Status.Recovered = &v1alpha1.RecoveredRun{Update: rec.RunID, Version: rec.Version}
 	}
 	u.Status.Steps, u.Status.StepsOmitted = nil, 0
 	for i, st := range res.Steps {

@@ -9,11 +9,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/scheme"
 )
 
 func TestFailure_Error_MapsToRetryReason(t *testing.T) {
@@ -77,5 +81,66 @@ func TestEnsureFileBackend_URL_CreatesOnlyLocalDirectories(t *testing.T) {
 	}
 	if err := EnsureFileBackend("file://" + dir); err != nil {
 		t.Errorf("second call = %v; want it idempotent", err)
+	}
+}
+
+// lostUpdate is an Update of Stack web marked lost by the Update controller.
+func lostUpdate(name, stack string, reason string) *v1alpha1.Update {
+	u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1alpha1.UpdateSpec{StackName: stack, Type: v1alpha1.UpdateTypeUp, Attempt: 1}}
+	u.MarkRunning("local/old-manager/1/abc", metav1.Now())
+	if reason == v1alpha1.ReasonRunnerLost {
+		u.MarkRunnerLost(v1alpha1.UpdateResultCancelled, "runner stopped", metav1.Now())
+	} else {
+		u.Status.Phase, u.Status.Result = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed
+		u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: reason})
+	}
+	return u
+}
+
+func TestRunner_MarkRecovered_CorrectsOnlyTheLostRecord(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		lost       *v1alpha1.Update
+		wantResult v1alpha1.UpdateResult
+		wantReason string
+	}{
+		{name: "LostRunIsSucceeded", lost: lostUpdate("web-k-1", "web", v1alpha1.ReasonRunnerLost), wantResult: v1alpha1.UpdateResultSucceeded, wantReason: v1alpha1.ReasonRecovered},
+		{name: "FailedRunIsLeftAlone", lost: lostUpdate("web-k-1", "web", v1alpha1.ReasonPermanentFailure), wantResult: v1alpha1.UpdateResultFailed, wantReason: v1alpha1.ReasonPermanentFailure},
+		{name: "AnotherStacksUpdateIsLeftAlone", lost: lostUpdate("web-k-1", "api", v1alpha1.ReasonRunnerLost), wantResult: v1alpha1.UpdateResultCancelled, wantReason: v1alpha1.ReasonRunnerLost},
+		{name: "PrunedUpdateIsNoError"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sch, err := scheme.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := fake.NewClientBuilder().WithScheme(sch).WithStatusSubresource(&v1alpha1.Update{})
+			if tt.lost != nil {
+				b = b.WithObjects(tt.lost)
+			}
+			r := &Runner{Client: b.Build()}
+			retry := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: "web-k-2", Namespace: "default"}, Spec: v1alpha1.UpdateSpec{StackName: "web"}}
+			if err := r.markRecovered(context.Background(), retry, &v1alpha1.RecoveredRun{Update: "web-k-1"}); err != nil {
+				t.Fatalf("markRecovered: %v", err)
+			}
+			if tt.lost == nil {
+				return
+			}
+			got := &v1alpha1.Update{}
+			if err := r.Client.Get(context.Background(), client.ObjectKeyFromObject(tt.lost), got); err != nil {
+				t.Fatal(err)
+			}
+			c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionComplete)
+			if got.Status.Result != tt.wantResult || c.Reason != tt.wantReason {
+				t.Errorf("lost Update reads %s, reason %s; want %s, reason %s", got.Status.Result, c.Reason, tt.wantResult, tt.wantReason)
+			}
+			stalled := apimeta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionStalled)
+			if stalled != (tt.wantResult != v1alpha1.UpdateResultSucceeded) {
+				t.Errorf("Stalled = %v with result %s", stalled, got.Status.Result)
+			}
+		})
 	}
 }

@@ -94,9 +94,12 @@ type policy struct {
 }
 
 const (
-	backoffBase   = 10 * time.Second
-	backoffFactor = 3
-	backoffJitter = 0.1
+	// maxRetryBackoff caps every retry delay, whatever a Stack asks for: past it, a
+	// delay's arithmetic would overflow.
+	maxRetryBackoff = 365 * 24 * time.Hour
+	backoffBase     = 10 * time.Second
+	backoffFactor   = 3
+	backoffJitter   = 0.1
 )
 
 // backoff is the delay before retry number failures (≥ 1): base × 3^(failures-1), capped,
@@ -107,10 +110,10 @@ func backoff(base time.Duration, failures int64, limit time.Duration, seed strin
 	if failures < 1 {
 		failures = 1
 	}
-	d := float64(base) * math.Pow(backoffFactor, float64(failures-1))
-	if limit > 0 && d > float64(limit) {
-		d = float64(limit)
+	if limit <= 0 || limit > maxRetryBackoff {
+		limit = maxRetryBackoff
 	}
+	d := min(float64(base)*math.Pow(backoffFactor, float64(failures-1)), float64(limit))
 	sum := sha256.Sum256([]byte(seed + "/" + time.Duration(failures).String()))
 	u := float64(binary.BigEndian.Uint64(sum[:8])) / float64(math.MaxUint64) // [0, 1]
 	return time.Duration(d * (1 + backoffJitter*(2*u-1)))
@@ -128,8 +131,11 @@ func decide(now time.Time, stack *pulumiv1.Stack, key string, p policy) decision
 	}
 	next := func(why string) decision {
 		attempt := int32(1)
-		if sw.LastAttemptedKey == key {
-			attempt = sw.Attempt + 1
+		if sw.LastAttemptedKey == key && sw.Attempt < math.MaxInt32 {
+			// A status written by hand may hold anything; attempts count from 1.
+			attempt = max(sw.Attempt, 0) + 1
+		} else if sw.LastAttemptedKey == key {
+			attempt = math.MaxInt32
 		}
 		return decision{action: actionRun, attempt: attempt, why: why}
 	}
@@ -151,7 +157,8 @@ func decide(now time.Time, stack *pulumiv1.Stack, key string, p policy) decision
 		}
 		limit := p.maxBackoff
 		if s := stack.Spec.RetryMaxBackoffDurationSeconds; s > 0 {
-			limit = time.Duration(s) * time.Second
+			// Seconds beyond what a Duration holds would wrap around to a negative cap.
+			limit = min(time.Duration(min(s, math.MaxInt64/int64(time.Second)))*time.Second, maxRetryBackoff)
 		}
 		var last time.Time
 		if lu.LastResyncTime != nil {

@@ -60,6 +60,12 @@ func (r *Reconciler) pruneUpdates(ctx context.Context, stack *pulumiv1.Stack) (t
 	if sw := stack.Status.Stackwright; sw != nil && sw.Approval != nil {
 		keep[sw.Approval.Preview] = true
 	}
+	// The next up corrects their records if it finds their runs complete.
+	if sw := stack.Status.Stackwright; sw != nil {
+		for _, name := range sw.LostUpdates {
+			keep[name] = true
+		}
+	}
 	// The published outputs are put back from this Update's outputs when edited by hand.
 	if e := stack.Status.OutputsExport; e != nil && e.Update != "" {
 		keep[e.Update] = true

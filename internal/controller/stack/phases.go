@@ -70,6 +70,9 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 	crashpoint.Hit(crashpoint.StackResultObserved)
 	if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
 		r.event(s.stack, corev1.EventTypeNormal, EventUpdateSucceeded, "%s succeeded at revision %s (Update %s)", u.Spec.Type, u.Spec.Revision, u.Name)
+		if n := len(u.Status.PendingOperations); n > 0 {
+			r.event(s.stack, corev1.EventTypeWarning, EventPendingOperations, "an interrupted update left %d pending operation(s) in the state (Update %s lists them): check them at the provider, then run pulumi refresh with --clear-pending-creates or --import-pending-creates", n, u.Name)
+		}
 	} else {
 		r.event(s.stack, corev1.EventTypeWarning, EventUpdateFailed, "%s failed (Update %s): %s", u.Spec.Type, u.Name, u.Status.Message)
 	}

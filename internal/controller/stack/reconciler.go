@@ -26,11 +26,14 @@ const (
 	EventUpdateStarted   = "UpdateStarted"
 	EventUpdateSucceeded = "UpdateSucceeded"
 	EventUpdateFailed    = "UpdateFailed"
-	EventStalled         = "Stalled"
-	EventDestroyed       = "Destroyed"
-	EventResourcesKept   = "ResourcesKept"
-	EventOutputsExported = "OutputsExported"
-	EventFieldsIgnored   = "FieldsIgnored"
+	// EventPendingOperations: an up warned of operations an interrupted update left
+	// pending; a person must check them (Pulumi does not clear pending creates by itself).
+	EventPendingOperations = "PendingOperations"
+	EventStalled           = "Stalled"
+	EventDestroyed         = "Destroyed"
+	EventResourcesKept     = "ResourcesKept"
+	EventOutputsExported   = "OutputsExported"
+	EventFieldsIgnored     = "FieldsIgnored"
 )
 
 // eventAction is the action of every event the Stack controller emits.

@@ -109,6 +109,7 @@ func recordStart(s *pulumiv1.Stack, u *v1alpha1.Update) {
 		// A new desired state starts with a clean slate: earlier failures were about
 		// something else.
 		sw.PermanentFailures = 0
+		sw.LostUpdates = nil
 		if s.Status.LastUpdate != nil {
 			s.Status.LastUpdate.Failures = 0
 		}
@@ -168,6 +169,7 @@ func recordFinish(s *pulumiv1.Stack, u *v1alpha1.Update, outputs map[string]apie
 		sw.LastSuccessfulKey = u.Spec.DesiredStateKey
 		sw.LastSuccessTime = lu.LastResyncTime.DeepCopy()
 		sw.PermanentFailures = 0
+		sw.LostUpdates = nil
 		if outputs != nil {
 			s.Status.Outputs = outputs
 		}
@@ -181,10 +183,19 @@ func recordFinish(s *pulumiv1.Stack, u *v1alpha1.Update, outputs map[string]apie
 		if c == nil || failureCountsAsPermanent(s, c.Reason) {
 			sw.PermanentFailures++
 		}
+		if c != nil && c.Reason == v1alpha1.ReasonRunnerLost && u.Spec.Type == v1alpha1.UpdateTypeUp {
+			sw.LostUpdates = append(sw.LostUpdates, u.Name)
+			sw.LostUpdates = sw.LostUpdates[max(len(sw.LostUpdates)-maxLostUpdates, 0):]
+		}
 	}
 	s.Status.LastUpdate = lu
 	s.Status.CurrentUpdate = nil
 }
+
+// maxLostUpdates bounds status.stackwright.lostUpdates: a chain of lost runners that long
+// means something else is wrong, and the oldest runs are the least likely to be the
+// backend's latest entry.
+const maxLostUpdates = 10
 
 // maskOutputs turns an outputs Secret's data into status.outputs, with secret values
 // replaced by "[secret]".

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,6 +67,9 @@ func (r *Reconciler) buildUpdate(s *scope) *v1alpha1.Update {
 				Plan:     s.plan,
 			},
 		},
+	}
+	if sw := stack.Status.Stackwright; sw != nil && op == v1alpha1.UpdateTypeUp && sw.LastAttemptedKey == s.key {
+		u.Spec.Options.Recover = slices.Clone(sw.LostUpdates)
 	}
 	if len(stack.Name) <= 63 {
 		u.Labels = map[string]string{v1alpha1.StackLabel: stack.Name}

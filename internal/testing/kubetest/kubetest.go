@@ -3,6 +3,7 @@ package kubetest
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -71,6 +72,14 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// fuzzing reports whether the test binary runs a fuzz target (-test.fuzz), as the
+// coordinator or one of its workers.
+func fuzzing() bool {
+	flag.Parse()
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
+}
+
 func run(m *testing.M, env **Env, hooks []Hook) int {
 	var logOut io.Writer = Logs
 	if os.Getenv("STACKWRIGHT_TEST_LOG") == "1" {
@@ -79,6 +88,11 @@ func run(m *testing.M, env **Env, hooks []Hook) int {
 	// Debug level, so that assertions about what is never logged cover every log line.
 	logf.SetLogger(zap.New(zap.WriteTo(logOut), zap.UseDevMode(true), zap.Level(zapcore.Level(-2))))
 
+	if fuzzing() {
+		// Fuzz targets are pure; a control plane per fuzz worker process would only slow
+		// them down.
+		return m.Run()
+	}
 	te, e, err := start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kubetest: %v\n", err)

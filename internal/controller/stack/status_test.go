@@ -1,0 +1,89 @@
+package stack
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// finished is an Update of type op, finished with reason (Succeeded succeeds).
+func finished(name string, op v1alpha1.UpdateType, reason string) *v1alpha1.Update {
+	u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.UpdateSpec{Type: op, DesiredStateKey: "k1", Attempt: 2}}
+	if reason == v1alpha1.ReasonSucceeded {
+		u.Status.Phase, u.Status.Result = v1alpha1.UpdatePhaseSucceeded, v1alpha1.UpdateResultSucceeded
+		u.MarkFinished(metav1.Condition{Status: metav1.ConditionTrue, Reason: reason})
+		return u
+	}
+	u.Status.Phase, u.Status.Result = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed
+	u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: reason})
+	return u
+}
+
+func TestRecordFinish_LostUpdates_RememberedUntilSuccess(t *testing.T) {
+	t.Parallel()
+	ten := make([]string, 10)
+	for i := range ten {
+		ten[i] = fmt.Sprintf("web-k1-%d", i+1)
+	}
+	tests := []struct {
+		name   string
+		before []string
+		u      *v1alpha1.Update
+		want   []string
+	}{
+		{name: "LostUpIsRemembered", u: finished("web-k1-1", v1alpha1.UpdateTypeUp, v1alpha1.ReasonRunnerLost), want: []string{"web-k1-1"}},
+		{name: "LostUpJoinsEarlierOnes", before: []string{"web-k1-1"}, u: finished("web-k1-2", v1alpha1.UpdateTypeUp, v1alpha1.ReasonRunnerLost), want: []string{"web-k1-1", "web-k1-2"}},
+		{name: "LostDestroyIsNot", u: finished("web-k1-1", v1alpha1.UpdateTypeDestroy, v1alpha1.ReasonRunnerLost)},
+		{name: "OtherFailureKeepsThem", before: []string{"web-k1-1"}, u: finished("web-k1-2", v1alpha1.UpdateTypeUp, v1alpha1.ReasonTransientFailure), want: []string{"web-k1-1"}},
+		{name: "SuccessForgetsThem", before: []string{"web-k1-1"}, u: finished("web-k1-2", v1alpha1.UpdateTypeUp, v1alpha1.ReasonSucceeded)},
+		{name: "OldestDropPastTen", before: ten, u: finished("web-k1-11", v1alpha1.UpdateTypeUp, v1alpha1.ReasonRunnerLost), want: append(ten[1:], "web-k1-11")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := &pulumiv1.Stack{Status: pulumiv1.StackStatus{Stackwright: &pulumiv1.StackwrightStatus{LastAttemptedKey: "k1", Attempt: 1, LostUpdates: tt.before}}}
+			recordFinish(st, tt.u, nil, time.Now())
+			if diff := cmp.Diff(tt.want, st.Status.Stackwright.LostUpdates); diff != "" {
+				t.Errorf("lostUpdates (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The next up of the same desired state is told which lost runs to look for; an up of
+// another desired state, or another operation, is not, and starting it forgets them.
+func TestReconciler_BuildUpdate_RecoverOnlyForTheSameDesiredState(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		key  string
+		op   v1alpha1.UpdateType
+		want []string
+	}{
+		{name: "SameDesiredState", key: "k1", op: v1alpha1.UpdateTypeUp, want: []string{"web-k1-1"}},
+		{name: "NewDesiredState", key: "k2", op: v1alpha1.UpdateTypeUp},
+		{name: "Destroy", key: "k1", op: v1alpha1.UpdateTypeDestroy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}}
+			st.Status.Stackwright = &pulumiv1.StackwrightStatus{LastAttemptedKey: "k1", Attempt: 1, LostUpdates: []string{"web-k1-1"}}
+			s := &scope{stack: st, op: tt.op, key: tt.key, next: decision{action: actionRun, attempt: 2, why: "retrying"}}
+			u := (&Reconciler{}).buildUpdate(s)
+			if diff := cmp.Diff(tt.want, u.Spec.Options.Recover); diff != "" {
+				t.Errorf("options.recover (-want +got):\n%s", diff)
+			}
+			recordStart(st, u)
+			if tt.key != "k1" && len(st.Status.Stackwright.LostUpdates) > 0 {
+				t.Errorf("lostUpdates = %v after starting another desired state; want none", st.Status.Stackwright.LostUpdates)
+			}
+		})
+	}
+}
