@@ -110,10 +110,12 @@ CHAOS_KILLS ?= 20
 test-chaos: tools ## SIGKILL the manager CHAOS_KILLS times while CHAOS_STACKS Stacks converge, then at each named crash point (CHAOS_POINTS, default all); make test runs 4 and 4, and 4 points.
 	CHAOS_STACKS=$(CHAOS_STACKS) CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_POINTS=$(or $(CHAOS_POINTS),all) go test -count=1 -timeout 45m -v -run . ./test/chaos
 
-FUZZ_TIME ?= 15s
+FUZZ_TIME ?= 10s
+# Fuzz targets, as package:target.
+FUZZ_TARGETS := ./internal/artifact:FuzzExtract ./internal/source/program:FuzzRender ./internal/controller/stack:FuzzDecide
 .PHONY: fuzz
-fuzz: ## Fuzz the artifact extractor for FUZZ_TIME (CI's short budget; use 60s or more by hand).
-	go test ./internal/artifact -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZ_TIME) -fuzzminimizetime 5s
+fuzz: ## Fuzz the artifact extractor, Program rendering and the Stack decision logic for FUZZ_TIME each (CI's short budget; use 60s or more by hand).
+	@for t in $(FUZZ_TARGETS); do 		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZ_TIME)"; 		go test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZ_TIME) -fuzzminimizetime 5s || exit 1; 	done
 
 ##@ Cluster
 CLUSTER := $(BIN)/stackwright-cluster

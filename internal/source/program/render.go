@@ -2,9 +2,11 @@ package program
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
@@ -141,6 +143,7 @@ func validate(p *pulumiv1.Program) error {
 			errs = append(errs, fmt.Errorf("resource %q sets both get and properties, which are mutually exclusive", name))
 		}
 	}
+	errs = append(errs, checkNumbers(spec)...)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -150,6 +153,41 @@ func validate(p *pulumiv1.Program) error {
 		msgs[i] = err.Error()
 	}
 	return errors.New(strings.Join(msgs, "; "))
+}
+
+// checkNumbers refuses numbers beyond a 64-bit float, the only number Pulumi has: YAML
+// would read one back as a string, and the program would not get what the spec says.
+func checkNumbers(spec *pulumiv1.ProgramSpec) []error {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil // a value that is not JSON: rendering its section says which
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil
+	}
+	var errs []error
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case json.Number:
+			if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+				errs = append(errs, fmt.Errorf("%s: number %s is out of range (Pulumi numbers are 64-bit floats)", path, v))
+			}
+		case map[string]any:
+			for _, k := range sortedKeys(v) {
+				walk(path+"."+k, v[k])
+			}
+		case []any:
+			for i, e := range v {
+				walk(fmt.Sprintf("%s[%d]", path, i), e)
+			}
+		}
+	}
+	walk("spec", v)
+	return errs
 }
 
 func sortedKeys[V any](m map[string]V) []string {

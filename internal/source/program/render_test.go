@@ -243,6 +243,11 @@ func TestRender_Render_RefusesSpecsTheEngineWould(t *testing.T) {
 			wantErr: `variable "pulumi" uses the reserved name pulumi`,
 		},
 		{
+			name:    "number beyond a 64-bit float",
+			p:       program(pulumiv1.ProgramSpec{Variables: map[string]apiextensionsv1.JSON{"big": *raw(`{"n":[1e700]}`)}}),
+			wantErr: "spec.variables.big.n[0]: number 1e700 is out of range",
+		},
+		{
 			name:    "undecodable value",
 			p:       program(pulumiv1.ProgramSpec{Outputs: map[string]apiextensionsv1.JSON{"o": {Raw: []byte(`{not json`)}}}),
 			wantErr: "failed to render Program outputs",
