@@ -30,13 +30,14 @@ const (
 	ScenarioIdle    = "idle"
 	ScenarioDrift   = "drift"
 	ScenarioGit     = "git"
+	ScenarioFaulty  = "faulty"
 )
 
 // AllScenarios is every scenario in running order.
-var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioDrift, ScenarioGit}
+var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioDrift, ScenarioGit, ScenarioFaulty}
 
 // DefaultScenarios run when none are named: all but drift, whose settling and window would
-// more than double a run.
+// more than double a run, and faulty, a second fleet.
 var DefaultScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioGit}
 
 // Namespaces of the scenarios.
@@ -44,6 +45,7 @@ const (
 	nsLatency = "bench-latency"
 	nsFleet   = "bench-fleet"
 	nsGit     = "bench-git"
+	nsFaulty  = "bench-faulty"
 )
 
 // Config is one run of the harness.
@@ -75,6 +77,9 @@ type Config struct {
 	CreateWorkers int
 	// GitResync is the git Stacks' resyncFrequencySeconds (0: the product's default).
 	GitResync int64
+	// RunnerDeadline is the manager's --runner-deadline: the faulty fleet's hanging Stacks
+	// hold a worker that long per attempt.
+	RunnerDeadline time.Duration
 	// ManagerArgs are extra flags for the manager.
 	ManagerArgs []string
 	// KeepWork keeps the temporary work directory (data dir, backends, files).
@@ -137,6 +142,9 @@ func (c *Config) defaults() error {
 	if c.GitN == 0 {
 		c.GitN = c.N
 	}
+	if c.RunnerDeadline <= 0 {
+		c.RunnerDeadline = 15 * time.Second
+	}
 	if c.N < 1 || c.FloorRuns < 1 || c.LatencyRuns < 1 || c.Parallelism < 1 || c.CreateWorkers < 1 {
 		return errors.New("n, floor runs, latency runs, parallelism and create workers must be at least 1")
 	}
@@ -161,6 +169,8 @@ type bench struct {
 	floor      *floorResult
 	fleetReady bool
 	fleetNames []string
+	// fleetWall is the all-good fleet's start → all Ready (0: not reached).
+	fleetWall time.Duration
 }
 
 // Run runs the configured scenarios and writes the results file. Everything it starts is
@@ -218,7 +228,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		kubeconfig: b.cluster.kubeconfig,
 		logPath:    b.prefix + ".manager.log",
 		parallel:   cfg.Parallelism,
-		extra:      cfg.ManagerArgs,
+		extra:      append([]string{"--runner-deadline", cfg.RunnerDeadline.String()}, cfg.ManagerArgs...),
 	})
 	if err != nil {
 		return err
@@ -242,12 +252,12 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}()
 	tctx, cancelTrack := context.WithCancel(ctx)
 	defer cancelTrack()
-	for _, ns := range []string{nsLatency, nsFleet, nsGit} {
+	for _, ns := range []string{nsLatency, nsFleet, nsGit, nsFaulty} {
 		if err := b.cluster.client.Create(ctx, namespace(ns)); err != nil {
 			return fmt.Errorf("failed to create namespace %s: %w", ns, err)
 		}
 	}
-	b.track, err = startTracker(tctx, b.cluster.cfg, b.cluster.scheme, nsLatency, nsFleet, nsGit)
+	b.track, err = startTracker(tctx, b.cluster.cfg, b.cluster.scheme, nsLatency, nsFleet, nsGit, nsFaulty)
 	if err != nil {
 		return err
 	}
@@ -273,6 +283,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		{ScenarioIdle, b.runIdle},
 		{ScenarioDrift, b.runDrift},
 		{ScenarioGit, b.runGit},
+		{ScenarioFaulty, b.runFaulty},
 	}
 	for _, s := range steps {
 		if !cfg.has(s.name) {
@@ -327,6 +338,7 @@ func (b *bench) header(started time.Time, m machine, pulumi string) string {
 		{"floor runs per batch", fmt.Sprint(b.cfg.FloorRuns)},
 		{"latency runs", fmt.Sprint(b.cfg.LatencyRuns)},
 		{"idle", b.cfg.Idle.String()},
+		{"manager --runner-deadline", b.cfg.RunnerDeadline.String()},
 	}
 	if b.cfg.has(ScenarioDrift) {
 		rows = append(rows, []string{"drift", fmt.Sprintf("%d Stacks, `%s`, window %s", b.cfg.DriftN, b.cfg.DriftCron, b.cfg.DriftWindow)})

@@ -246,6 +246,7 @@ func (b *bench) runFleet(ctx context.Context) error {
 	}
 	if b.fleetReady {
 		wall = last.Sub(t0)
+		b.fleetWall = wall
 	}
 	phases, updates, err := b.countUpdates(ctx, nsFleet)
 	if err != nil {

@@ -366,7 +366,7 @@ func (x *run) fail(ctx context.Context, action, hint string, class Class, cause 
 		err.class = ClassCancelled
 		err.ctx = ctx.Err()
 		if err.hint == "" {
-			err.hint = "cancelled: " + ctx.Err().Error()
+			err.hint = "cancelled: " + context.Cause(ctx).Error()
 		}
 	}
 	return err

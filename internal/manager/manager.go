@@ -178,7 +178,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultBackend, "default-backend", o.DefaultBackend, "Backend of Stacks without spec.backend (default: the data directory's file:// backend with the local executor, Pulumi's default with the job executor).")
 	fs.StringVar(&o.RunnerImage, "runner-image", o.RunnerImage, "Image of runner Pods (job executor).")
 	fs.StringVar(&o.RunnerPullPolicy, "runner-image-pull-policy", o.RunnerPullPolicy, "Pull policy of the runner image (job executor).")
-	fs.DurationVar(&o.RunnerDeadline, "runner-deadline", o.RunnerDeadline, "Longest run of one runner Job (its activeDeadlineSeconds).")
+	fs.DurationVar(&o.RunnerDeadline, "runner-deadline", o.RunnerDeadline, "Longest run of one Update: a runner Job's activeDeadlineSeconds; with the local executor, the engine run is cancelled (0: unbounded, local executor only).")
 	fs.DurationVar(&o.RunnerJobTTL, "runner-job-ttl", o.RunnerJobTTL, "How long finished runner Jobs (and their Pods' logs) are kept.")
 	fs.StringVar(&o.RunnerAPIAddr, "runner-api-bind-address", o.RunnerAPIAddr, "Address of the HTTPS API runners fetch artifacts from and report results to (job executor).")
 	fs.StringVar(&o.RunnerAPIService, "runner-api-service", o.RunnerAPIService, "Service in the manager's namespace ($POD_NAMESPACE) in front of the runner API; runners reach it by its cluster IP.")
@@ -355,6 +355,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	// The local executor always runs: it performs detached Updates (destroys in terminating
 	// namespaces, where no Job can be created either).
 	localExec := local.New(mgr.GetClient(), run, o.MaxConcurrentUpdates)
+	localExec.Deadline = o.RunnerDeadline
 	if err := mgr.Add(localExec); err != nil {
 		return fmt.Errorf("failed to add local executor: %w", err)
 	}
@@ -363,6 +364,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	switch o.Executor {
 	case executorLocal:
 	case executorJob:
+		if o.RunnerDeadline < time.Second {
+			return fmt.Errorf("--runner-deadline %s: the job executor needs at least 1s (a Job's activeDeadlineSeconds)", o.RunnerDeadline)
+		}
 		jobs, err := job.New(mgr.GetClient(), mgr.GetAPIReader(), run, store, job.Options{
 			Pod: job.PodOptions{
 				Image: o.RunnerImage, PullPolicy: corev1.PullPolicy(o.RunnerPullPolicy),

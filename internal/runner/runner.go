@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -89,11 +91,17 @@ func (r *Runner) Run(ctx context.Context, u *v1alpha1.Update) error {
 // the manager, which records it here.
 func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engine.Result) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("update", u.Name, "type", u.Spec.Type)
-	// The run may have outlived ctx (shutdown); its result must still be recorded.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	// The run may have outlived ctx (shutdown); its result must still be recorded, and an
+	// API server that is away (restarting) is waited for: a result not recorded leaves the
+	// Update Running under a live runner, which nobody would ever retry.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
 	defer cancel()
 	if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
-		name, serr := r.writeOutputs(ctx, u, res.Outputs)
+		var name string
+		serr := retryUnavailable(ctx, log, "write outputs Secret", func() (err error) {
+			name, err = r.writeOutputs(ctx, u, res.Outputs)
+			return err
+		})
 		if serr != nil {
 			// The operation happened; losing its outputs must not make it look failed.
 			log.Error(serr, "Failed to write outputs Secret")
@@ -117,7 +125,9 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engin
 	if u.Status.StartTime != nil && u.Status.EndTime != nil {
 		took = u.Status.EndTime.Sub(u.Status.StartTime.Time)
 	}
-	if perr := r.Client.Status().Patch(ctx, u, client.MergeFrom(base), client.FieldOwner(fieldManager)); perr != nil {
+	if perr := retryUnavailable(ctx, log, "record result", func() error {
+		return r.Client.Status().Patch(ctx, u, client.MergeFrom(base), client.FieldOwner(fieldManager))
+	}); perr != nil {
 		return fmt.Errorf("failed to record result of Update %s: %w", u.Name, perr)
 	}
 	crashpoint.Hit(crashpoint.RunnerResultRecorded)
@@ -130,6 +140,41 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engin
 	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), took)
 	log.Info("Update finished", "phase", u.Status.Phase, "message", u.Status.Message)
 	return nil
+}
+
+// recordBudget bounds how long a finished run waits for the API server to take its result.
+const recordBudget = 10 * time.Minute
+
+// retryUnavailable calls f until it succeeds, fails for a reason other than the API
+// server being unreachable or overloaded, or ctx ends; waits grow from 1 s to 30 s.
+func retryUnavailable(ctx context.Context, log logr.Logger, what string, f func() error) error {
+	wait := time.Second
+	for {
+		err := f()
+		if err == nil || !unavailable(err) {
+			return err
+		}
+		log.Info("API server unavailable; trying again", "action", what, "after", wait.String(), "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// unavailable reports whether err says the API server could not be reached or could not
+// answer for now, rather than anything about the request.
+func unavailable(err error) bool {
+	// No answer at all: connection refused or reset, a timeout, TLS, DNS (the HTTP
+	// client's errors are *url.Error, a net.Error).
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err)
 }
 
 // markRecovered corrects the record of the lost Update whose completed run u found in the

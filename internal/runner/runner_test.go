@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -140,6 +144,33 @@ func TestRunner_MarkRecovered_CorrectsOnlyTheLostRecord(t *testing.T) {
 			stalled := apimeta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionStalled)
 			if stalled != (tt.wantResult != v1alpha1.UpdateResultSucceeded) {
 				t.Errorf("Stalled = %v with result %s", stalled, got.Status.Result)
+			}
+		})
+	}
+}
+
+func TestUnavailable_Error_OnlyWhenTheServerDidNotAnswer(t *testing.T) {
+	t.Parallel()
+	gr := schema.GroupResource{Group: "stackwright.dev", Resource: "updates"}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{name: "ConnectionRefused", err: &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443", Err: syscall.ECONNREFUSED}, want: true},
+		{name: "ServiceUnavailable", err: apierrors.NewServiceUnavailable("etcd is restarting"), want: true},
+		{name: "TooManyRequests", err: apierrors.NewTooManyRequests("slow down", 1), want: true},
+		{name: "Timeout", err: apierrors.NewTimeoutError("etcd", 1), want: true},
+		{name: "NotFound", err: apierrors.NewNotFound(gr, "u")},
+		{name: "Conflict", err: apierrors.NewConflict(gr, "u", errors.New("changed"))},
+		{name: "Invalid", err: apierrors.NewBadRequest("bad")},
+		{name: "OurOwnMistake", err: errors.New("failed to encode")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := unavailable(tt.err); got != tt.want {
+				t.Errorf("unavailable(%v) = %v; want %v", tt.err, got, tt.want)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -458,4 +460,77 @@ func tail(path string, n int64) string {
 		b = b[int64(len(b))-n:]
 	}
 	return string(b)
+}
+
+// A manager whose Lease another replica takes (a partition, a paused process) must stop
+// working at once: it exits, its engine runs end with it, and the replica that takes over
+// once the Lease expires finishes the fleet, each desired state applied once.
+func TestManager_LeaderLeaseLost_StepsDownAndHandsOver(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	ns := env.Namespace(t)
+	const leaseName = "chaos-leader"
+	m := newManager(t, dir, "--leader-elect", "--leader-election-namespace", ns, "--leader-election-id", leaseName)
+	files := filepath.Join(dir, "files")
+	names := []string{"lease-0", "lease-1", "lease-2", "lease-3"}
+	for _, name := range names {
+		create(ctx, t, program(ns, name))
+		create(ctx, t, stack(ns, name, filepath.Join(files, name)))
+	}
+	m.start(t)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		var updates v1alpha1.UpdateList
+		if err := env.Client.List(ctx, &updates, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(updates.Items) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the manager started no Update within 2 minutes of leading")
+		}
+	}
+
+	lease := &coordinationv1.Lease{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leaseName}, lease); err != nil {
+		t.Fatalf("the leading manager holds no Lease %s/%s: %v", ns, leaseName, err)
+	}
+	now := metav1.NewMicroTime(time.Now())
+	lease.Spec.HolderIdentity = ptr.To("another-replica")
+	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+	if err := env.Client.Update(ctx, lease); err != nil {
+		t.Fatalf("failed to take the Lease: %v", err)
+	}
+	select {
+	case <-m.exited:
+		m.cmd = nil
+	case <-time.After(90 * time.Second):
+		t.Fatal("the manager still runs 90 s after another replica took its Lease")
+	}
+	if log := tail(m.logPath, 16384); !strings.Contains(log, "leader election lost") {
+		t.Errorf("the manager exited without saying it lost the leader election:\n%s", tail(m.logPath, 2048))
+	}
+	if left := processesUnder(m.dataDir, "pulumi"); len(left) > 0 {
+		t.Errorf("pulumi processes %v outlived the manager that lost its Lease", left)
+	}
+
+	m.start(t)
+	deadline := time.Now().Add(5 * time.Minute)
+	for _, name := range names {
+		for !ready(ctx, t, ns, name) {
+			if time.Now().After(deadline) {
+				t.Fatalf("Stack %s is not Ready 5 minutes after the new leader started", name)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	runs := succeededUpdates(t, m.dataDir)
+	for _, name := range names {
+		if runs[name] != 1 {
+			t.Errorf("Stack %s: %d succeeded updates in the backend's history; want 1", name, runs[name])
+		}
+	}
+	if locks := lockFiles(t, m.dataDir); len(locks) > 0 {
+		t.Errorf("locks left in the backend: %v", locks)
+	}
 }

@@ -37,7 +37,7 @@ func run() error {
 	fs.IntVar(&cfg.N, "n", envInt("BENCH_N", 100), "Stacks in the fleet (BENCH_N).")
 	fs.DurationVar(&cfg.Idle, "idle", envDuration("BENCH_IDLE", 5*time.Minute), "Length of the idle phase (BENCH_IDLE).")
 	fs.StringVar(&scenarios, "scenarios", envString("BENCH_SCENARIOS", strings.Join(bench.DefaultScenarios, ",")),
-		"Comma-separated scenarios to run: floor, latency, fleet, idle, drift, git (BENCH_SCENARIOS).")
+		"Comma-separated scenarios to run: floor, latency, fleet, resync, idle, drift, git, faulty (BENCH_SCENARIOS).")
 	fs.IntVar(&cfg.FloorRuns, "floor-runs", envInt("BENCH_FLOOR_N", 10), "Engine runs in each floor batch (BENCH_FLOOR_N).")
 	fs.IntVar(&cfg.LatencyRuns, "latency-runs", envInt("BENCH_LATENCY_RUNS", 10), "Apply→Ready repetitions (BENCH_LATENCY_RUNS).")
 	fs.IntVar(&cfg.Parallelism, "parallel", envInt("BENCH_PARALLEL", 2), "--max-concurrent-updates, and the parallel floor's width (BENCH_PARALLEL).")
@@ -48,6 +48,7 @@ func run() error {
 	fs.Int64Var(&cfg.GitResync, "git-resync", int64(envInt("BENCH_GIT_RESYNC", 0)), "resyncFrequencySeconds of the git Stacks; 0 leaves the product default (BENCH_GIT_RESYNC).")
 	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", envInt("BENCH_PROFILE_SECONDS", 30), "Length of the manager CPU profile taken during the fleet (BENCH_PROFILE_SECONDS).")
 	fs.DurationVar(&cfg.FleetTimeout, "fleet-timeout", envDuration("BENCH_FLEET_TIMEOUT", 0), "Longest wait for a fleet; 0 is 4 × the ideal time + 5 min (BENCH_FLEET_TIMEOUT).")
+	fs.DurationVar(&cfg.RunnerDeadline, "runner-deadline", envDuration("BENCH_RUNNER_DEADLINE", 15*time.Second), "The manager's --runner-deadline (BENCH_RUNNER_DEADLINE).")
 	fs.IntVar(&cfg.CreateWorkers, "create-workers", envInt("BENCH_CREATE_WORKERS", 8), "Concurrent clients creating the fleet (BENCH_CREATE_WORKERS).")
 	fs.StringVar(&cfg.Results, "results", os.Getenv("BENCH_RESULTS"), "Results directory (default bench/results; BENCH_RESULTS).")
 	fs.StringVar(&cfg.Bin, "bin", "", "Toolchain directory (default ./bin of the checkout).")

@@ -230,6 +230,16 @@ func (e *Executor) release(key types.NamespacedName) {
 	}
 }
 
+// claimRetry is how long an Update waits to be tried again when the API server did not
+// answer while it was being claimed: no event may ever bring it back otherwise.
+const claimRetry = 5 * time.Second
+
+func (e *Executor) retryLater(key types.NamespacedName) {
+	time.AfterFunc(claimRetry, func() {
+		e.Submit(&v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	})
+}
+
 // start claims the Update, then creates its work Secret and Job. The claim comes first:
 // it is the one write that only one manager can win, so a Job is never created twice for
 // an Update; a crash after it leaves a Running Update without a Job, which the sweep
@@ -238,12 +248,20 @@ func (e *Executor) start(ctx context.Context, key types.NamespacedName) error {
 	u := &v1alpha1.Update{}
 	if err := e.client.Get(ctx, key, u); err != nil {
 		e.release(key)
-		return client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		e.retryLater(key)
+		return fmt.Errorf("failed to get Update %s (trying again in %s): %w", key.Name, claimRetry, err)
 	}
 	claimed, err := e.runner.Claim(ctx, u, runnerIdentity(u))
 	if err != nil || !claimed {
 		e.release(key)
-		return err
+		if err != nil {
+			e.retryLater(key)
+			return fmt.Errorf("failed to claim Update %s (trying again in %s): %w", key.Name, claimRetry, err)
+		}
+		return nil
 	}
 	if err := e.createJob(ctx, u); err != nil {
 		e.release(key)

@@ -37,6 +37,11 @@ type job struct {
 
 // Executor is a local executor.
 type Executor struct {
+	// Deadline bounds one run (0: unbounded): past it the engine is cancelled and the
+	// Update fails as Cancelled, to be retried with backoff. Without it a program that
+	// hangs would hold one of the workers for ever, and a few of them the whole fleet.
+	Deadline time.Duration
+
 	client   client.Reader
 	runner   Runner
 	workers  int
@@ -111,15 +116,26 @@ func (e *Executor) Detached(namespace, name string) (*v1alpha1.Update, bool) {
 }
 
 func (e *Executor) enqueue(u, detached *v1alpha1.Update) {
-	key := client.ObjectKeyFromObject(u)
+	e.push(job{update: client.ObjectKeyFromObject(u), stack: u.Namespace + "/" + u.Spec.StackName, detached: detached})
+}
+
+func (e *Executor) push(j job) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.queued[key] || e.running[key] != "" {
+	if e.stopped || e.queued[j.update] || e.running[j.update] != "" {
 		return
 	}
-	e.queued[key] = true
-	e.queue = append(e.queue, job{update: key, stack: u.Namespace + "/" + u.Spec.StackName, detached: detached})
+	e.queued[j.update] = true
+	e.queue = append(e.queue, j)
 	e.cond.Signal()
+}
+
+// claimRetry is how long an Update waits to be tried again when the API server did not
+// answer while it was being claimed: no event may ever bring it back otherwise.
+const claimRetry = 5 * time.Second
+
+func (e *Executor) retryLater(j job) {
+	time.AfterFunc(claimRetry, func() { e.push(j) })
 }
 
 // Owns implements executor.Executor: this process's runs are alive as long as it is.
@@ -180,31 +196,36 @@ func (e *Executor) work(ctx context.Context) {
 		if j.detached != nil {
 			e.executeDetached(ctx, j.detached)
 		} else {
-			e.execute(ctx, j.update)
+			e.execute(ctx, j)
 		}
 		e.release(j.update)
 	}
 }
 
-func (e *Executor) execute(ctx context.Context, key types.NamespacedName) {
+func (e *Executor) execute(ctx context.Context, j job) {
+	key := j.update
 	log := ctrl.LoggerFrom(ctx).WithValues("update", key.String())
 	ctx = ctrl.LoggerInto(ctx, log)
 	u := &v1alpha1.Update{}
 	if err := e.client.Get(ctx, key, u); err != nil {
 		if !apierrors.IsNotFound(err) {
-			log.Error(err, "Failed to get Update")
+			log.Error(err, "Failed to get Update; trying again", "after", claimRetry.String())
+			e.retryLater(j)
 		}
 		return
 	}
 	claimed, err := e.runner.Claim(ctx, u, e.identity)
 	if err != nil || !claimed {
 		if err != nil {
-			log.Error(err, "Failed to claim Update")
+			log.Error(err, "Failed to claim Update; trying again", "after", claimRetry.String())
+			e.retryLater(j)
 		}
 		return
 	}
 	crashpoint.Hit(crashpoint.ExecutorClaimed)
 	start := time.Now()
+	ctx, cancel := e.bound(ctx)
+	defer cancel()
 	if err := e.runner.Run(ctx, u); err != nil {
 		log.Error(err, "Failed to run Update")
 		return
@@ -216,10 +237,20 @@ func (e *Executor) executeDetached(ctx context.Context, u *v1alpha1.Update) {
 	log := ctrl.LoggerFrom(ctx).WithValues("update", client.ObjectKeyFromObject(u).String(), "detached", true)
 	u.MarkRunning(e.identity, metav1.Now())
 	e.storeDetached(u)
+	ctx, cancel := e.bound(ctx)
+	defer cancel()
 	if _, err := e.runner.Execute(ctrl.LoggerInto(ctx, log), u); err != nil {
 		log.Info("Detached update failed", "message", u.Status.Message)
 	}
 	e.storeDetached(u)
+}
+
+// bound applies Deadline to one run; the cause names it, for the Update's message.
+func (e *Executor) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if e.Deadline <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, e.Deadline, fmt.Errorf("the run exceeded the deadline of %s (--runner-deadline)", e.Deadline))
 }
 
 func (e *Executor) storeDetached(u *v1alpha1.Update) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -146,5 +147,52 @@ func TestExecutor_RunDetached_ResultReadOnceFinished(t *testing.T) {
 	}
 	if _, ok := e.Detached("ns", "d"); ok {
 		t.Errorf("a finished detached Update is still held after its result was read")
+	}
+}
+
+// blockingRunner runs until its context ends, and reports why it ended.
+type blockingRunner struct{ cause chan error }
+
+func (blockingRunner) Claim(context.Context, *v1alpha1.Update, string) (bool, error) {
+	return true, nil
+}
+
+func (r blockingRunner) Run(ctx context.Context, u *v1alpha1.Update) error {
+	_, err := r.Execute(ctx, u)
+	return err
+}
+
+func (r blockingRunner) Execute(ctx context.Context, _ *v1alpha1.Update) (engine.Result, error) {
+	<-ctx.Done()
+	r.cause <- context.Cause(ctx)
+	return engine.Result{}, ctx.Err()
+}
+
+// A run that never ends on its own is cancelled at the deadline, which the cause names;
+// the worker is then free for the next Update.
+func TestExecutor_Start_DeadlineCancelsAHangingRun(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	hang := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "hang"}, Spec: v1alpha1.UpdateSpec{StackName: "s", Type: v1alpha1.UpdateTypeUp}}
+	next := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "next"}, Spec: v1alpha1.UpdateSpec{StackName: "t", Type: v1alpha1.UpdateTypeUp}}
+	r := blockingRunner{cause: make(chan error, 2)}
+	e := New(fake.NewClientBuilder().WithScheme(s).WithObjects(hang.DeepCopy(), next.DeepCopy()).Build(), r, 1)
+	e.Deadline = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = e.Start(ctx) }()
+	e.Submit(hang)
+	e.Submit(next)
+	for _, name := range []string{"hang", "next"} {
+		select {
+		case cause := <-r.cause:
+			if cause == nil || !strings.Contains(cause.Error(), "exceeded the deadline of 50ms (--runner-deadline)") {
+				t.Errorf("run %s ended with cause %v; want the deadline", name, cause)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("run %s was not cancelled at its deadline", name)
+		}
 	}
 }

@@ -1,0 +1,230 @@
+package chaos_test
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// outageProxy stands between the manager and the API server, on 127.0.0.1, and can take
+// the API server away: what a restart of kube-apiserver (or an etcd outage long enough to
+// fail every request) looks like from the manager. During an outage every connection is cut
+// and new ones are refused; afterwards the same address serves the same API server, as a
+// restarted one would.
+type outageProxy struct {
+	addr, upstream string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]bool
+	wg    sync.WaitGroup
+}
+
+func startOutageProxy(t *testing.T, upstream string) *outageProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &outageProxy{addr: ln.Addr().String(), upstream: upstream, conns: map[net.Conn]bool{}}
+	p.serve(ln)
+	t.Cleanup(func() {
+		p.down()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *outageProxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Go(func() { p.pipe(c) })
+		}
+	})
+}
+
+func (p *outageProxy) pipe(c net.Conn) {
+	up, err := net.Dial("tcp", p.upstream)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	if !p.track(c, up) {
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = io.Copy(up, c); _ = up.Close() })
+	wg.Go(func() { _, _ = io.Copy(c, up); _ = c.Close() })
+	wg.Wait()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, up)
+	p.mu.Unlock()
+}
+
+// track registers a connection pair, unless an outage began meanwhile (then it closes them).
+func (p *outageProxy) track(conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		return false
+	}
+	for _, c := range conns {
+		p.conns[c] = true
+	}
+	return true
+}
+
+// down starts an outage: the listener closes and every connection through it is cut.
+func (p *outageProxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	clear(p.conns)
+}
+
+// up ends an outage on the same address.
+func (p *outageProxy) up(t *testing.T) {
+	t.Helper()
+	var ln net.Listener
+	var err error
+	// The port was ours a moment ago; another process taking it in between is unlikely,
+	// and a retry covers the kernel's brief hold on it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if ln, err = net.Listen("tcp", p.addr); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("failed to listen on %s again: %v", p.addr, err)
+	}
+	p.serve(ln)
+}
+
+// config is cfg reaching the API server through the proxy.
+func (p *outageProxy) config(t *testing.T, cfg *rest.Config) *rest.Config {
+	t.Helper()
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Hostname() != "127.0.0.1" {
+		t.Fatal(errors.New("the test API server is not on 127.0.0.1: " + cfg.Host))
+	}
+	c := rest.CopyConfig(cfg)
+	u.Host = p.addr
+	c.Host = u.String()
+	return c
+}
+
+// The API server goes away while a fleet converges (8 s, during an engine run), longer
+// than a reconcile, a watch or an engine run's status write can wait: the manager must neither crash-loop nor
+// lose or repeat work. Every Stack ends Ready, each desired state applied once, no lock left.
+func TestManager_APIServerOutage_FleetConvergesOnce(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	ns := env.Namespace(t)
+	m := newManager(t, dir)
+	proxy := startOutageProxy(t, upstreamAddr(t))
+	m.kubeconfig = writeKubeconfig(t, proxy.config(t, env.Config), t.TempDir())
+	files := filepath.Join(dir, "files")
+	names := []string{"outage-0", "outage-1", "outage-2", "outage-3"}
+	for _, name := range names {
+		create(ctx, t, program(ns, name))
+		create(ctx, t, stack(ns, name, filepath.Join(files, name)))
+	}
+	// make test cuts once, make test-chaos (CHAOS_KILLS=20) twice.
+	outages := max(1, profileFromEnv(t).kills/10)
+	m.start(t)
+	for i := range outages {
+		// While an engine run is under way: it finishes during the outage, and its result
+		// must wait for the API server.
+		waitRunning(t, ns)
+		proxy.down()
+		time.Sleep(8 * time.Second)
+		if m.dead() {
+			t.Fatalf("the manager exited during outage %d:\n%s", i+1, tail(m.logPath, 4096))
+		}
+		proxy.up(t)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for _, name := range names {
+		for !ready(ctx, t, ns, name) {
+			if time.Now().After(deadline) {
+				t.Fatalf("Stack %s is not Ready 5 minutes after the API server came back", name)
+			}
+			if m.dead() {
+				t.Fatalf("the manager exited after the outages:\n%s", tail(m.logPath, 4096))
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	if !strings.Contains(tail(m.logPath, 1<<22), "API server unavailable; trying again") {
+		t.Error("no run waited for the API server to record its result: the outages missed the runs")
+	}
+	runs := succeededUpdates(t, m.dataDir)
+	for _, name := range names {
+		if runs[name] != 1 {
+			t.Errorf("Stack %s: %d succeeded updates in the backend's history; want 1", name, runs[name])
+		}
+	}
+	if locks := lockFiles(t, m.dataDir); len(locks) > 0 {
+		t.Errorf("locks left in the backend: %v", locks)
+	}
+}
+
+// upstreamAddr is the test API server's host:port.
+func upstreamAddr(t *testing.T) string {
+	t.Helper()
+	u, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+// waitRunning waits until an Update of ns is Running.
+func waitRunning(t *testing.T, ns string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		var updates v1alpha1.UpdateList
+		if err := env.Client.List(t.Context(), &updates, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range updates.Items {
+			if u.Status.Phase == v1alpha1.UpdatePhaseRunning {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no Update started running within 2 minutes")
+		}
+	}
+}
