@@ -94,15 +94,7 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 	for range p.kills {
 		crash()
 	}
-	deadline := time.Now().Add(10 * time.Minute)
-	for _, name := range names {
-		for !ready(ctx, t, ns, name) {
-			if time.Now().After(deadline) {
-				t.Fatalf("Stack %s is not Ready 10 minutes after the last crash", name)
-			}
-			time.Sleep(time.Second)
-		}
-	}
+	waitAllReady(t, m, ns, names, 10*time.Minute, "the last crash")
 
 	// Every other Stack is deleted (destroyOnFinalize) while the crashes go on: its
 	// finalizer must hold until its destroy has succeeded, whatever the crashes interrupt.
@@ -118,7 +110,7 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 	for range (p.kills + 1) / 2 {
 		crash()
 	}
-	deadline = time.Now().Add(10 * time.Minute)
+	deadline := time.Now().Add(10 * time.Minute)
 	for name := range deleted {
 		for exists(ctx, t, ns, name) {
 			if time.Now().After(deadline) {
@@ -515,15 +507,32 @@ func TestManager_LeaderLeaseLost_StepsDownAndHandsOver(t *testing.T) {
 	}
 
 	m.start(t)
-	deadline := time.Now().Add(5 * time.Minute)
+	waitAllReady(t, m, ns, names, 5*time.Minute, "the new leader started")
+	requireAppliedOnce(t, m, names)
+}
+
+// waitAllReady waits until every named Stack is Ready, failing the test when the manager
+// exits or the wait exceeds within (counted from since, which the message names).
+func waitAllReady(t *testing.T, m *manager, ns string, names []string, within time.Duration, since string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for _, name := range names {
-		for !ready(ctx, t, ns, name) {
+		for !ready(t.Context(), t, ns, name) {
 			if time.Now().After(deadline) {
-				t.Fatalf("Stack %s is not Ready 5 minutes after the new leader started", name)
+				t.Fatalf("Stack %s is not Ready %s after %s", name, within, since)
+			}
+			if m.dead() {
+				t.Fatalf("the manager exited:\n%s", tail(m.logPath, 4096))
 			}
 			time.Sleep(time.Second)
 		}
 	}
+}
+
+// requireAppliedOnce checks that the backend's history has exactly one succeeded update
+// of each named stack, and that no lock is left.
+func requireAppliedOnce(t *testing.T, m *manager, names []string) {
+	t.Helper()
 	runs := succeededUpdates(t, m.dataDir)
 	for _, name := range names {
 		if runs[name] != 1 {

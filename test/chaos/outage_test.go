@@ -174,30 +174,11 @@ func TestManager_APIServerOutage_FleetConvergesOnce(t *testing.T) {
 		}
 		proxy.up(t)
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for _, name := range names {
-		for !ready(ctx, t, ns, name) {
-			if time.Now().After(deadline) {
-				t.Fatalf("Stack %s is not Ready 5 minutes after the API server came back", name)
-			}
-			if m.dead() {
-				t.Fatalf("the manager exited after the outages:\n%s", tail(m.logPath, 4096))
-			}
-			time.Sleep(time.Second)
-		}
-	}
+	waitAllReady(t, m, ns, names, 5*time.Minute, "the API server came back")
 	if !strings.Contains(tail(m.logPath, 1<<22), "API server unavailable; trying again") {
 		t.Error("no run waited for the API server to record its result: the outages missed the runs")
 	}
-	runs := succeededUpdates(t, m.dataDir)
-	for _, name := range names {
-		if runs[name] != 1 {
-			t.Errorf("Stack %s: %d succeeded updates in the backend's history; want 1", name, runs[name])
-		}
-	}
-	if locks := lockFiles(t, m.dataDir); len(locks) > 0 {
-		t.Errorf("locks left in the backend: %v", locks)
-	}
+	requireAppliedOnce(t, m, names)
 }
 
 // upstreamAddr is the test API server's host:port.
