@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -83,6 +84,36 @@ func TestReconciler_BuildUpdate_RecoverOnlyForTheSameDesiredState(t *testing.T) 
 			recordStart(st, u)
 			if tt.key != "k1" && len(st.Status.Stackwright.LostUpdates) > 0 {
 				t.Errorf("lostUpdates = %v after starting another desired state; want none", st.Status.Stackwright.LostUpdates)
+			}
+		})
+	}
+}
+
+// A retry waiting for a runner still says why the last attempt failed.
+func TestMarkUpdateInFlight_Retry_SaysWhyTheLastAttemptFailed(t *testing.T) {
+	t.Parallel()
+	failure := `failed to update stack dev: unable to find resource type "stackwright-testing:index:Nope"`
+	tests := []struct {
+		name    string
+		attempt int32
+		last    *pulumiv1.StackUpdateState
+		want    string
+	}{
+		{name: "FirstAttempt", attempt: 1, want: "Waiting to run up (Update web-k1-1)"},
+		{name: "RetryAfterFailure", attempt: 3, last: &pulumiv1.StackUpdateState{State: pulumiv1.UpdateStateFailed, Message: failure},
+			want: "Waiting to run up (Update web-k1-3); attempt 3, the last one failed: " + failure},
+		{name: "RunAgainAfterSuccess", attempt: 2, last: &pulumiv1.StackUpdateState{State: pulumiv1.UpdateStateSucceeded, Message: "up succeeded"},
+			want: "Waiting to run up (Update web-k1-2)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := &pulumiv1.Stack{Status: pulumiv1.StackStatus{LastUpdate: tt.last}}
+			u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-k1-%d", tt.attempt)}, Spec: v1alpha1.UpdateSpec{Type: v1alpha1.UpdateTypeUp, Attempt: tt.attempt}}
+			markUpdateInFlight(st, u, false)
+			c := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionReconciling)
+			if c == nil || c.Message != tt.want {
+				t.Errorf("Reconciling = %+v; want message %q", c, tt.want)
 			}
 		})
 	}
