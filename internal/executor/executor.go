@@ -1,6 +1,10 @@
 package executor
 
-import "github.com/stackwright/stackwright/api/v1alpha1"
+import (
+	"time"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
 
 // Executor accepts Updates to run. The Update controller submits every Pending Update; an
 // executor must tolerate duplicates and Updates another replica already claimed.
@@ -23,3 +27,7 @@ type Detacher interface {
 	// returned.
 	Detached(namespace, name string) (*v1alpha1.Update, bool)
 }
+
+// ClaimRetry is how long an executor waits to try an Update again when the API server did
+// not answer while it was being fetched or claimed: no event may ever bring it back.
+const ClaimRetry = 5 * time.Second

@@ -230,12 +230,8 @@ func (e *Executor) release(key types.NamespacedName) {
 	}
 }
 
-// claimRetry is how long an Update waits to be tried again when the API server did not
-// answer while it was being claimed: no event may ever bring it back otherwise.
-const claimRetry = 5 * time.Second
-
 func (e *Executor) retryLater(key types.NamespacedName) {
-	time.AfterFunc(claimRetry, func() {
+	time.AfterFunc(executor.ClaimRetry, func() {
 		e.Submit(&v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 	})
 }
@@ -252,14 +248,14 @@ func (e *Executor) start(ctx context.Context, key types.NamespacedName) error {
 			return nil
 		}
 		e.retryLater(key)
-		return fmt.Errorf("failed to get Update %s (trying again in %s): %w", key.Name, claimRetry, err)
+		return fmt.Errorf("failed to get Update %s (trying again in %s): %w", key.Name, executor.ClaimRetry, err)
 	}
 	claimed, err := e.runner.Claim(ctx, u, runnerIdentity(u))
 	if err != nil || !claimed {
 		e.release(key)
 		if err != nil {
 			e.retryLater(key)
-			return fmt.Errorf("failed to claim Update %s (trying again in %s): %w", key.Name, claimRetry, err)
+			return fmt.Errorf("failed to claim Update %s (trying again in %s): %w", key.Name, executor.ClaimRetry, err)
 		}
 		return nil
 	}

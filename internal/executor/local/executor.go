@@ -130,12 +130,8 @@ func (e *Executor) push(j job) {
 	e.cond.Signal()
 }
 
-// claimRetry is how long an Update waits to be tried again when the API server did not
-// answer while it was being claimed: no event may ever bring it back otherwise.
-const claimRetry = 5 * time.Second
-
 func (e *Executor) retryLater(j job) {
-	time.AfterFunc(claimRetry, func() { e.push(j) })
+	time.AfterFunc(executor.ClaimRetry, func() { e.push(j) })
 }
 
 // Owns implements executor.Executor: this process's runs are alive as long as it is.
@@ -209,7 +205,7 @@ func (e *Executor) execute(ctx context.Context, j job) {
 	u := &v1alpha1.Update{}
 	if err := e.client.Get(ctx, key, u); err != nil {
 		if !apierrors.IsNotFound(err) {
-			log.Error(err, "Failed to get Update; trying again", "after", claimRetry.String())
+			log.Error(err, "Failed to get Update; trying again", "after", executor.ClaimRetry.String())
 			e.retryLater(j)
 		}
 		return
@@ -217,7 +213,7 @@ func (e *Executor) execute(ctx context.Context, j job) {
 	claimed, err := e.runner.Claim(ctx, u, e.identity)
 	if err != nil || !claimed {
 		if err != nil {
-			log.Error(err, "Failed to claim Update; trying again", "after", claimRetry.String())
+			log.Error(err, "Failed to claim Update; trying again", "after", executor.ClaimRetry.String())
 			e.retryLater(j)
 		}
 		return
