@@ -180,6 +180,7 @@ func (b *bench) runGit(ctx context.Context) error {
 		names[i] = fmt.Sprintf("git-%05d", i)
 	}
 	c0 := srv.counts()
+	empty := b.rss()
 	start := time.Now()
 	if err := b.forAll(ctx, "create", names, func(name string) error {
 		return b.cluster.client.Create(ctx, gitStack(nsGit, name, name, url, "main", filepath.Join(b.work, "files", nsGit, name), b.cfg.GitResync))
@@ -195,8 +196,17 @@ func (b *bench) runGit(ctx context.Context) error {
 		return ctx.Err()
 	}
 
+	// The idle figure: the fleet Ready, nothing to do, the first burst's garbage collected
+	// and returned to the OS as the Go runtime does by itself.
+	b.say("git: all Ready; leaving the fleet alone for %s before reading the manager's RSS", b.cfg.GitSettle)
+	if err := waitReporting(ctx, b.cfg.GitSettle, b.sayRSS); err != nil {
+		return err
+	}
+	idle := b.rss()
+
 	// One push; every Stack must notice it and deploy it.
 	before := b.snap(ctx)
+	peakRSS := b.sampleRSS(ctx)
 	sha2, err := repo.commit("v2")
 	if err != nil {
 		return err
@@ -207,10 +217,16 @@ func (b *bench) runGit(ctx context.Context) error {
 		b.say("git: %d/%d Ready on the pushed commit after %s; server %s", ready, n, secs(time.Since(pushed)), countString(srv.counts()))
 	})
 	after := b.snap(ctx)
+	peak := peakRSS()
 	c2 := srv.counts()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	b.say("git: all Ready on the pushed commit; leaving the fleet alone for %s before reading the manager's RSS", b.cfg.GitSettle)
+	if err := waitReporting(ctx, b.cfg.GitSettle, b.sayRSS); err != nil {
+		return err
+	}
+	settled := b.rss()
 	var times []time.Duration
 	for _, name := range names {
 		if at, ok := b.track.readyAt(nsGit, name, sha2[:12]); ok {
@@ -240,6 +256,14 @@ func (b *bench) runGit(ctx context.Context) error {
 		{"after the push: ref listings / fetches / other requests", countString(sub(c2, c1))},
 	}
 	rows = append(rows, costRows(before, after)...)
+	settle := secs(b.cfg.GitSettle)
+	rows = append(rows,
+		[]string{"manager RSS before the git fleet was created", mib(empty)},
+		[]string{"manager RSS idle: all Ready on the first commit, " + settle + " later", mib(idle)},
+		[]string{"manager peak RSS from the push to all Ready (sampled 1/s)", mib(max(peak, after.mgr.RSS))},
+		[]string{"manager RSS idle again: all Ready on the pushed commit, " + settle + " later", mib(settled)},
+		[]string{"RSS idle again / RSS idle", ratio(float64(settled) / float64(max(idle, 1)))},
+	)
 	body := "N Stacks track `main` of one local repository served over smart HTTP by git-http-backend (net/http/cgi, " +
 		"127.0.0.1); after all are Ready on the first commit, one commit is pushed.\n\n" + table([]string{"git fleet", ""}, rows)
 	if ready2 < n {

@@ -145,3 +145,15 @@ func childPIDs(parent int, comm string) []int {
 	}
 	return out
 }
+
+// rss is the manager's VmRSS now (0 if it cannot be read).
+func (b *bench) rss() int64 {
+	ps, err := ReadProc(b.mgr.pid())
+	if err != nil {
+		return 0
+	}
+	return ps.RSS
+}
+
+// sayRSS reports the manager's RSS as progress.
+func (b *bench) sayRSS() { b.say("manager RSS %s", mib(b.rss())) }

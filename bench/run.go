@@ -77,6 +77,9 @@ type Config struct {
 	CreateWorkers int
 	// GitResync is the git Stacks' resyncFrequencySeconds (0: the product's default).
 	GitResync int64
+	// GitSettle is how long the git fleet is left alone before the manager's RSS is read,
+	// once all are Ready on the first commit (its idle figure) and again on the second.
+	GitSettle time.Duration
 	// RunnerDeadline is the manager's --runner-deadline: the faulty fleet's hanging Stacks
 	// hold a worker that long per attempt.
 	RunnerDeadline time.Duration
@@ -141,6 +144,9 @@ func (c *Config) defaults() error {
 	}
 	if c.GitN == 0 {
 		c.GitN = c.N
+	}
+	if c.GitSettle <= 0 {
+		c.GitSettle = 2 * time.Minute
 	}
 	if c.RunnerDeadline <= 0 {
 		c.RunnerDeadline = 15 * time.Second

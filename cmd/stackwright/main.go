@@ -15,10 +15,13 @@ import (
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/executor/job"
 	"github.com/stackwright/stackwright/internal/manager"
+	"github.com/stackwright/stackwright/internal/reaper"
 	"github.com/stackwright/stackwright/internal/version"
 )
 
 func main() {
+	// A reaper runs here and exits (the engine starts the CLI under one: internal/reaper).
+	reaper.Init()
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)

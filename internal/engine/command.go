@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/blang/semver"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 
 	"github.com/stackwright/stackwright/internal/crashpoint"
+	"github.com/stackwright/stackwright/internal/reaper"
 )
 
 // DefaultInheritEnv is what a run takes from the environment of the process that starts
@@ -33,6 +35,9 @@ func BaseEnv() map[string]string {
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 	}
 }
+
+// hardStop is how long a cancelled CLI has to stop by itself.
+const hardStop = 10 * time.Second
 
 // command runs the pulumi CLI with the allow-listed part of this process's environment
 // only; the Automation API's own would start it with the whole of it (os.Environ).
@@ -73,16 +78,18 @@ func (c command) run(ctx context.Context, workdir string, stdin io.Reader,
 	cmd.Env = append(cmd.Env, "PULUMI_AUTOMATION_API=true")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin = stdin
-	// SIGINT lets the CLI cancel cleanly and release its lock; a CLI that ignores it is
-	// killed after WaitDelay.
+	// SIGINT lets the CLI cancel cleanly and release its lock. A CLI that ignores it gets
+	// SIGTERM after hardStop, which has its reaper kill it and every plugin at once; exec
+	// kills whatever still runs (SIGKILL) after WaitDelay.
 	cmd.Cancel = func() error {
 		if err := cmd.Process.Signal(os.Interrupt); err != nil {
-			_ = cmd.Process.Kill()
+			return cmd.Process.Kill()
 		}
+		time.AfterFunc(hardStop, func() { _ = cmd.Process.Signal(syscall.SIGTERM) })
 		return nil
 	}
-	cmd.WaitDelay = 10 * time.Second
-	isolate(cmd)
+	cmd.WaitDelay = hardStop + 5*time.Second
+	reaper.Wrap(cmd)
 	code := -2 // the Automation API's "unknown"
 	err := runReading(cmd, io.MultiWriter(append(out, &stdout)...), io.MultiWriter(append(errOut, &stderr)...))
 	var exit *exec.ExitError

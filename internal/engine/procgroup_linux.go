@@ -6,15 +6,9 @@ import (
 	"syscall"
 )
 
-// isolate puts the CLI in a process group of its own, which its language host and
-// providers join, and has the kernel kill the CLI if the process that started it dies
-// (a manager or runner killed hard), so that no engine run outlives its owner unseen.
-func isolate(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
-
-// killGroup kills what is left of the CLI's process group once the CLI has exited: a
-// plugin it did not stop (the CLI was killed, or it crashed) would otherwise run on.
+// killGroup kills what is left of the CLI's process group (reaper.Wrap made one) once the
+// CLI has exited: without a reaper, a child the CLI started in its own group and did not
+// stop would otherwise run on. (Plugins start groups of their own: the reaper kills them.)
 func killGroup(cmd *exec.Cmd) {
 	if cmd.Process == nil || cmd.Process.Pid <= 0 {
 		return

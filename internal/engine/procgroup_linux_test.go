@@ -13,12 +13,14 @@ import (
 	"time"
 )
 
-// fakeCLI writes a "pulumi" that starts a long-lived child (as the CLI starts its plugins),
-// records the child's pid in pidFile, and then does what then says.
+// fakeCLI writes a "pulumi" that starts a long-lived child in a process group of its own
+// (as the CLI starts its plugins), records the child's pid in pidFile, and then does what
+// then says.
 func fakeCLI(t *testing.T, pidFile, then string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "pulumi")
-	script := "#!/bin/sh\nsleep 300 &\necho $! > " + pidFile + "\n" + then + "\n"
+	script := "#!/bin/sh\nsetsid sh -c 'echo $$ > " + pidFile + "; exec sleep 300' &\n" +
+		"while [ ! -s " + pidFile + " ]; do sleep 0.02; done\n" + then + "\n"
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestProcGroup_Owner(t *testing.T) {
 }
 
 // TestProcGroup_Run_CLIDiesWithItsOwner: a manager killed hard (SIGKILL, no chance to
-// cancel anything) takes its running CLI along.
+// cancel anything) takes its running CLI and the CLI's plugins along.
 func TestProcGroup_Run_CLIDiesWithItsOwner(t *testing.T) {
 	dir := t.TempDir()
 	pidFile, cliPidFile := filepath.Join(dir, "child.pid"), filepath.Join(dir, "cli.pid")
@@ -139,8 +141,10 @@ func TestProcGroup_Run_CLIDiesWithItsOwner(t *testing.T) {
 		_ = syscall.Kill(cliPid, syscall.SIGKILL)
 		t.Errorf("the CLI %d outlived the process that started it", cliPid)
 	}
-	// The CLI's own children are not the kernel's to kill: they notice the engine gone
-	// (Pulumi's plugins health-check it) or are killed by whoever cleans up after the
-	// manager (the container runtime, the test harness). Do that here.
-	_ = syscall.Kill(child, syscall.SIGKILL)
+	// The CLI's plugins are not the kernel's to kill (they lead groups of their own): the
+	// reaper the CLI runs under kills them.
+	if !gone(child) {
+		_ = syscall.Kill(child, syscall.SIGKILL)
+		t.Errorf("the CLI's plugin %d outlived the process that started the CLI", child)
+	}
 }

@@ -4,9 +4,6 @@ package engine
 
 import "os/exec"
 
-// isolate is Linux-only: elsewhere the CLI runs in the caller's process group.
-func isolate(*exec.Cmd) {}
-
 // killGroup is Linux-only.
 func killGroup(*exec.Cmd) {}
 

@@ -158,12 +158,16 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 			lost++
 		}
 	}
+	// Every crash was checked for engine processes left running; the manager's orderly
+	// stop must leave none either.
 	orphans := processesUnder(m.dataDir, "")
-	// Duplicates and orphaned plugins are reported, not failed: a run that completed just
-	// before a crash is still run again, and plugins of a killed pulumi exit when they find
-	// their engine gone (issue 15 keeps both open).
-	t.Logf("crashes injected: %d; Updates lost with the manager: %d; stale locks healed: %d; Stacks converged (half of them then deleted): %d/%d; locks left: %d; engine runs that applied a desired state again: %d; plugin processes left by killed runs: %d",
-		crashes, lost, healed, len(names), len(names), len(locks), duplicates, len(orphans))
+	if len(orphans) > 0 {
+		t.Errorf("engine processes %v outlived the manager's stop", orphans)
+	}
+	// Duplicates are reported, not failed: recovery finds a run that completed unrecorded
+	// only while it is the stack's latest (the crash-point test pins the exact moment).
+	t.Logf("crashes injected: %d; Updates lost with the manager: %d; stale locks healed: %d; Stacks converged (half of them then deleted): %d/%d; locks left: %d; engine runs that applied a desired state again: %d; engine processes left by crashes: 0",
+		crashes, lost, healed, len(names), len(names), len(locks), duplicates)
 }
 
 // newManager builds the manager (a chaos build) into dir and prepares to run it against
@@ -406,29 +410,34 @@ func succeededUpdates(t *testing.T, dataDir string) map[string]int {
 // processesUnder lists the processes (named comm, any when empty) whose working directory
 // is inside dir, waiting up to a few seconds for them to go.
 func processesUnder(dir, comm string) []string {
-	var found []string
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		found = found[:0]
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
-			if err != nil || !strings.HasPrefix(cwd, dir+"/") && cwd != dir {
-				continue
-			}
-			name, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-			if comm != "" && strings.TrimSpace(string(name)) != comm {
-				continue
-			}
-			found = append(found, fmt.Sprintf("%s[%d]", strings.TrimSpace(string(name)), pid))
-		}
-		if len(found) == 0 || time.Now().After(deadline) {
+		if found := processesNow(dir, comm); len(found) == 0 || time.Now().After(deadline) {
 			return found
 		}
 	}
+}
+
+// processesNow lists the processes named comm (any when empty) whose working directory is
+// inside dir, as "comm[pid]".
+func processesNow(dir, comm string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err != nil || !strings.HasPrefix(cwd, dir+"/") && cwd != dir {
+			continue
+		}
+		name, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if comm != "" && strings.TrimSpace(string(name)) != comm {
+			continue
+		}
+		found = append(found, fmt.Sprintf("%s[%d]", strings.TrimSpace(string(name)), pid))
+	}
+	return found
 }
 
 // killLeftovers kills what processesUnder would find, so that the test leaves nothing
@@ -519,7 +528,7 @@ func waitAllReady(t *testing.T, m *manager, ns string, names []string, within ti
 	for _, name := range names {
 		for !ready(t.Context(), t, ns, name) {
 			if time.Now().After(deadline) {
-				t.Fatalf("Stack %s is not Ready %s after %s", name, within, since)
+				t.Fatalf("Stack %s is not Ready %s after %s:\n%s", name, within, since, describe(t, ns, name))
 			}
 			if m.dead() {
 				t.Fatalf("the manager exited:\n%s", tail(m.logPath, 4096))
@@ -527,6 +536,30 @@ func waitAllReady(t *testing.T, m *manager, ns string, names []string, within ti
 			time.Sleep(time.Second)
 		}
 	}
+}
+
+// describe is what a failing wait shows of a Stack: its status and its Updates'.
+func describe(t *testing.T, ns, name string) string {
+	t.Helper()
+	var b strings.Builder
+	var s pulumiv1.Stack
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+		return err.Error()
+	}
+	out, _ := json.MarshalIndent(s.Status, "", "  ")
+	fmt.Fprintf(&b, "generation %d, status: %s\n", s.Generation, out)
+	var updates v1alpha1.UpdateList
+	if err := env.Client.List(t.Context(), &updates, client.InNamespace(ns)); err != nil {
+		return b.String() + err.Error()
+	}
+	for _, u := range updates.Items {
+		if u.Spec.StackName != name {
+			continue
+		}
+		out, _ := json.Marshal(u.Status)
+		fmt.Fprintf(&b, "Update %s: %s\n", u.Name, out)
+	}
+	return b.String()
 }
 
 // requireAppliedOnce checks that the backend's history has exactly one succeeded update

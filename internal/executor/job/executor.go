@@ -67,6 +67,7 @@ type Options struct {
 type Executor struct {
 	client client.Client
 	reader client.Reader
+	claims executor.Claims
 	runner Runner
 	opts   Options
 	server *server
@@ -250,7 +251,7 @@ func (e *Executor) start(ctx context.Context, key types.NamespacedName) error {
 		e.retryLater(key)
 		return fmt.Errorf("failed to get Update %s (trying again in %s): %w", key.Name, executor.ClaimRetry, err)
 	}
-	claimed, err := e.runner.Claim(ctx, u, runnerIdentity(u))
+	claimed, err := e.claims.Claim(ctx, u, runnerIdentity(u), e.runner.Claim)
 	if err != nil || !claimed {
 		e.release(key)
 		if err != nil {

@@ -43,6 +43,7 @@ type Executor struct {
 	Deadline time.Duration
 
 	client   client.Reader
+	claims   executor.Claims
 	runner   Runner
 	workers  int
 	identity string
@@ -210,7 +211,7 @@ func (e *Executor) execute(ctx context.Context, j job) {
 		}
 		return
 	}
-	claimed, err := e.runner.Claim(ctx, u, e.identity)
+	claimed, err := e.claims.Claim(ctx, u, e.identity, e.runner.Claim)
 	if err != nil || !claimed {
 		if err != nil {
 			log.Error(err, "Failed to claim Update; trying again", "after", executor.ClaimRetry.String())

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,10 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/executor"
 )
 
 // recordingRunner stands in for the runner: it records which Updates overlap in time.
@@ -194,5 +197,68 @@ func TestExecutor_Start_DeadlineCancelsAHangingRun(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("run %s was not cancelled at its deadline", name)
 		}
+	}
+}
+
+// lostAnswerRunner's first claim is applied, but its answer lost, as when the API server
+// goes away between applying a request and replying to it.
+type lostAnswerRunner struct {
+	client client.Client
+	claims int
+	ran    chan string
+}
+
+func (r *lostAnswerRunner) Claim(ctx context.Context, u *v1alpha1.Update, runner string) (bool, error) {
+	r.claims++
+	if u.Status.Phase != "" {
+		return false, nil
+	}
+	u.MarkRunning(runner, metav1.Now())
+	if err := r.client.Status().Update(ctx, u); err != nil {
+		return false, err
+	}
+	if r.claims == 1 {
+		return false, errors.New("read: connection reset by peer")
+	}
+	return true, nil
+}
+
+func (r *lostAnswerRunner) Run(ctx context.Context, u *v1alpha1.Update) error {
+	_, err := r.Execute(ctx, u)
+	return err
+}
+
+func (r *lostAnswerRunner) Execute(_ context.Context, u *v1alpha1.Update) (engine.Result, error) {
+	r.ran <- u.Name
+	return engine.Result{}, nil
+}
+
+// The first claim of an Update reached the API server, which went away before answering:
+// the retry finds the Update Running under this executor, and runs it (once), instead of
+// taking it for someone else's and leaving it Running forever.
+func TestExecutor_Start_ClaimAppliedButAnswerLostRunsOnce(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u"}, Spec: v1alpha1.UpdateSpec{StackName: "s", Type: v1alpha1.UpdateTypeUp}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(u.DeepCopy()).WithStatusSubresource(&v1alpha1.Update{}).Build()
+	r := &lostAnswerRunner{client: c, ran: make(chan string, 2)}
+	e := New(c, r, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = e.Start(ctx) }()
+	e.Submit(u)
+	select {
+	case <-r.ran:
+	case <-time.After(executor.ClaimRetry + 10*time.Second):
+		t.Fatal("the Update whose claim was applied never ran")
+	}
+	// Submitted again (the Update controller does, on any event): not run twice.
+	e.Submit(u)
+	select {
+	case name := <-r.ran:
+		t.Fatalf("Update %s ran twice", name)
+	case <-time.After(executor.ClaimRetry + time.Second):
 	}
 }
