@@ -76,8 +76,9 @@ lint: ## golangci-lint every module.
 	cd test/provider && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 
 .PHONY: build
-build: ## Build bin/stackwright and bin/kubectl-stackwright (static, stamped with VERSION).
+build: ## Build bin/stackwright, bin/stackwright-reaper and bin/kubectl-stackwright (static, stamped with VERSION).
 	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/stackwright ./cmd/stackwright
+	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/stackwright-reaper ./cmd/stackwright-reaper
 	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/kubectl-stackwright ./cmd/kubectl-stackwright
 
 KREW_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64

@@ -20,8 +20,10 @@ import (
 )
 
 func main() {
-	// A reaper runs here and exits (the engine starts the CLI under one: internal/reaper).
-	reaper.Init()
+	// The engine starts every pulumi CLI under the reaper installed next to this binary.
+	if _, err := reaper.Locate(); err != nil {
+		fmt.Fprintf(os.Stderr, "warning: %v: pulumi plugins of a run cancelled hard, or of a manager or runner killed, may keep running\n", err)
+	}
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)

@@ -30,7 +30,7 @@ const (
 // binaries are what both Stackwright images ship: the operator, the engine, the YAML
 // language host and the test provider (plugins are found on PATH, as none can be
 // downloaded at run time).
-var binaries = []string{"stackwright", "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"}
+var binaries = []string{"stackwright", "stackwright-reaper", "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"}
 
 func main() {
 	bin := flag.String("bin", "bin", "directory holding the static binaries")

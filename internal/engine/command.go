@@ -82,8 +82,9 @@ func (c command) run(ctx context.Context, workdir string, stdin io.Reader,
 	// SIGTERM after hardStop, which has its reaper kill it and every plugin at once; exec
 	// kills whatever still runs (SIGKILL) after WaitDelay.
 	cmd.Cancel = func() error {
-		if err := cmd.Process.Signal(os.Interrupt); err != nil {
-			return cmd.Process.Kill()
+		if cmd.Process.Signal(os.Interrupt) != nil {
+			_ = cmd.Process.Kill()
+			return nil
 		}
 		time.AfterFunc(hardStop, func() { _ = cmd.Process.Signal(syscall.SIGTERM) })
 		return nil

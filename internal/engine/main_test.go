@@ -1,14 +1,21 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
-	"github.com/stackwright/stackwright/internal/reaper"
+	"github.com/stackwright/stackwright/internal/testing/reapertest"
 )
 
-// TestMain lets the engine's runs here use reapers, as the stackwright binary does.
+// TestMain has the engine's runs here use a reaper, as the stackwright binary's do.
 func TestMain(m *testing.M) {
-	reaper.Init()
-	os.Exit(m.Run())
+	done, err := reapertest.Install()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	done()
+	os.Exit(code)
 }

@@ -54,6 +54,9 @@ func (c *Claims) Claim(ctx context.Context, u *v1alpha1.Update, runner string, c
 	}
 }
 
+// Forget drops what is remembered of key: its Update is gone.
+func (c *Claims) Forget(key types.NamespacedName) { c.set(key, false) }
+
 func (c *Claims) set(key types.NamespacedName, lost bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,53 +1,69 @@
 package reaper
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sync"
 )
 
-// envMarker, set in a process's environment, makes Init run the reaper in it. The reaper
-// takes it out of the command's environment, so that a command that is this binary again
-// (a test) does not take itself for a reaper.
-const envMarker = "STACKWRIGHT_REAPER"
+// Name is the reaper binary's file name.
+const Name = "stackwright-reaper"
 
-// self is the path of this process's binary once Init has enabled reapers; empty until
-// then, and Wrap leaves commands alone.
-var self string
+var (
+	mu   sync.RWMutex
+	path string // the reaper Wrap uses; empty for none
+)
 
-// Init is called first thing in main, and in TestMain of the packages whose tests run the
-// engine. In a process started by Wrap it runs the reaper and exits with the command's
-// status. Elsewhere it enables Wrap: a binary whose main does not call Init (a test binary
-// of another package) runs commands without a reaper, as if on a platform without one.
-func Init() {
-	if os.Getenv(envMarker) != "" {
-		os.Exit(run(os.Args[1:]))
-	}
+// Locate finds the reaper next to this process's binary (as in ./bin and the images), or
+// else on PATH, and has Wrap use it. Without one it returns why, and commands run bare.
+func Locate() (string, error) {
 	if !supported {
-		return
+		return "", errors.New("reapers need Linux")
 	}
-	if path, err := os.Executable(); err == nil {
-		self = path
+	var candidates []string
+	if self, err := os.Executable(); err == nil {
+		candidates = append(candidates, filepath.Join(filepath.Dir(self), Name))
 	}
+	if p, err := exec.LookPath(Name); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, c := range candidates {
+		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			Use(c)
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("no %s next to this binary or on PATH", Name)
 }
 
-// Enabled reports whether Wrap puts commands under a reaper in this process.
-func Enabled() bool { return self != "" }
+// Use has Wrap start commands under the reaper at p; "" for none.
+func Use(p string) {
+	mu.Lock()
+	defer mu.Unlock()
+	path = p
+}
 
-// Wrap makes cmd, not yet started, run under a reaper, if Init enabled them. A reaper
+// Path is the reaper Wrap uses, if any.
+func Path() string {
+	mu.RLock()
+	defer mu.RUnlock()
+	return path
+}
+
+// Wrap makes cmd, not yet started, run under the reaper, if there is one. A reaper
 // forwards SIGINT to the command (a graceful cancel); SIGTERM, or the death of the thread
 // that started it, kills the command and every process below it at once. Wrap sets
 // cmd.SysProcAttr: the reaper leads a process group of its own, with the command in it.
 // Without a reaper, cmd leads the group and is killed (SIGKILL) when its starter dies.
 func Wrap(cmd *exec.Cmd) {
-	setProcAttr(cmd, self != "")
-	if self == "" {
+	p := Path()
+	setProcAttr(cmd, p != "")
+	if p == "" {
 		return
 	}
-	cmd.Args = append([]string{self, cmd.Path}, cmd.Args[1:]...)
-	cmd.Path = self
-	env := cmd.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	cmd.Env = append(env[:len(env):len(env)], envMarker+"=1")
+	cmd.Args = append([]string{p, cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = p
 }

@@ -24,9 +24,9 @@ func setProcAttr(cmd *exec.Cmd, reaped bool) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: death}
 }
 
-// run is the reaper: it runs args and returns the status to exit with, unless the command
-// was killed by a signal, which it then raises on itself.
-func run(args []string) int {
+// Main is the reaper: it runs args and returns the status to exit with, unless the
+// command was killed by a signal, which it then raises on itself.
+func Main(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "reaper: no command to run")
 		return 2
@@ -40,7 +40,6 @@ func run(args []string) int {
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = without(os.Environ(), envMarker)
 	// Should the reaper itself be killed hard, the command goes too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -129,14 +128,4 @@ func parentOf(pid int) (int, bool) {
 	}
 	ppid, err := strconv.Atoi(fields[1])
 	return ppid, err == nil
-}
-
-func without(env []string, name string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }

@@ -1,7 +1,8 @@
-package reaper
+package reaper_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,25 +11,40 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stackwright/stackwright/internal/reaper"
+	"github.com/stackwright/stackwright/internal/testing/reapertest"
 )
 
 // starterEnv makes the test binary a starter: it runs the script the variable names under
-// a reaper, and waits to be killed.
-const starterEnv = "REAPER_TEST_STARTER"
+// the reaper reaperEnv names, and waits to be killed.
+const starterEnv, reaperEnv = "REAPER_TEST_STARTER", "REAPER_TEST_REAPER"
 
 func TestMain(m *testing.M) {
-	Init()
 	if script := os.Getenv(starterEnv); script != "" {
+		reaper.Use(os.Getenv(reaperEnv))
 		cmd := exec.Command("/bin/sh", script)
-		Wrap(cmd)
-		cmd.Env = without(cmd.Env, starterEnv)
+		reaper.Wrap(cmd)
 		if err := cmd.Start(); err != nil {
 			os.Exit(3)
 		}
 		_ = cmd.Wait()
 		time.Sleep(time.Hour)
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "reaper-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	path, err := reapertest.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	reaper.Use(path)
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // script writes a shell script that starts a process in a session (so a process group) of
@@ -74,9 +90,6 @@ func gone(pid int) bool {
 }
 
 func TestReaper_Wrap_NothingOutlivesTheCommand(t *testing.T) {
-	if !Enabled() {
-		t.Fatal("Init did not enable reapers")
-	}
 	tests := []struct {
 		name string
 		then string
@@ -99,7 +112,7 @@ func TestReaper_Wrap_NothingOutlivesTheCommand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path, pidFile := script(t, tt.then)
 			cmd := exec.Command("/bin/sh", path)
-			Wrap(cmd)
+			reaper.Wrap(cmd)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +156,7 @@ func TestReaper_Wrap_StarterKilledHard(t *testing.T) {
 		t.Fatal(err)
 	}
 	starter := exec.Command(self, "-test.run=^$")
-	starter.Env = append(os.Environ(), starterEnv+"="+path)
+	starter.Env = append(os.Environ(), starterEnv+"="+path, reaperEnv+"="+reaper.Path())
 	if err := starter.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,17 +171,38 @@ func TestReaper_Wrap_StarterKilledHard(t *testing.T) {
 	}
 }
 
-// TestReaper_Wrap_Disabled: without Init, a command runs as it is, leading its own group.
+// TestReaper_Wrap_Disabled: without a reaper, a command runs as it is, leading its own
+// group.
 func TestReaper_Wrap_Disabled(t *testing.T) {
-	saved := self
-	self = ""
-	t.Cleanup(func() { self = saved })
+	saved := reaper.Path()
+	reaper.Use("")
+	t.Cleanup(func() { reaper.Use(saved) })
 	cmd := exec.Command("/bin/true", "x")
-	Wrap(cmd)
+	reaper.Wrap(cmd)
 	if cmd.Path != "/bin/true" || len(cmd.Args) != 2 || cmd.Env != nil {
 		t.Errorf("Wrap changed the command: %q %q %q", cmd.Path, cmd.Args, cmd.Env)
 	}
 	if cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid || cmd.SysProcAttr.Pdeathsig != syscall.SIGKILL {
 		t.Errorf("SysProcAttr %+v, want a group of its own and SIGKILL when the starter dies", cmd.SysProcAttr)
+	}
+}
+
+// TestReaper_Locate_NextToTheBinary: the reaper installed next to the running binary is
+// the one used, as in ./bin and the images.
+func TestReaper_Locate_NextToTheBinary(t *testing.T) {
+	saved := reaper.Path()
+	t.Cleanup(func() { reaper.Use(saved) })
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := filepath.Join(filepath.Dir(self), reaper.Name)
+	if err := os.Symlink(saved, next); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(next) })
+	got, err := reaper.Locate()
+	if err != nil || got != next || reaper.Path() != next {
+		t.Errorf("Locate() = %q, %v (Path %q); want %q", got, err, reaper.Path(), next)
 	}
 }

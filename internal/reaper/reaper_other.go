@@ -13,7 +13,8 @@ const supported = false
 
 func setProcAttr(*exec.Cmd, bool) {}
 
-func run([]string) int {
+// Main is the reaper: there is none here.
+func Main([]string) int {
 	fmt.Fprintln(os.Stderr, "reaper: not supported on this platform")
 	return 127
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/testing/kubetest"
+	"github.com/stackwright/stackwright/internal/testing/reapertest"
 	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
@@ -86,8 +87,8 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 		time.Sleep(time.Duration(500+rng.IntN(3500)) * time.Millisecond)
 		m.kill(t)
 		crashes++
-		if left := processesUnder(m.dataDir, "pulumi"); len(left) > 0 {
-			t.Errorf("crash %d: pulumi processes %v outlived the manager", crashes, left)
+		if left := processesUnder(m.dataDir); len(left) > 0 {
+			t.Errorf("crash %d: engine processes %v outlived the manager", crashes, left)
 		}
 		m.start(t)
 	}
@@ -160,7 +161,7 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 	}
 	// Every crash was checked for engine processes left running; the manager's orderly
 	// stop must leave none either.
-	orphans := processesUnder(m.dataDir, "")
+	orphans := processesUnder(m.dataDir)
 	if len(orphans) > 0 {
 		t.Errorf("engine processes %v outlived the manager's stop", orphans)
 	}
@@ -287,6 +288,10 @@ func buildManager(t *testing.T, root, dir string) string {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("failed to build the manager: %v\n%s", err, b)
 	}
+	// Next to it, where the manager finds it, as in ./bin and the images.
+	if _, err := reapertest.Build(dir); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 
@@ -407,11 +412,11 @@ func succeededUpdates(t *testing.T, dataDir string) map[string]int {
 	return runs
 }
 
-// processesUnder lists the processes (named comm, any when empty) whose working directory
-// is inside dir, waiting up to a few seconds for them to go.
-func processesUnder(dir, comm string) []string {
+// processesUnder lists the processes whose working directory is inside dir (the engine's:
+// reapers, pulumi, its plugins), waiting up to a few seconds for them to go.
+func processesUnder(dir string) []string {
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if found := processesNow(dir, comm); len(found) == 0 || time.Now().After(deadline) {
+		if found := processesNow(dir, ""); len(found) == 0 || time.Now().After(deadline) {
 			return found
 		}
 	}
@@ -443,7 +448,7 @@ func processesNow(dir, comm string) []string {
 // killLeftovers kills what processesUnder would find, so that the test leaves nothing
 // running.
 func killLeftovers(dir string) {
-	for _, p := range processesUnder(dir, "") {
+	for _, p := range processesUnder(dir) {
 		if i := strings.LastIndex(p, "["); i >= 0 {
 			if pid, err := strconv.Atoi(strings.TrimSuffix(p[i+1:], "]")); err == nil {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -511,8 +516,8 @@ func TestManager_LeaderLeaseLost_StepsDownAndHandsOver(t *testing.T) {
 	if log := tail(m.logPath, 16384); !strings.Contains(log, "leader election lost") {
 		t.Errorf("the manager exited without saying it lost the leader election:\n%s", tail(m.logPath, 2048))
 	}
-	if left := processesUnder(m.dataDir, "pulumi"); len(left) > 0 {
-		t.Errorf("pulumi processes %v outlived the manager that lost its Lease", left)
+	if left := processesUnder(m.dataDir); len(left) > 0 {
+		t.Errorf("engine processes %v outlived the manager that lost its Lease", left)
 	}
 
 	m.start(t)

@@ -101,8 +101,8 @@ func crashAt(t *testing.T, m *manager, point, name, files string) string {
 					t.Fatalf("the manager died while %s, not at its armed point %s", what, m.armed)
 				}
 				crashes = append(crashes, m.armed+" ("+what+")")
-				if left := processesUnder(m.dataDir, "pulumi"); len(left) > 0 {
-					t.Errorf("crash at %s: pulumi processes %v outlived the manager", m.armed, left)
+				if left := processesUnder(m.dataDir); len(left) > 0 {
+					t.Errorf("crash at %s: engine processes %v outlived the manager", m.armed, left)
 				}
 				m.armed = ""
 				if len(pending) > 0 {

@@ -7,36 +7,51 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/stackwright/stackwright/internal/reaper"
 )
 
 // Paths of the bootstrap that lets a runner Pod run another image than the runner image
 // (workspaceTemplate spec.image, PKO's workspace image): an init container from the runner
-// image copies the static `stackwright` binary into an emptyDir, and the image's own
+// image copies the static `stackwright` binary (and stackwright-reaper) into an emptyDir, and the image's own
 // container runs it from there with the image's pulumi, language hosts and plugins.
 const (
 	BootstrapDir    = "/stackwright/bin"
 	BootstrapBinary = BootstrapDir + "/stackwright"
 )
 
-// InstallBinary copies the running executable to dest (the bootstrap init container).
+// InstallBinary copies the running executable to dest (the bootstrap init container), and
+// the reaper it uses (reaper.Locate found it next to it) into the same directory, where the
+// runner looks for it.
 func InstallBinary(dest string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("failed to find the running executable: %w", err)
 	}
-	src, err := os.Open(self)
-	if err != nil {
-		return fmt.Errorf("failed to open %s: %w", self, err)
+	if err := copyExecutable(self, dest); err != nil {
+		return err
 	}
-	defer func() { _ = src.Close() }()
+	if r := reaper.Path(); r != "" {
+		return copyExecutable(r, filepath.Join(filepath.Dir(dest), reaper.Name))
+	}
+	return nil
+}
+
+// copyExecutable copies src to dest, read-only and executable, replacing dest at once.
+func copyExecutable(src, dest string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("failed to open %s: %w", src, err)
+	}
+	defer func() { _ = in.Close() }()
 	tmp := dest + ".tmp"
 	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o555)
 	if err != nil {
 		return fmt.Errorf("failed to create %s: %w", tmp, err)
 	}
-	if _, err := io.Copy(out, src); err != nil {
+	if _, err := io.Copy(out, in); err != nil {
 		_ = out.Close()
-		return fmt.Errorf("failed to copy %s to %s: %w", self, tmp, err)
+		return fmt.Errorf("failed to copy %s to %s: %w", src, tmp, err)
 	}
 	if err := out.Close(); err != nil {
 		return fmt.Errorf("failed to write %s: %w", tmp, err)

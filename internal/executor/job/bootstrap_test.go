@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/stackwright/stackwright/internal/reaper"
 )
 
 func TestCopyProgram_CopiesTreeAndLinks(t *testing.T) {
@@ -54,18 +56,23 @@ func TestCopyProgram_MissingDirSaysWhere(t *testing.T) {
 	}
 }
 
-func TestInstallBinary_CopiesRunningExecutable(t *testing.T) {
+func TestInstallBinary_CopiesRunningExecutableAndReaper(t *testing.T) {
 	dest := filepath.Join(t.TempDir(), "stackwright")
 	if err := InstallBinary(dest); err != nil {
 		t.Fatal(err)
 	}
 	self, _ := os.Executable()
-	want, _ := os.Stat(self)
-	got, err := os.Stat(dest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Size() != want.Size() || got.Mode().Perm()&0o111 == 0 {
-		t.Errorf("installed %s: size %d mode %v; want size %d, executable", dest, got.Size(), got.Mode(), want.Size())
+	for src, dst := range map[string]string{self: dest, reaper.Path(): filepath.Join(filepath.Dir(dest), reaper.Name)} {
+		want, err := os.Stat(src)
+		if err != nil {
+			t.Fatalf("%s: %v (TestMain installs a reaper)", src, err)
+		}
+		got, err := os.Stat(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Size() != want.Size() || got.Mode().Perm()&0o111 == 0 {
+			t.Errorf("installed %s: size %d mode %v; want size %d, executable", dst, got.Size(), got.Mode(), want.Size())
+		}
 	}
 }

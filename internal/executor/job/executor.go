@@ -246,6 +246,7 @@ func (e *Executor) start(ctx context.Context, key types.NamespacedName) error {
 	if err := e.client.Get(ctx, key, u); err != nil {
 		e.release(key)
 		if apierrors.IsNotFound(err) {
+			e.claims.Forget(key)
 			return nil
 		}
 		e.retryLater(key)

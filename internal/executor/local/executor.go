@@ -205,10 +205,12 @@ func (e *Executor) execute(ctx context.Context, j job) {
 	ctx = ctrl.LoggerInto(ctx, log)
 	u := &v1alpha1.Update{}
 	if err := e.client.Get(ctx, key, u); err != nil {
-		if !apierrors.IsNotFound(err) {
-			log.Error(err, "Failed to get Update; trying again", "after", executor.ClaimRetry.String())
-			e.retryLater(j)
+		if apierrors.IsNotFound(err) {
+			e.claims.Forget(key)
+			return
 		}
+		log.Error(err, "Failed to get Update; trying again", "after", executor.ClaimRetry.String())
+		e.retryLater(j)
 		return
 	}
 	claimed, err := e.claims.Claim(ctx, u, e.identity, e.runner.Claim)

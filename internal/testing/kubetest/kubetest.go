@@ -22,8 +22,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/stackwright/stackwright/internal/reaper"
 	"github.com/stackwright/stackwright/internal/scheme"
+	"github.com/stackwright/stackwright/internal/testing/reapertest"
 	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
@@ -43,13 +43,12 @@ type Hook func(*Env) (stop func(), err error)
 
 // Main starts the control plane, stores it in *env, runs the hooks, runs the package's
 // tests, stops what the hooks started and then the control plane, and exits with the
-// tests' code. Call it from TestMain, first: it also runs the engine's reapers (reaper.Init).
+// tests' code. Call it from TestMain. The engine runs here start their CLI under a reaper
+// (reapertest.Install), as the manager's do.
 //
 // Controller logs are kept in Logs, and printed too when STACKWRIGHT_TEST_LOG=1, which keeps
 // `go test` output readable while still letting a failing suite be re-run with logs.
 func Main(m *testing.M, env **Env, hooks ...Hook) {
-	// The engine runs the CLI under a reaper, which is this test binary started again.
-	reaper.Init()
 	os.Exit(run(m, env, hooks))
 }
 
@@ -96,6 +95,12 @@ func run(m *testing.M, env **Env, hooks []Hook) int {
 		// them down.
 		return m.Run()
 	}
+	unreap, err := reapertest.Install()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kubetest: %v\n", err)
+		return 1
+	}
+	defer unreap()
 	te, e, err := start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kubetest: %v\n", err)
