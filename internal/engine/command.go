@@ -82,11 +82,11 @@ func (c command) run(ctx context.Context, workdir string, stdin io.Reader,
 	// SIGTERM after hardStop, which has its reaper kill it and every plugin at once; exec
 	// kills whatever still runs (SIGKILL) after WaitDelay.
 	cmd.Cancel = func() error {
-		if cmd.Process.Signal(os.Interrupt) != nil {
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
 			_ = cmd.Process.Kill()
-			return nil
+		} else {
+			time.AfterFunc(hardStop, func() { _ = cmd.Process.Signal(syscall.SIGTERM) })
 		}
-		time.AfterFunc(hardStop, func() { _ = cmd.Process.Signal(syscall.SIGTERM) })
 		return nil
 	}
 	cmd.WaitDelay = hardStop + 5*time.Second
