@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/clip"
 )
 
 // The ways a faulty fleet's bad Stacks fail, in turn.
@@ -176,18 +177,9 @@ func (b *bench) badStacksSay(ctx context.Context, bad []string) (string, error) 
 	for _, f := range faults {
 		for _, key := range slices.Sorted(maps.Keys(byFault[f])) {
 			s := byFault[f][key]
-			rows = append(rows, []string{f, key, fmt.Sprint(s.count), oneLine(s.example, 220)})
+			rows = append(rows, []string{f, key, fmt.Sprint(s.count), clip.Line(strings.ReplaceAll(s.example, "|", "/"), 220)})
 		}
 	}
 	out := table([]string{"fault", "what the Stack says", "Stacks", "message (one of them)"}, rows)
 	return out + fmt.Sprintf("\nBad Stacks with no message: %d of %d.\n", silent, len(bad)), nil
-}
-
-// oneLine squeezes s onto one table cell of at most max runes.
-func oneLine(s string, limit int) string {
-	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "|", "/")), " ")
-	if r := []rune(s); len(r) > limit {
-		s = string(r[:limit]) + "…"
-	}
-	return s
 }

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"regexp"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/stackwright/stackwright/internal/clip"
 )
 
 // Class says how a failed run should be retried.
@@ -218,7 +219,7 @@ func Message(err error) string {
 		parts = append(parts, first)
 	}
 	msg := spaces.ReplaceAllString(strings.Join(parts, ": "), " ")
-	return truncate(strings.TrimSpace(msg), maxMessage)
+	return clip.Text(strings.TrimSpace(msg), maxMessage)
 }
 
 // errorLines collects the distinct "error: ..." lines of CLI output (resource and program
@@ -262,17 +263,4 @@ func errorLines(text string) string {
 func firstLine(text string) string {
 	line, _, _ := strings.Cut(ansiEscape.ReplaceAllString(text, ""), "\n")
 	return strings.TrimSpace(line)
-}
-
-// truncate cuts s to at most n bytes at a rune boundary, marking the cut with "…".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const ellipsis = "…"
-	cut := n - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
 }

@@ -23,6 +23,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/clip"
 )
 
 // fieldManager names the plugin's writes in managedFields.
@@ -351,7 +352,7 @@ func (e *Env) history(ctx context.Context, stack string, format string) error {
 			took = u.Status.EndTime.Sub(u.Status.StartTime.Time).Round(time.Second).String()
 		}
 		rows = append(rows, []string{u.Name, string(u.Spec.Type), string(u.Status.Phase), short(u.Spec.Revision), took,
-			e.age(u.CreationTimestamp), oneLine(u.Status.Message, 80)})
+			e.age(u.CreationTimestamp), clip.Line(u.Status.Message, 80)})
 	}
 	return e.table([]string{"UPDATE", "TYPE", "PHASE", "REVISION", "DURATION", "AGE", "MESSAGE"}, rows)
 }
@@ -565,12 +566,4 @@ func short(rev string) string {
 		return rev[:12]
 	}
 	return rev
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
 }

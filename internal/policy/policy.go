@@ -15,6 +15,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/clip"
 	"github.com/stackwright/stackwright/internal/engine"
 )
 
@@ -139,7 +140,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, sources []Source, in Input) *v
 		res.Evaluated = append(res.Evaluated, src.Name)
 		msgs, err := e.evaluate(ctx, src, doc, docErr)
 		if err != nil {
-			res.Errors = appendCapped(res.Errors, v1alpha1.PolicyViolation{Policy: src.Name, Enforcement: v1alpha1.EnforcementMandatory, Message: truncate(oneLine(err.Error()))})
+			res.Errors = appendCapped(res.Errors, v1alpha1.PolicyViolation{Policy: src.Name, Enforcement: v1alpha1.EnforcementMandatory, Message: clip.Line(err.Error(), maxMessage)})
 			continue
 		}
 		for _, m := range msgs {
@@ -198,13 +199,13 @@ func document(in Input) (any, error) {
 
 func message(v any) string {
 	if s, ok := v.(string); ok {
-		return truncate(oneLine(s))
+		return clip.Line(s, maxMessage)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return truncate(fmt.Sprint(v))
+		return clip.Text(fmt.Sprint(v), maxMessage)
 	}
-	return truncate(string(b))
+	return clip.Text(string(b), maxMessage)
 }
 
 func appendCapped(list []v1alpha1.PolicyViolation, v v1alpha1.PolicyViolation) []v1alpha1.PolicyViolation {
@@ -212,15 +213,6 @@ func appendCapped(list []v1alpha1.PolicyViolation, v v1alpha1.PolicyViolation) [
 		return list
 	}
 	return append(list, v)
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func truncate(s string) string {
-	if len(s) <= maxMessage {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxMessage-3], "") + "…"
 }
 
 // Key identifies a set of policies (their versions), "" for none: a change judged under

@@ -11,6 +11,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/clip"
 	"github.com/stackwright/stackwright/internal/controller/conditions"
 )
 
@@ -57,7 +58,7 @@ func markUpdateInFlight(s *pulumiv1.Stack, u *v1alpha1.Update, detached bool) {
 	msg := fmt.Sprintf("%s %s (Update %s)", verb, u.Spec.Type, u.Name)
 	if lu := s.Status.LastUpdate; u.Spec.Attempt > 1 && lu != nil && lu.State == pulumiv1.UpdateStateFailed && lu.Message != "" {
 		// A retry may wait behind a whole fleet; meanwhile the Stack still says what is wrong.
-		msg += fmt.Sprintf("; attempt %d, the last one failed: %s", u.Spec.Attempt, truncate(lu.Message, maxFailureInMessage))
+		msg += fmt.Sprintf("; attempt %d, the last one failed: %s", u.Spec.Attempt, clip.Text(lu.Message, maxFailureInMessage))
 	}
 	markReconciling(s, inProgressReason(u.Spec.Type), msg)
 }
@@ -65,13 +66,6 @@ func markUpdateInFlight(s *pulumiv1.Stack, u *v1alpha1.Update, detached bool) {
 // maxFailureInMessage bounds how much of the last failure a waiting retry's message repeats
 // (status.lastUpdate.message has all of it).
 const maxFailureInMessage = 512
-
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
-}
 
 // finalizeStatus derives, once at the end of every reconcile, what the outcome implies:
 // the generation counts as observed only once the Stack is Ready or Stalled for it, or
