@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stackwright/stackwright/internal/testing/reapertest"
 )
 
 // fakeCLI writes a "pulumi" that starts a long-lived child in a process group of its own
@@ -43,19 +45,6 @@ func waitPid(t *testing.T, path string) int {
 	}
 	t.Fatalf("no pid written to %s", path)
 	return 0
-}
-
-// gone reports, within a few seconds, whether pid no longer runs (a zombie counts as gone).
-func gone(pid int) bool {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil || strings.Contains(string(b), ") Z ") {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
 }
 
 // TestProcGroup_Run_NoChildOutlivesTheCLI: the CLI exiting, or being cancelled, takes the
@@ -94,7 +83,7 @@ func TestProcGroup_Run_NoChildOutlivesTheCLI(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("run did not return")
 			}
-			if !gone(child) {
+			if !reapertest.Gone(child) {
 				_ = syscall.Kill(child, syscall.SIGKILL)
 				t.Errorf("the CLI's child %d outlived it", child)
 			}
@@ -137,13 +126,13 @@ func TestProcGroup_Run_CLIDiesWithItsOwner(t *testing.T) {
 	if err := owner.Wait(); !errors.As(err, &exit) {
 		t.Fatalf("owner: %v", err)
 	}
-	if !gone(cliPid) {
+	if !reapertest.Gone(cliPid) {
 		_ = syscall.Kill(cliPid, syscall.SIGKILL)
 		t.Errorf("the CLI %d outlived the process that started it", cliPid)
 	}
 	// The CLI's plugins are not the kernel's to kill (they lead groups of their own): the
 	// reaper the CLI runs under kills them.
-	if !gone(child) {
+	if !reapertest.Gone(child) {
 		_ = syscall.Kill(child, syscall.SIGKILL)
 		t.Errorf("the CLI's plugin %d outlived the process that started the CLI", child)
 	}

@@ -78,17 +78,6 @@ func readPid(t *testing.T, path string) int {
 	return 0
 }
 
-// gone reports, within a few seconds, whether pid no longer runs (a zombie counts as gone).
-func gone(pid int) bool {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil || strings.Contains(string(b), ") Z ") {
-			return true
-		}
-	}
-	return false
-}
-
 func TestReaper_Wrap_NothingOutlivesTheCommand(t *testing.T) {
 	tests := []struct {
 		name string
@@ -139,7 +128,7 @@ func TestReaper_Wrap_NothingOutlivesTheCommand(t *testing.T) {
 			if _, err := os.Stat(path + ".int"); (err == nil) != tt.wantFile {
 				t.Errorf("the command handled SIGINT: %v, want %v", err == nil, tt.wantFile)
 			}
-			if !gone(plugin) {
+			if !reapertest.Gone(plugin) {
 				_ = syscall.Kill(plugin, syscall.SIGKILL)
 				t.Error("the plugin outlived the command")
 			}
@@ -165,7 +154,7 @@ func TestReaper_Wrap_StarterKilledHard(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = starter.Wait()
-	if !gone(plugin) {
+	if !reapertest.Gone(plugin) {
 		_ = syscall.Kill(plugin, syscall.SIGKILL)
 		t.Fatal("the plugin outlived the manager that started its CLI")
 	}
