@@ -20,13 +20,17 @@ import (
 )
 
 func main() {
-	// The engine starts every pulumi CLI under the reaper installed next to this binary.
-	if _, err := reaper.Locate(); err != nil {
-		fmt.Fprintf(os.Stderr, "warning: %v: pulumi plugins of a run cancelled hard, or of a manager or runner killed, may keep running\n", err)
-	}
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
+	}
+}
+
+// locateReaper has the engine start every pulumi CLI under the reaper installed next to
+// this binary; the commands that run the engine call it.
+func locateReaper() {
+	if _, err := reaper.Locate(); err != nil {
+		fmt.Fprintf(os.Stderr, "warning: %v: pulumi plugins of a run cancelled hard, or of a manager or runner killed, may keep running\n", err)
 	}
 }
 
@@ -52,6 +56,7 @@ func newManagerCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("failed to load kubeconfig: %w", err)
 			}
+			locateReaper()
 			return manager.Run(ctrl.SetupSignalHandler(), cfg, opts)
 		},
 	}
@@ -74,6 +79,7 @@ func newDevCommand() *cobra.Command {
 				return err
 			}
 			dev.Bin = bin
+			locateReaper()
 			if opts.PulumiBin == "" {
 				opts.PulumiBin = bin
 			}
@@ -102,6 +108,7 @@ func newRunnerCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r.Limits = artifact.Limits{MaxBytes: maxBytes}
+			locateReaper()
 			return r.Run(ctrl.SetupSignalHandler())
 		},
 	}
@@ -120,6 +127,7 @@ func newInstallRunnerCommand() *cobra.Command {
 		Short: "Copy this binary to DEST (the init container of runner Pods that run a Stack's own image)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			locateReaper()
 			return job.InstallBinary(args[0])
 		},
 	}

@@ -21,8 +21,8 @@ const (
 )
 
 // InstallBinary copies the running executable to dest (the bootstrap init container), and
-// the reaper it uses (reaper.Locate found it next to it) into the same directory, where the
-// runner looks for it.
+// the reaper this process uses (reaper.Path; `install-runner` locates the one next to it)
+// into the same directory, where the runner looks for it.
 func InstallBinary(dest string) error {
 	self, err := os.Executable()
 	if err != nil {
