@@ -392,6 +392,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err := metrics.RegisterExecutor(execName, pending); err != nil {
 		return err
 	}
+	if err := mgr.Add(newMemoryReleaser(pending)); err != nil {
+		return fmt.Errorf("failed to add memory releaser: %w", err)
+	}
 	if err := metrics.RegisterStackCollector(mgr.GetCache()); err != nil {
 		return err
 	}
