@@ -319,9 +319,7 @@ func (b *bench) sampleRSS(ctx context.Context) (peak func() int64) {
 		tk := time.NewTicker(time.Second)
 		defer tk.Stop()
 		for {
-			if ps, err := ReadProc(b.mgr.pid()); err == nil {
-				top = max(top, ps.RSS)
-			}
+			top = max(top, b.rss())
 			select {
 			case <-ctx.Done():
 				return

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -9,13 +8,4 @@ import (
 )
 
 // TestMain has the engine's runs here use a reaper, as the stackwright binary's do.
-func TestMain(m *testing.M) {
-	done, err := reapertest.Install()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	done()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(reapertest.Run(m)) }

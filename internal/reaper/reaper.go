@@ -23,20 +23,19 @@ func Locate() (string, error) {
 	if !supported {
 		return "", errors.New("reapers need Linux")
 	}
-	var candidates []string
 	if self, err := os.Executable(); err == nil {
-		candidates = append(candidates, filepath.Join(filepath.Dir(self), Name))
-	}
-	if p, err := exec.LookPath(Name); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, c := range candidates {
-		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			Use(c)
-			return c, nil
+		next := filepath.Join(filepath.Dir(self), Name)
+		if fi, err := os.Stat(next); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			Use(next)
+			return next, nil
 		}
 	}
-	return "", fmt.Errorf("no %s next to this binary or on PATH", Name)
+	p, err := exec.LookPath(Name)
+	if err != nil {
+		return "", fmt.Errorf("no %s next to this binary or on PATH", Name)
+	}
+	Use(p)
+	return p, nil
 }
 
 // Use has Wrap start commands under the reaper at p; "" for none.

@@ -2,7 +2,6 @@ package reaper_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,20 +30,7 @@ func TestMain(m *testing.M) {
 		_ = cmd.Wait()
 		time.Sleep(time.Hour)
 	}
-	dir, err := os.MkdirTemp("", "reaper-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	path, err := reapertest.Build(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	reaper.Use(path)
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(reapertest.Run(m))
 }
 
 // script writes a shell script that starts a process in a session (so a process group) of

@@ -13,8 +13,9 @@ import (
 
 // Paths of the bootstrap that lets a runner Pod run another image than the runner image
 // (workspaceTemplate spec.image, PKO's workspace image): an init container from the runner
-// image copies the static `stackwright` binary (and stackwright-reaper) into an emptyDir, and the image's own
-// container runs it from there with the image's pulumi, language hosts and plugins.
+// image copies the static `stackwright` binary and stackwright-reaper into an emptyDir,
+// and the image's own container runs it from there with the image's pulumi, language hosts
+// and plugins.
 const (
 	BootstrapDir    = "/stackwright/bin"
 	BootstrapBinary = BootstrapDir + "/stackwright"

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/stackwright/stackwright/internal/reaper"
@@ -45,6 +46,18 @@ func Install() (func(), error) {
 		reaper.Use("")
 		_ = os.RemoveAll(dir)
 	}, nil
+}
+
+// Run is TestMain for a package whose tests start the engine outside kubetest.Main: it
+// installs the reaper, runs the tests, and returns their exit code.
+func Run(m *testing.M) int {
+	done, err := Install()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer done()
+	return m.Run()
 }
 
 // Gone reports, within 10 seconds, whether the process pid no longer runs (a zombie, which
