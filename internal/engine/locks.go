@@ -109,7 +109,10 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 
 // removeLockFiles removes, from a file:// backend, the lock files of this run's stack whose
 // holders gone proves gone, and reports whether it removed them all: any other holder's
-// lock stays, and then so does the failure.
+// lock stays, and then so does the failure. Every lock is judged before any is removed, so
+// a live holder's lock keeps its stale neighbours too (the failure stands either way). The
+// backend writes each blob with a ".attrs" sidecar (gocloud's fileblob), which goes with
+// its lock: left alone it would be litter no listing shows.
 func (x *run) removeLockFiles(gone func(host string, pid int) bool) bool {
 	root, name, ok := x.fileBackendStack()
 	if !ok {
@@ -117,10 +120,14 @@ func (x *run) removeLockFiles(gone func(host string, pid int) bool) bool {
 	}
 	dir := filepath.Join(root, ".pulumi", "locks", "organization", x.project, name)
 	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) == 0 {
+	if err != nil {
 		return false
 	}
+	var locks []string
 	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), attrsSuffix) {
+			continue
+		}
 		path := filepath.Join(dir, e.Name())
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -133,9 +140,22 @@ func (x *run) removeLockFiles(gone func(host string, pid int) bool) bool {
 		if json.Unmarshal(b, &lock) != nil || !gone(lock.Hostname, lock.PID) {
 			return false
 		}
+		locks = append(locks, path)
+	}
+	if len(locks) == 0 {
+		return false
+	}
+	for _, path := range locks {
 		if err := os.Remove(path); err != nil {
+			return false
+		}
+		if err := os.Remove(path + attrsSuffix); err != nil && !os.IsNotExist(err) {
 			return false
 		}
 	}
 	return true
 }
+
+// attrsSuffix names the sidecar in which gocloud's fileblob, under every file:// backend,
+// keeps a blob's attributes.
+const attrsSuffix = ".attrs"

@@ -39,7 +39,8 @@ func TestStaleLockHolders(t *testing.T) {
 	}
 }
 
-// plantLock leaves a lock in the file:// backend as a runner killed mid-update would.
+// plantLock leaves a lock in the file:// backend as a runner killed mid-update would: the
+// lock and the attributes sidecar gocloud's fileblob writes next to every blob.
 func plantLock(t *testing.T, f *fixture, host string, pid int) string {
 	t.Helper()
 	dir := filepath.Join(strings.TrimPrefix(f.env.Backend, "file://"), ".pulumi", "locks", "organization", "enginetest", "dev")
@@ -51,7 +52,27 @@ func plantLock(t *testing.T, f *fixture, host string, pid int) string {
 	if err := os.WriteFile(path, []byte(lock), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	attrs := `{"user.cache_control":"","user.content_disposition":"","user.content_encoding":"","user.content_language":"","user.content_type":"application/json","user.metadata":null,"md5":"CCkudJhHRtUEy6CqZd0XMQ=="}`
+	if err := os.WriteFile(path+".attrs", []byte(attrs), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return path
+}
+
+// requireNoLockFiles fails unless the stack's lock directory holds nothing, sidecars included.
+func requireNoLockFiles(t *testing.T, lock string) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Dir(lock))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if len(left) > 0 {
+		t.Errorf("lock files left after healing: %v", left)
+	}
 }
 
 func TestEngine_Run_StaleLockOfGoneRunnerIsHealed(t *testing.T) {
@@ -74,9 +95,7 @@ func TestEngine_Run_StaleLockOfGoneRunnerIsHealed(t *testing.T) {
 	if got := res.Changes["same"]; got == 0 {
 		t.Errorf("up after healing: changes %v; want the existing resources unchanged", res.Changes)
 	}
-	if _, err := os.Stat(lock); !os.IsNotExist(err) {
-		t.Errorf("stale lock still there after healing: %v", err)
-	}
+	requireNoLockFiles(t, lock)
 	if !strings.Contains(f.log.String(), "removed 1 stale lock(s) held by process(es) that are gone: web-abc-1-5f2e9a1b-x7k2p (pid 7)") {
 		t.Errorf("the log does not say which lock was removed:\n%s", f.log)
 	}
@@ -108,9 +127,7 @@ func TestEngine_Run_StaleLocalLockIsHealedOnlyWhenItsProcessIsGone(t *testing.T)
 	}
 	lock = plantLock(t, f, host, dead.Process.Pid)
 	f.mustRun(ctx, r)
-	if _, err := os.Stat(lock); !os.IsNotExist(err) {
-		t.Errorf("the lock of a local process that is gone is still there: %v", err)
-	}
+	requireNoLockFiles(t, lock)
 
 	// Another host's lock is never this host's to judge.
 	lock = plantLock(t, f, "elsewhere", dead.Process.Pid)
@@ -118,6 +135,7 @@ func TestEngine_Run_StaleLocalLockIsHealedOnlyWhenItsProcessIsGone(t *testing.T)
 		t.Errorf("up on another host's lock: Classify(%v) = %q; want Conflict", err, Classify(err))
 	}
 	_ = os.Remove(lock)
+	_ = os.Remove(lock + ".attrs")
 }
 
 // A pulumi killed while creating its stack leaves a lock and no stack, which `pulumi cancel`
@@ -136,7 +154,5 @@ func TestEngine_Run_StaleLockWithoutStackIsHealed(t *testing.T) {
 	r.StaleLocalLocks = true
 	f.mustRun(ctx, r)
 	f.requireContent("a.txt", "hello")
-	if _, err := os.Stat(lock); !os.IsNotExist(err) {
-		t.Errorf("the stale lock is still there: %v", err)
-	}
+	requireNoLockFiles(t, lock)
 }
