@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
 
 // outageProxy stands between the manager and the API server, on 127.0.0.1, and can take
@@ -180,6 +182,41 @@ func TestManager_APIServerOutage_FleetConvergesOnce(t *testing.T) {
 	waitAllReady(t, m, ns, names, 5*time.Minute, "the API server came back")
 	if !strings.Contains(tail(m.logPath, 1<<22), "API server unavailable; trying again") {
 		t.Error("no run waited for the API server to record its result: the outages missed the runs")
+	}
+	requireAppliedOnce(t, m, names)
+}
+
+// The control plane itself restarts while a fleet converges: etcd crashes and comes back
+// in place (the API server stays up and fails what needs storage), then kube-apiserver does
+// (connections reset, watches end, the watch cache is rebuilt from etcd). Each happens while
+// an up executes a program. Every Stack ends Ready, each desired state applied once, no
+// lock left, and the manager never exits.
+func TestManager_ControlPlaneRestart_FleetConvergesOnce(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	ns := env.Namespace(t)
+	m := newManager(t, dir)
+	files := filepath.Join(dir, "files")
+	var names []string
+	for i, c := range []kubetest.Component{kubetest.Etcd, kubetest.APIServer} {
+		for j := range 4 {
+			name := fmt.Sprintf("restart-%d-%d", i, j)
+			names = append(names, name)
+			create(ctx, t, program(ns, name))
+			create(ctx, t, stack(ns, name, filepath.Join(files, name)))
+		}
+		if i == 0 {
+			m.start(t)
+		}
+		waitEngine(t, m)
+		env.Restart(t, c, 5*time.Second)
+		if m.dead() {
+			t.Fatalf("the manager exited when %s restarted:\n%s", c, tail(m.logPath, 4096))
+		}
+	}
+	waitAllReady(t, m, ns, names, 5*time.Minute, "the control plane restarted")
+	if !strings.Contains(tail(m.logPath, 1<<22), "API server unavailable; trying again") {
+		t.Error("no run waited for the API server to record its result: the restarts missed the runs")
 	}
 	requireAppliedOnce(t, m, names)
 }

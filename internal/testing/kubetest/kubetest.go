@@ -35,6 +35,8 @@ type Env struct {
 	Client client.Client
 	// Scheme holds the built-in and Stackwright types.
 	Scheme *runtime.Scheme
+
+	restarts *restarts
 }
 
 // Hook starts something on the control plane for the whole package (a manager, say) and
@@ -123,6 +125,7 @@ func run(m *testing.M, env **Env, hooks []Hook) int {
 	for i := len(stops) - 1; i >= 0; i-- {
 		stops[i]()
 	}
+	e.restarts.stop()
 	if err := te.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "kubetest: failed to stop control plane: %v\n", err)
 		if code == 0 {
@@ -166,7 +169,7 @@ func start() (*envtest.Environment, *Env, error) {
 		_ = te.Stop()
 		return nil, nil, fmt.Errorf("failed to create client: %w", err)
 	}
-	return te, &Env{Config: cfg, Client: c, Scheme: s}, nil
+	return te, &Env{Config: cfg, Client: c, Scheme: s, restarts: &restarts{procs: map[Component]*restarted{}}}, nil
 }
 
 // Namespace creates a namespace with a generated name for one test. envtest runs no

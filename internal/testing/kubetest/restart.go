@@ -1,0 +1,219 @@
+package kubetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Component is a process of the test control plane.
+type Component string
+
+// The control plane's processes, named as their binaries (and their /proc comm).
+const (
+	Etcd      Component = "etcd"
+	APIServer Component = "kube-apiserver"
+)
+
+// restarts keeps the processes Restart started in place of envtest's, which the package's
+// end stops before envtest cleans up their directories.
+type restarts struct {
+	mu    sync.Mutex
+	procs map[Component]*restarted
+}
+
+type restarted struct {
+	cmd    *exec.Cmd
+	log    string
+	exited chan struct{}
+}
+
+// Restart crashes one process of the control plane (SIGKILL: no graceful shutdown, no
+// goodbye to clients) and, after down, starts it again in place: the same binary,
+// arguments, working directory, data and certificates, on the same address, so that
+// clients come back to the same cluster with the same credentials, as after a crashed
+// static Pod of a real control plane is restarted. It returns once the API server is ready
+// again. Tests that run while a Restart does see the outage: do not run them in parallel
+// with it.
+func (e *Env) Restart(t testing.TB, c Component, down time.Duration) {
+	t.Helper()
+	if err := e.restart(c, down); err != nil {
+		t.Fatalf("failed to restart %s: %v", c, err)
+	}
+}
+
+func (e *Env) restart(c Component, down time.Duration) error {
+	r := e.restarts
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pid, err := r.pid(c)
+	if err != nil {
+		return err
+	}
+	proc := filepath.Join("/proc", strconv.Itoa(pid))
+	raw, err := os.ReadFile(filepath.Join(proc, "cmdline"))
+	if err != nil {
+		return fmt.Errorf("failed to read the command line of %s[%d]: %w", c, pid, err)
+	}
+	argv := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+	exe, err := os.Readlink(filepath.Join(proc, "exe"))
+	if err != nil {
+		return fmt.Errorf("failed to read the binary of %s[%d]: %w", c, pid, err)
+	}
+	cwd, err := os.Readlink(filepath.Join(proc, "cwd"))
+	if err != nil {
+		return fmt.Errorf("failed to read the working directory of %s[%d]: %w", c, pid, err)
+	}
+
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("failed to kill %s[%d]: %w", c, pid, err)
+	}
+	// Whoever started it (envtest, or an earlier Restart) reaps it.
+	if err := waitGone(pid, proc, 30*time.Second); err != nil {
+		return err
+	}
+	if old := r.procs[c]; old != nil {
+		_ = os.Remove(old.log)
+	}
+	time.Sleep(down)
+
+	logf, err := os.CreateTemp("", "kubetest-"+string(c)+"-*.log")
+	if err != nil {
+		return fmt.Errorf("failed to create log file: %w", err)
+	}
+	defer func() { _ = logf.Close() }()
+	cmd := exec.Command(exe, argv[1:]...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = cwd, logf, logf
+	// Should the test binary die, the process goes with it, as envtest's would.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("failed to start %s again: %w", c, err)
+	}
+	p := &restarted{cmd: cmd, log: logf.Name(), exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	r.procs[c] = p
+	if err := e.awaitReady(p, 2*time.Minute); err != nil {
+		b, _ := os.ReadFile(p.log)
+		return fmt.Errorf("%w; %s's output:\n%s", err, c, lastBytes(b, 4096))
+	}
+	return nil
+}
+
+// pid finds the running process of c: the one an earlier Restart started, else envtest's,
+// a child of this test binary.
+func (r *restarts) pid(c Component) (int, error) {
+	if p := r.procs[c]; p != nil {
+		return p.cmd.Process.Pid, nil
+	}
+	self := strconv.Itoa(os.Getpid())
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("failed to list processes: %w", err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid …"; comm may hold spaces, so split after its ')'.
+		s := string(stat)
+		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		fields := strings.Fields(s[closing+1:])
+		if s[open+1:closing] == string(c) && len(fields) > 1 && fields[1] == self {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no %s process is a child of this test binary", c)
+}
+
+// waitGone waits until the process is reaped.
+func waitGone(pid int, proc string, within time.Duration) error {
+	for deadline := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(proc); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d still there %s after SIGKILL", pid, within)
+		}
+	}
+}
+
+// awaitReady waits until the API server answers /readyz, which covers its etcd, or p exits.
+func (e *Env) awaitReady(p *restarted, within time.Duration) error {
+	hc, err := rest.HTTPClientFor(e.Config)
+	if err != nil {
+		return fmt.Errorf("failed to create HTTP client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var last string
+	for {
+		select {
+		case <-p.exited:
+			return fmt.Errorf("it exited: %v", p.cmd.ProcessState)
+		case <-ctx.Done():
+			return fmt.Errorf("the API server is not ready %s after the restart: %s", within, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(e.Config.Host, "/")+"/readyz", nil)
+		if err != nil {
+			return fmt.Errorf("failed to build readiness request: %w", err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		last = fmt.Sprintf("%s: %s", resp.Status, body)
+	}
+}
+
+// stop ends the processes Restart started, so that envtest's Stop, which then finds its own
+// long gone, removes their directories with nothing running in them.
+func (r *restarts) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for c, p := range r.procs {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		_ = os.Remove(p.log)
+		delete(r.procs, c)
+	}
+}
+
+func lastBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
