@@ -203,7 +203,7 @@ func requireRecovered(t *testing.T, ns string) {
 }
 
 // plantStaleLock leaves, in the namespace's default backend, the lock a pulumi of this host
-// that died with its manager would leave on the Stack's stack.
+// that died with its manager would leave on the Stack's stack, sidecar and all.
 func plantStaleLock(t *testing.T, dataDir, ns, name string) {
 	t.Helper()
 	host, err := os.Hostname()
@@ -216,7 +216,12 @@ func plantStaleLock(t *testing.T, dataDir, ns, name string) {
 		t.Fatal(err)
 	}
 	lock := fmt.Sprintf(`{"pid":%d,"username":"root","hostname":%q,"timestamp":"2026-11-25T00:00:00Z"}`, pid, host)
-	if err := os.WriteFile(filepath.Join(dir, "5d6e7f80-1a2b-4c3d-9e8f-0a1b2c3d4e5f.json"), []byte(lock), 0o600); err != nil {
+	path := filepath.Join(dir, "5d6e7f80-1a2b-4c3d-9e8f-0a1b2c3d4e5f.json")
+	if err := os.WriteFile(path, []byte(lock), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The attributes sidecar gocloud's fileblob writes next to every blob, lock included.
+	if err := os.WriteFile(path+".attrs", []byte(`{"user.content_type":"application/json","user.metadata":null}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

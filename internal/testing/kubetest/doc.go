@@ -14,4 +14,7 @@
 //		s.Create(obj)
 //		s.WaitCondition(obj, "Ready", metav1.ConditionTrue, "")
 //	}
+//
+// Env.Restart crashes etcd or kube-apiserver and starts it again in place, for the fault
+// tests of a control plane restart (test/chaos); such a test must not run in parallel.
 package kubetest
