@@ -30,6 +30,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/artifact"
 	policyctrl "github.com/stackwright/stackwright/internal/controller/policy"
 	programctrl "github.com/stackwright/stackwright/internal/controller/program"
@@ -266,9 +267,14 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 //
 // A label selector confines the cached Stacks: everything else a manager does starts from a
 // Stack it sees (the Update and Job handlers check the Stack is in the cache).
+//
+// Cached objects carry no managedFields, and cached Updates no log tail or steps (see
+// trimCachedUpdate): the manager never reads them, and a fleet's cache would otherwise hold
+// them for every object it sees.
 func (o *Options) cacheOptions() (cache.Options, error) {
-	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{job.LabelManagedBy: job.ManagedBy})},
+	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
+		&batchv1.Job{}:     {Label: labels.SelectorFromSet(labels.Set{job.LabelManagedBy: job.ManagedBy})},
+		&v1alpha1.Update{}: {Transform: trimCachedUpdate},
 	}}
 	if o.WatchLabelSelector != "" {
 		sel, err := labels.Parse(o.WatchLabelSelector)
@@ -286,6 +292,19 @@ func (o *Options) cacheOptions() (cache.Options, error) {
 		opts.DefaultNamespaces[ns] = cache.Config{}
 	}
 	return opts, nil
+}
+
+// trimCachedUpdate drops from a cached Update what the manager never reads there: its
+// managedFields, log tail (up to 8 KiB) and steps. The runner writes them with merge patches,
+// which leave alone what they do not change, and `kubectl stackwright` reads them from the
+// API server. Kept, they would grow the manager's memory with every retained Update of the
+// fleet (--update-history per Stack).
+func trimCachedUpdate(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	if u, ok := obj.(*v1alpha1.Update); ok {
+		u.Status.LogTail, u.Status.Steps = "", nil
+	}
+	return obj, err
 }
 
 // watchNamespaces cleans the flag's values: "a, b,,a" and "a" "b" mean the same.

@@ -6,6 +6,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
 func TestOptions_BindFlags_WatchNamespacesRestrictTheCache(t *testing.T) {
@@ -39,6 +43,50 @@ func TestOptions_BindFlags_WatchNamespacesRestrictTheCache(t *testing.T) {
 			slices.Sort(got)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("cached namespaces (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTrimCachedUpdate_Object_KeepsWhatTheManagerReads(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "stackwright", Operation: metav1.ManagedFieldsOperationUpdate}}
+	tests := []struct {
+		name string
+		in   any
+		want any
+	}{
+		{
+			name: "update loses log tail, steps and managedFields",
+			in: &v1alpha1.Update{
+				ObjectMeta: metav1.ObjectMeta{Name: "u", ManagedFields: managed},
+				Status: v1alpha1.UpdateStatus{
+					Phase: v1alpha1.UpdatePhaseSucceeded, Message: "update succeeded", LogTail: "lots of log",
+					Steps: []v1alpha1.UpdateStep{{Op: "create", URN: "urn:x"}}, StepsOmitted: 2,
+					Changes: map[string]int64{"create": 1},
+				},
+			},
+			want: &v1alpha1.Update{
+				ObjectMeta: metav1.ObjectMeta{Name: "u"},
+				Status: v1alpha1.UpdateStatus{
+					Phase: v1alpha1.UpdatePhaseSucceeded, Message: "update succeeded", StepsOmitted: 2,
+					Changes: map[string]int64{"create": 1},
+				},
+			},
+		},
+		{
+			name: "a non-Update loses only managedFields",
+			in:   &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: managed}, Data: map[string][]byte{"k": []byte("v")}},
+			want: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Data: map[string][]byte{"k": []byte("v")}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := trimCachedUpdate(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("trimmed (-want +got):\n%s", diff)
 			}
 		})
 	}

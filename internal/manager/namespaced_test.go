@@ -15,6 +15,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -90,7 +91,7 @@ func TestManager_WatchNamespaces_ReconcilesOnlyWatchedNamespaces(t *testing.T) {
 }
 
 // startManager runs a manager with opts until the test ends.
-func startManager(t *testing.T, cfg *rest.Config, opts *manager.Options) {
+func startManager(t *testing.T, cfg *rest.Config, opts *manager.Options) ctrl.Manager {
 	t.Helper()
 	g := NewWithT(t)
 	mgr, err := manager.New(cfg, opts)
@@ -113,6 +114,7 @@ func startManager(t *testing.T, cfg *rest.Config, opts *manager.Options) {
 			t.Error("the manager did not stop within 90s of cancellation")
 		}
 	})
+	return mgr
 }
 
 // grantNamespacedInstall creates the RBAC of a namespace-scoped install for the service
