@@ -125,13 +125,16 @@ func run(m *testing.M, env **Env, hooks []Hook) int {
 	for i := len(stops) - 1; i >= 0; i-- {
 		stops[i]()
 	}
-	e.restarts.stop()
+	// envtest's Stop finds the processes Restart replaced long gone, and stops the others;
+	// a restarted API server must be gone before it, a restarted etcd only after it.
+	e.restarts.stop(APIServer)
 	if err := te.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "kubetest: failed to stop control plane: %v\n", err)
 		if code == 0 {
 			code = 1
 		}
 	}
+	e.restarts.stop(Etcd)
 	return code
 }
 

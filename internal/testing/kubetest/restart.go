@@ -28,8 +28,8 @@ const (
 	APIServer Component = "kube-apiserver"
 )
 
-// restarts keeps the processes Restart started in place of envtest's, which the package's
-// end stops before envtest cleans up their directories.
+// restarts keeps the processes Restart started in place of envtest's, for the package's end
+// to stop.
 type restarts struct {
 	mu    sync.Mutex
 	procs map[Component]*restarted
@@ -193,22 +193,25 @@ func (e *Env) awaitReady(p *restarted, within time.Duration) error {
 	}
 }
 
-// stop ends the processes Restart started, so that envtest's Stop, which then finds its own
-// long gone, removes their directories with nothing running in them.
-func (r *restarts) stop() {
+// stop ends the process Restart started in place of c's, if any. The API server goes first
+// and etcd after envtest's Stop (see run): an API server whose etcd is gone takes its whole
+// stop timeout to shut down.
+func (r *restarts) stop(c Component) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for c, p := range r.procs {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(30 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		_ = os.Remove(p.log)
-		delete(r.procs, c)
+	p := r.procs[c]
+	if p == nil {
+		return
 	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	_ = os.Remove(p.log)
+	delete(r.procs, c)
 }
 
 func lastBytes(b []byte, n int) []byte {
