@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/stackwright/stackwright/internal/procfs"
 	"github.com/stackwright/stackwright/internal/scheme"
 )
 
@@ -83,10 +84,10 @@ func startCluster(bin, crds, dir string) (*cluster, error) {
 	} else {
 		c.version = "unknown: " + err.Error()
 	}
-	if p := childPIDs(os.Getpid(), "kube-apiserver"); len(p) == 1 {
+	if p := procfs.Children(os.Getpid(), "kube-apiserver"); len(p) == 1 {
 		c.apiserver = p[0]
 	}
-	if p := childPIDs(os.Getpid(), "etcd"); len(p) == 1 {
+	if p := procfs.Children(os.Getpid(), "etcd"); len(p) == 1 {
 		c.etcd = p[0]
 	}
 	ok = true

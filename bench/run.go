@@ -18,6 +18,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/procfs"
 	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
@@ -369,19 +370,19 @@ func redactArgs(args []string, work string) []string {
 // snapshot is the cost so far of the manager and the control plane.
 type snapshot struct {
 	at                  time.Time
-	mgr, apiserver, etc ProcStat
+	mgr, apiserver, etc procfs.Stat
 	metrics             Metrics
 	metricsErr          error
 }
 
 func (b *bench) snap(ctx context.Context) snapshot {
 	s := snapshot{at: time.Now()}
-	s.mgr, _ = ReadProc(b.mgr.pid())
+	s.mgr, _ = procfs.Read(b.mgr.pid())
 	if b.cluster.apiserver != 0 {
-		s.apiserver, _ = ReadProc(b.cluster.apiserver)
+		s.apiserver, _ = procfs.Read(b.cluster.apiserver)
 	}
 	if b.cluster.etcd != 0 {
-		s.etc, _ = ReadProc(b.cluster.etcd)
+		s.etc, _ = procfs.Read(b.cluster.etcd)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

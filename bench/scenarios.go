@@ -15,6 +15,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/procfs"
 )
 
 // runFloor times the bench program through internal/engine, first sequentially, then with
@@ -461,7 +462,7 @@ func (b *bench) runIdle(ctx context.Context) error {
 
 // procLine is a one-line summary of a process for progress messages.
 func procLine(pid int) string {
-	ps, err := ReadProc(pid)
+	ps, err := procfs.Read(pid)
 	if err != nil {
 		return "gone: " + err.Error()
 	}

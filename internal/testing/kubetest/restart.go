@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/stackwright/stackwright/internal/procfs"
 )
 
 // Component is a process of the test control plane.
@@ -118,32 +120,11 @@ func (r *restarts) pid(c Component) (int, error) {
 	if p := r.procs[c]; p != nil {
 		return p.cmd.Process.Pid, nil
 	}
-	self := strconv.Itoa(os.Getpid())
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, fmt.Errorf("failed to list processes: %w", err)
+	pids := procfs.Children(os.Getpid(), string(c))
+	if len(pids) != 1 {
+		return 0, fmt.Errorf("found %d %s processes among this test binary's children; want 1", len(pids), c)
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// "pid (comm) state ppid …"; comm may hold spaces, so split after its ')'.
-		s := string(stat)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open {
-			continue
-		}
-		fields := strings.Fields(s[closing+1:])
-		if s[open+1:closing] == string(c) && len(fields) > 1 && fields[1] == self {
-			return pid, nil
-		}
-	}
-	return 0, fmt.Errorf("no %s process is a child of this test binary", c)
+	return pids[0], nil
 }
 
 // waitGone waits until the process is reaped.
