@@ -24,7 +24,7 @@ help: ## Show this help.
 
 ##@ Toolchain
 .PHONY: tools
-tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, test provider, linters, helm, promtool, krew) into ./bin.
+tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, test provider, linters, helm, promtool, krew, versitygw) into ./bin.
 	@hack/tools.sh
 
 ##@ Development
@@ -124,7 +124,7 @@ fuzz: ## Fuzz the artifact extractor, Program rendering and the Stack decision l
 ##@ Cluster
 CLUSTER := $(BIN)/stackwright-cluster
 # versitygw.tar (an S3 server for the e2e tests) is written by `make images` once
-# tools-cluster has built versitygw, which `make cluster` does first.
+# `make tools` has built versitygw, which `make cluster` does first.
 CLUSTER_IMAGES = dist/pause.tar dist/stackwright-$(VERSION).tar dist/stackwright-runner-$(VERSION).tar dist/versitygw.tar
 
 .PHONY: tools-cluster

@@ -95,7 +95,7 @@ tool_spec() {
 	esac
 }
 
-all_tools=(k8s pulumi pulumi-yaml provider controller-gen golangci-lint helm promtool krew)
+all_tools=(k8s pulumi pulumi-yaml provider controller-gen golangci-lint helm promtool krew versitygw)
 cluster_tools=(k8s k8s-node containerd versitygw)
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=("${all_tools[@]}")

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -93,8 +95,11 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 	}
 	if _, cerr := x.cli(ctx, "remove stale locks", nil, false, "cancel", "--yes", "--stack", x.req.Stack); cerr != nil {
 		// `pulumi cancel` needs the stack; a pulumi killed while creating it leaves a lock
-		// without one, which only the lock files themselves can clear.
-		if !strings.Contains(strings.ToLower(cerr.Error()), "no stack named") || !x.removeLockFiles(gone) {
+		// without one, which only deleting the lock objects themselves can clear.
+		if strings.Contains(strings.ToLower(cerr.Error()), "no stack named") {
+			cerr = x.removeLocksWithoutStack(ctx, err.Error(), gone)
+		}
+		if cerr != nil {
 			x.log.println(fmt.Sprintf("failed to remove the stale lock(s) of %s: %v", strings.Join(hosts, ", "), cerr))
 			return false
 		}
@@ -105,6 +110,27 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 	}
 	crashpoint.Hit(crashpoint.LocksHealed)
 	return true
+}
+
+// removeLocksWithoutStack removes the locks conflict lists (all of them held by holders the
+// caller proved gone) of a stack that does not exist: on a file:// backend the lock files,
+// on s3:// the lock objects. gs:// and azblob:// are not supported: their locks stay.
+func (x *run) removeLocksWithoutStack(ctx context.Context, conflict string, gone func(host string, pid int) bool) error {
+	u, err := url.Parse(x.env["PULUMI_BACKEND_URL"])
+	if err != nil {
+		return fmt.Errorf("failed to parse the backend URL: %w", err)
+	}
+	switch u.Scheme {
+	case "file":
+		if !x.removeLockFiles(gone) {
+			return errors.New("the lock files are not all of holders that are gone")
+		}
+		return nil
+	case "s3":
+		return x.removeS3Locks(ctx, conflict)
+	default:
+		return fmt.Errorf("the stack does not exist, and the locks of a stack that does not exist are removed on file:// and s3:// backends only, not on %s://", u.Scheme)
+	}
 }
 
 // removeLockFiles removes, from a file:// backend, the lock files of this run's stack whose
