@@ -123,7 +123,7 @@ func (x *run) removeLocksWithoutStack(ctx context.Context, conflict string, gone
 	switch u.Scheme {
 	case "file":
 		if !x.removeLockFiles(gone) {
-			return errors.New("the lock files are not all of holders that are gone")
+			return errors.New("not every lock file belongs to a holder that is gone")
 		}
 		return nil
 	case "s3":

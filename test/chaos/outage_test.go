@@ -187,7 +187,7 @@ func TestManager_APIServerOutage_FleetConvergesOnce(t *testing.T) {
 }
 
 // The control plane itself restarts while a fleet converges: etcd crashes and comes back
-// in place (the API server stays up and fails what needs storage), then kube-apiserver does
+// in place (the API server stays up; what needs storage waits or fails), then kube-apiserver does
 // (connections reset, watches end, the watch cache is rebuilt from etcd). Each happens while
 // an up executes a program. Every Stack ends Ready, each desired state applied once, no
 // lock left, and the manager never exits.
