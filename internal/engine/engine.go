@@ -493,6 +493,11 @@ func (x *run) secretValues() []string {
 		}
 	}
 	for k, v := range x.env {
+		// A switch is no credential, though its name may say SECRET: the engine's own
+		// PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true masked every "true" in every log.
+		if strings.EqualFold(v, "true") || strings.EqualFold(v, "false") {
+			continue
+		}
 		upper := strings.ToUpper(k)
 		for _, w := range secretEnvWords {
 			if strings.Contains(upper, w) {
