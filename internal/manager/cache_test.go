@@ -5,15 +5,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
-	"github.com/stackwright/stackwright/internal/manager"
-	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
 // The manager caches Updates without their log tail and managedFields, and every object
@@ -21,31 +16,12 @@ import (
 // write what the trimmed cache does not hold, and the Stack still converges.
 func TestManager_Cache_TrimsWhatTheManagerNeverReads(t *testing.T) {
 	g := NewWithT(t)
-	bin, err := repo.Bin()
-	g.Expect(err).NotTo(HaveOccurred())
-	if err := repo.RequireBinaries(bin, "pulumi", "pulumi-language-yaml"); err != nil {
-		t.Fatal(err)
-	}
 	ns := env.Namespace(t)
-	opts := manager.DefaultOptions()
-	opts.DataDir, opts.PulumiBin = t.TempDir(), bin
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.WatchNamespaces, opts.LeaderElectionID, opts.SeveralPerProcess = []string{ns}, "stackwright-cache-test", true
+	opts := testOptions(t)
+	opts.WatchNamespaces, opts.LeaderElectionID = []string{ns}, "stackwright-cache-test"
 	mgr := startManager(t, env.Config, opts)
-
-	prog := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Name: "trim", Namespace: ns}}
-	prog.Program.Outputs = map[string]apiextensionsv1.JSON{"greeting": {Raw: []byte(`"hello"`)}}
-	stack := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "trim", Namespace: ns},
-		Spec:       pulumiv1.StackSpec{Stack: "dev", ProgramRef: &pulumiv1.ProgramReference{Name: "trim"}},
-	}
-	g.Expect(env.Client.Create(t.Context(), prog)).To(Succeed())
-	g.Expect(env.Client.Create(t.Context(), stack)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		st := &pulumiv1.Stack{}
-		g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(stack), st)).To(Succeed())
-		g.Expect(apimeta.IsStatusConditionTrue(st.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue(), "conditions: %v", st.Status.Conditions)
-	}).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	stack := createHello(t, ns, "trim", nil)
+	waitReady(t, stack, "the Stack never became Ready")
 
 	var stored v1alpha1.UpdateList
 	g.Expect(env.Client.List(t.Context(), &stored, client.InNamespace(ns))).To(Succeed())

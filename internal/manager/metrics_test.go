@@ -9,46 +9,18 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	pulumiv1 "github.com/stackwright/stackwright/api/v1"
-	"github.com/stackwright/stackwright/internal/manager"
-	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
 // TestManager_Metrics_SeriesAfterAnUpdate scrapes the /metrics endpoint of a real manager
 // after one Stack reached Ready and checks Stackwright's series describe that update.
 func TestManager_Metrics_SeriesAfterAnUpdate(t *testing.T) {
 	g := NewWithT(t)
-	bin, err := repo.Bin()
-	g.Expect(err).NotTo(HaveOccurred())
-	if err := repo.RequireBinaries(bin, "pulumi", "pulumi-language-yaml"); err != nil {
-		t.Fatal(err)
-	}
 	ns := env.Namespace(t)
-	opts := manager.DefaultOptions()
-	opts.DataDir, opts.PulumiBin = t.TempDir(), bin
-	opts.MetricsAddr, opts.ProbeAddr = freeAddr(t), "0"
+	opts := testOptions(t)
+	opts.MetricsAddr = freeAddr(t)
 	opts.WatchNamespaces = []string{ns}
-	opts.SeveralPerProcess = true // the package's other tests start managers too
 	startManager(t, env.Config, opts)
-
-	prog := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns}}
-	prog.Program.Outputs = map[string]apiextensionsv1.JSON{"greeting": {Raw: []byte(`"hello"`)}}
-	stack := &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns},
-		Spec:       pulumiv1.StackSpec{Stack: "dev", ProgramRef: &pulumiv1.ProgramReference{Name: "hello"}},
-	}
-	g.Expect(env.Client.Create(t.Context(), prog)).To(Succeed())
-	g.Expect(env.Client.Create(t.Context(), stack)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		st := &pulumiv1.Stack{}
-		g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(stack), st)).To(Succeed())
-		g.Expect(apimeta.IsStatusConditionTrue(st.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue(), "conditions: %v", st.Status.Conditions)
-	}).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	waitReady(t, createHello(t, ns, "hello", nil), "the Stack never became Ready")
 
 	want := []string{
 		`stackwright_updates_total{namespace="` + ns + `",operation="up",result="succeeded"} 1`,

@@ -10,7 +10,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,11 +34,6 @@ func TestMain(m *testing.M) { kubetest.Main(m, &env) }
 // would fail the test rather than go unnoticed.
 func TestManager_WatchNamespaces_ReconcilesOnlyWatchedNamespaces(t *testing.T) {
 	g := NewWithT(t)
-	bin, err := repo.Bin()
-	g.Expect(err).NotTo(HaveOccurred())
-	if err := repo.RequireBinaries(bin, "pulumi", "pulumi-language-yaml"); err != nil {
-		t.Fatal(err)
-	}
 	system, watched, other := env.Namespace(t), env.Namespace(t), env.Namespace(t)
 	cfg := grantNamespacedInstall(t, system, watched)
 
@@ -51,24 +45,14 @@ func TestManager_WatchNamespaces_ReconcilesOnlyWatchedNamespaces(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(apierrors.IsForbidden(sa.List(t.Context(), &pulumiv1.StackList{}, client.InNamespace(other)))).To(BeTrue())
 
-	opts := manager.DefaultOptions()
-	opts.DataDir, opts.PulumiBin = t.TempDir(), bin
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts := testOptions(t)
 	opts.LeaderElection, opts.LeaderElectionNamespace = true, system
 	opts.WatchNamespaces = []string{watched}
 	startManager(t, cfg, opts)
 
 	created := map[string]*pulumiv1.Stack{}
 	for _, ns := range []string{watched, other} {
-		prog := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns}}
-		prog.Program.Outputs = map[string]apiextensionsv1.JSON{"greeting": {Raw: []byte(`"hello"`)}}
-		stack := &pulumiv1.Stack{
-			ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns},
-			Spec:       pulumiv1.StackSpec{Stack: "dev", ProgramRef: &pulumiv1.ProgramReference{Name: "hello"}},
-		}
-		g.Expect(env.Client.Create(t.Context(), prog)).To(Succeed())
-		g.Expect(env.Client.Create(t.Context(), stack)).To(Succeed())
-		created[ns] = stack
+		created[ns] = createHello(t, ns, "hello", nil)
 	}
 
 	g.Eventually(func(g Gomega) {
