@@ -148,42 +148,19 @@ func (p *outageProxy) config(t *testing.T, cfg *rest.Config) *rest.Config {
 // than a reconcile, a watch or an engine run's status write can wait: the manager must neither crash-loop nor
 // lose or repeat work. Every Stack ends Ready, each desired state applied once, no lock left.
 func TestManager_APIServerOutage_FleetConvergesOnce(t *testing.T) {
-	ctx := t.Context()
-	dir := t.TempDir()
-	ns := env.Namespace(t)
-	m := newManager(t, dir)
+	m := newManager(t, t.TempDir())
 	proxy := startOutageProxy(t, upstreamAddr(t))
 	m.kubeconfig = writeKubeconfig(t, proxy.config(t, env.Config), t.TempDir())
-	files := filepath.Join(dir, "files")
-	// make test cuts once, make test-chaos (CHAOS_KILLS=20) twice; each cut has 4 new
-	// Stacks converging.
+	// make test cuts once, make test-chaos (CHAOS_KILLS=20) twice.
 	outages := max(1, profileFromEnv(t).kills/10)
-	var names []string
-	for i := range outages {
-		for j := range 4 {
-			name := fmt.Sprintf("outage-%d-%d", i, j)
-			names = append(names, name)
-			create(ctx, t, program(ns, name))
-			create(ctx, t, stack(ns, name, filepath.Join(files, name)))
-		}
-		if i == 0 {
-			m.start(t)
-		}
-		// While an up executes a program: it finishes during the outage, and its result
-		// must wait for the API server.
-		waitEngine(t, m)
+	faultWhileRunning(t, m, "outage", outages, "the API server came back", func(int) {
 		proxy.down()
 		time.Sleep(8 * time.Second)
 		if m.dead() {
-			t.Fatalf("the manager exited during outage %d:\n%s", i+1, tail(m.logPath, 4096))
+			t.Fatalf("the manager exited during the outage:\n%s", tail(m.logPath, 4096))
 		}
 		proxy.up(t)
-	}
-	waitAllReady(t, m, ns, names, 5*time.Minute, "the API server came back")
-	if !strings.Contains(tail(m.logPath, 1<<22), "API server unavailable; trying again") {
-		t.Error("no run waited for the API server to record its result: the outages missed the runs")
-	}
-	requireAppliedOnce(t, m, names)
+	})
 }
 
 // The control plane itself restarts while a fleet converges: etcd crashes and comes back
@@ -192,15 +169,30 @@ func TestManager_APIServerOutage_FleetConvergesOnce(t *testing.T) {
 // an up executes a program. Every Stack ends Ready, each desired state applied once, no
 // lock left, and the manager never exits.
 func TestManager_ControlPlaneRestart_FleetConvergesOnce(t *testing.T) {
+	m := newManager(t, t.TempDir())
+	components := []kubetest.Component{kubetest.Etcd, kubetest.APIServer}
+	faultWhileRunning(t, m, "restart", len(components), "the control plane restarted", func(round int) {
+		env.Restart(t, components[round], 5*time.Second)
+		if m.dead() {
+			t.Fatalf("the manager exited when %s restarted:\n%s", components[round], tail(m.logPath, 4096))
+		}
+	})
+}
+
+// faultWhileRunning runs rounds of 4 new Stacks, starting m with the first. In each round,
+// once an up executes a program, fault strikes: the run finishes during it, and its result
+// must wait for the API server. Then every Stack must end Ready, some run must have waited
+// for the API server to record its result (or the faults missed the runs), and each
+// desired state must have been applied once, with no lock left.
+func faultWhileRunning(t *testing.T, m *manager, prefix string, rounds int, since string, fault func(round int)) {
+	t.Helper()
 	ctx := t.Context()
-	dir := t.TempDir()
 	ns := env.Namespace(t)
-	m := newManager(t, dir)
-	files := filepath.Join(dir, "files")
+	files := filepath.Join(t.TempDir(), "files")
 	var names []string
-	for i, c := range []kubetest.Component{kubetest.Etcd, kubetest.APIServer} {
+	for i := range rounds {
 		for j := range 4 {
-			name := fmt.Sprintf("restart-%d-%d", i, j)
+			name := fmt.Sprintf("%s-%d-%d", prefix, i, j)
 			names = append(names, name)
 			create(ctx, t, program(ns, name))
 			create(ctx, t, stack(ns, name, filepath.Join(files, name)))
@@ -209,14 +201,11 @@ func TestManager_ControlPlaneRestart_FleetConvergesOnce(t *testing.T) {
 			m.start(t)
 		}
 		waitEngine(t, m)
-		env.Restart(t, c, 5*time.Second)
-		if m.dead() {
-			t.Fatalf("the manager exited when %s restarted:\n%s", c, tail(m.logPath, 4096))
-		}
+		fault(i)
 	}
-	waitAllReady(t, m, ns, names, 5*time.Minute, "the control plane restarted")
+	waitAllReady(t, m, ns, names, 5*time.Minute, since)
 	if !strings.Contains(tail(m.logPath, 1<<22), "API server unavailable; trying again") {
-		t.Error("no run waited for the API server to record its result: the restarts missed the runs")
+		t.Errorf("no run waited for the API server to record its result: the faults (%s) missed the runs", prefix)
 	}
 	requireAppliedOnce(t, m, names)
 }
