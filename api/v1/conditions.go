@@ -121,9 +121,10 @@ const (
 	// the destroy run on deletion failed; the finalizer stays in place.
 	ReasonDestroyFailed = "DestroyFailed"
 
-	// ReasonUpdateConflict (Stalled=True, or Reconciling=True with
-	// retryOnUpdateConflict): another update of the same stack held the
-	// backend lock.
+	// ReasonUpdateConflict is PKO's reason for another update of the same stack
+	// holding the backend lock. Stackwright never sets it on a Stack: a conflict
+	// shows as RetryingAfterFailure, or UpdateFailed/DestroyFailed once stalled,
+	// and as UpdateConflict on the failed Update (v1alpha1.ReasonUpdateConflict).
 	ReasonUpdateConflict = "UpdateConflict"
 
 	// ReasonArtifactReady (SourceReady=True; Ready=True on Programs): the
