@@ -18,34 +18,34 @@ import (
 // lockHolder matches one lock of a self-managed backend's "currently locked" error:
 // "  s3://bucket/.pulumi/locks/…/<uuid>.json: created by user@host (pid 12) at <time>".
 var (
-	lockHolder = regexp.MustCompile(`(?m)^\s*\S+: created by [^@\s]*@(\S+) \(pid (\d+)\)`)
+	lockHolder = regexp.MustCompile(`(?m)^\s*(\S+): created by [^@\s]*@(\S+) \(pid (\d+)\)`)
 	lockCount  = regexp.MustCompile(`currently locked by (\d+) lock\(s\)`)
 )
 
-// staleLockHolders returns the holders named by a self-managed backend's lock conflict
-// when every one of them is one the caller proved gone (gone reports it, from the holder's
-// host name and pid). Anything else (a live holder, a lock it cannot attribute, Pulumi
-// Cloud's lease, which the service releases by itself) yields nil: removing a live
-// holder's lock lets two updates corrupt one stack.
-func staleLockHolders(text string, gone func(host string, pid int) bool) []string {
+// staleLockHolders returns the holders named by a self-managed backend's lock conflict,
+// and the locks' URLs, when every one of them is one the caller proved gone (gone reports
+// it, from the holder's host name and pid). Anything else (a live holder, a lock it cannot
+// attribute, Pulumi Cloud's lease, which the service releases by itself) yields nil:
+// removing a live holder's lock lets two updates corrupt one stack.
+func staleLockHolders(text string, gone func(host string, pid int) bool) (holders, locks []string) {
 	m := lockCount.FindStringSubmatch(text)
 	if m == nil {
-		return nil
+		return nil, nil
 	}
 	n, _ := strconv.Atoi(m[1])
 	found := lockHolder.FindAllStringSubmatch(text, -1)
 	if n == 0 || len(found) != n {
-		return nil
+		return nil, nil
 	}
-	hosts := make([]string, 0, n)
 	for _, f := range found {
-		pid, err := strconv.Atoi(f[2])
-		if err != nil || !gone(f[1], pid) {
-			return nil
+		pid, err := strconv.Atoi(f[3])
+		if err != nil || !gone(f[2], pid) {
+			return nil, nil
 		}
-		hosts = append(hosts, fmt.Sprintf("%s (pid %d)", f[1], pid))
+		holders = append(holders, fmt.Sprintf("%s (pid %d)", f[2], pid))
+		locks = append(locks, f[1])
 	}
-	return hosts
+	return holders, locks
 }
 
 // holderGone is the request's proof of which lock holders are gone: a runner Pod whose Job
@@ -89,7 +89,7 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 	if gone == nil || Classify(err) != ClassConflict {
 		return false
 	}
-	hosts := staleLockHolders(err.Error(), gone)
+	hosts, locks := staleLockHolders(err.Error(), gone)
 	if hosts == nil {
 		return false
 	}
@@ -97,7 +97,7 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 		// `pulumi cancel` needs the stack; a pulumi killed while creating it leaves a lock
 		// without one, which only deleting the lock objects themselves can clear.
 		if strings.Contains(strings.ToLower(cerr.Error()), "no stack named") {
-			cerr = x.removeLocksWithoutStack(ctx, err.Error(), gone)
+			cerr = x.removeLocksWithoutStack(ctx, locks, gone)
 		}
 		if cerr != nil {
 			x.log.println(fmt.Sprintf("failed to remove the stale lock(s) of %s: %v", strings.Join(hosts, ", "), cerr))
@@ -112,10 +112,11 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 	return true
 }
 
-// removeLocksWithoutStack removes the locks conflict lists (all of them held by holders the
-// caller proved gone) of a stack that does not exist: on a file:// backend the lock files,
-// on s3:// the lock objects. gs:// and azblob:// are not supported: their locks stay.
-func (x *run) removeLocksWithoutStack(ctx context.Context, conflict string, gone func(host string, pid int) bool) error {
+// removeLocksWithoutStack removes the locks of a stack that does not exist, all of them held
+// by holders the caller proved gone: on a file:// backend the lock files, on s3:// the lock
+// objects (locks are their URLs, as the conflict listed them). gs:// and azblob:// are not
+// supported: their locks stay.
+func (x *run) removeLocksWithoutStack(ctx context.Context, locks []string, gone func(host string, pid int) bool) error {
 	u, err := url.Parse(x.env["PULUMI_BACKEND_URL"])
 	if err != nil {
 		return fmt.Errorf("failed to parse the backend URL: %w", err)
@@ -127,7 +128,7 @@ func (x *run) removeLocksWithoutStack(ctx context.Context, conflict string, gone
 		}
 		return nil
 	case "s3":
-		return x.removeS3Locks(ctx, conflict)
+		return x.removeS3Locks(ctx, locks)
 	default:
 		return fmt.Errorf("the stack does not exist, and the locks of a stack that does not exist are removed on file:// and s3:// backends only, not on %s://", u.Scheme)
 	}

@@ -39,8 +39,16 @@ func TestStaleLockHolders(t *testing.T) {
 		{name: "empty prefix proves nothing", text: two, gone: hosts("")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, staleLockHolders(tc.text, tc.gone)); diff != "" {
-				t.Errorf("staleLockHolders (-want +got):\n%s", diff)
+			holders, locks := staleLockHolders(tc.text, tc.gone)
+			if diff := cmp.Diff(tc.want, holders); diff != "" {
+				t.Errorf("staleLockHolders holders (-want +got):\n%s", diff)
+			}
+			var wantLocks []string
+			if tc.want != nil {
+				wantLocks = []string{"s3://b/.pulumi/locks/organization/p/dev/1.json", "s3://b/.pulumi/locks/organization/p/dev/2.json"}
+			}
+			if diff := cmp.Diff(wantLocks, locks); diff != "" {
+				t.Errorf("staleLockHolders locks (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stackwright/stackwright/internal/testing/reapertest"
+	"github.com/stackwright/stackwright/internal/procfs"
 )
 
 // fakeCLI writes a "pulumi" that starts a long-lived child in a process group of its own
@@ -83,7 +83,7 @@ func TestProcGroup_Run_NoChildOutlivesTheCLI(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("run did not return")
 			}
-			if !reapertest.Gone(child) {
+			if !procfs.Gone(child, 10*time.Second) {
 				_ = syscall.Kill(child, syscall.SIGKILL)
 				t.Errorf("the CLI's child %d outlived it", child)
 			}
@@ -126,13 +126,13 @@ func TestProcGroup_Run_CLIDiesWithItsOwner(t *testing.T) {
 	if err := owner.Wait(); !errors.As(err, &exit) {
 		t.Fatalf("owner: %v", err)
 	}
-	if !reapertest.Gone(cliPid) {
+	if !procfs.Gone(cliPid, 10*time.Second) {
 		_ = syscall.Kill(cliPid, syscall.SIGKILL)
 		t.Errorf("the CLI %d outlived the process that started it", cliPid)
 	}
 	// The CLI's plugins are not the kernel's to kill (they lead groups of their own): the
 	// reaper the CLI runs under kills them.
-	if !reapertest.Gone(child) {
+	if !procfs.Gone(child, 10*time.Second) {
 		_ = syscall.Kill(child, syscall.SIGKILL)
 		t.Errorf("the CLI's plugin %d outlived the process that started the CLI", child)
 	}

@@ -8,14 +8,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 )
-
-// lockObject matches the object URL of each lock in a self-managed backend's lock conflict.
-var lockObject = regexp.MustCompile(`(?m)^\s*(\S+): created by `)
 
 // s3Location is where an s3:// backend's objects are, as gocloud's s3blob reads its URL.
 type s3Location struct {
@@ -81,13 +77,13 @@ func (l s3Location) objectURL(key string) *url.URL {
 	return &u
 }
 
-// removeS3Locks deletes the lock objects a conflict on an s3:// backend listed, with the
+// removeS3Locks deletes the lock objects (their s3:// URLs) a conflict listed, with the
 // run's static AWS credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and, if set,
 // AWS_SESSION_TOKEN), and reports whether it deleted them all. The caller has proven every
 // holder gone. Only keys in the backend's bucket under .pulumi/locks/ are touched.
 // Credentials from elsewhere (a web identity, an instance profile, a profile file) are not
 // read: then the locks stay, and the failure with them.
-func (x *run) removeS3Locks(ctx context.Context, conflict string) error {
+func (x *run) removeS3Locks(ctx context.Context, locks []string) error {
 	loc, err := parseS3Backend(x.env["PULUMI_BACKEND_URL"], x.env)
 	if err != nil {
 		return err
@@ -96,14 +92,13 @@ func (x *run) removeS3Locks(ctx context.Context, conflict string) error {
 	if access == "" || secret == "" {
 		return fmt.Errorf("no AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the run's environment")
 	}
-	found := lockObject.FindAllStringSubmatch(conflict, -1)
-	if len(found) == 0 {
+	if len(locks) == 0 {
 		return fmt.Errorf("the conflict names no lock object")
 	}
-	for _, f := range found {
-		u, err := url.Parse(f[1])
+	for _, lock := range locks {
+		u, err := url.Parse(lock)
 		if err != nil || u.Scheme != "s3" || u.Host != loc.bucket {
-			return fmt.Errorf("lock %q is not in the backend's bucket", f[1])
+			return fmt.Errorf("lock %q is not in the backend's bucket", lock)
 		}
 		key := strings.TrimPrefix(u.Path, "/")
 		if !strings.Contains("/"+key, "/.pulumi/locks/") || !strings.HasSuffix(key, ".json") {
@@ -142,7 +137,7 @@ func deleteS3Object(ctx context.Context, loc s3Location, key, access, secret, to
 // emptySHA256 is the hex SHA-256 of an empty payload.
 const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-// signS3 signs a request without a body for S3 (AWS Signature Version 4, the payload's hash
+// signS3 signs a request without a body or query for S3 (AWS Signature Version 4, the payload's hash
 // sent in x-amz-content-sha256): every header already set is signed, with host,
 // x-amz-content-sha256 and x-amz-date.
 func signS3(req *http.Request, region, access, secret string, now time.Time) {
@@ -166,7 +161,7 @@ func signS3(req *http.Request, region, access, secret string, now time.Time) {
 	}
 	signed := strings.Join(names, ";")
 	canonical := strings.Join([]string{
-		req.Method, s3EscapePath(req.URL.Path), canonicalQuery(req.URL.Query()),
+		req.Method, s3EscapePath(req.URL.Path), "", // no query string
 		canonHeaders.String(), signed, emptySHA256,
 	}, "\n")
 	scope := day + "/" + region + "/s3/aws4_request"
@@ -203,26 +198,4 @@ func s3EscapePath(p string) string {
 		fmt.Fprintf(&b, "%%%02X", c)
 	}
 	return b.String()
-}
-
-// canonicalQuery is the query sorted by name, names and values encoded.
-func canonicalQuery(q url.Values) string {
-	names := make([]string, 0, len(q))
-	for k := range q {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var parts []string
-	for _, k := range names {
-		vals := append([]string(nil), q[k]...)
-		sort.Strings(vals)
-		for _, v := range vals {
-			parts = append(parts, s3EscapeComponent(k)+"="+s3EscapeComponent(v))
-		}
-	}
-	return strings.Join(parts, "&")
-}
-
-func s3EscapeComponent(s string) string {
-	return strings.ReplaceAll(s3EscapePath(s), "/", "%2F")
 }

@@ -64,21 +64,22 @@ func TestRun_RemoveS3Locks_RefusesWhatIsNotALock(t *testing.T) {
 		"PULUMI_BACKEND_URL": "s3://state?endpoint=http://127.0.0.1:1&use_path_style=true",
 		"AWS_ACCESS_KEY_ID":  "a", "AWS_SECRET_ACCESS_KEY": "s",
 	}}
-	for name, conflict := range map[string]string{
-		"another bucket":  "  s3://other/.pulumi/locks/organization/p/dev/1.json: created by u@h (pid 1) at t",
-		"not a lock":      "  s3://state/.pulumi/stacks/p/dev.json: created by u@h (pid 1) at t",
-		"no lock at all":  "the stack is currently locked by 1 lock(s)",
-		"lock-like stack": "  s3://state/.pulumi/stacks/.pulumi/locks.json.bak: created by u@h (pid 1) at t",
+	for name, locks := range map[string][]string{
+		"another bucket":  {"s3://other/.pulumi/locks/organization/p/dev/1.json"},
+		"not a lock":      {"s3://state/.pulumi/stacks/p/dev.json"},
+		"no lock at all":  nil,
+		"lock-like stack": {"s3://state/.pulumi/stacks/.pulumi/locks.json.bak"},
+		"not s3":          {"gs://state/.pulumi/locks/organization/p/dev/1.json"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := x.removeS3Locks(t.Context(), conflict)
+			err := x.removeS3Locks(t.Context(), locks)
 			if err == nil || strings.Contains(err.Error(), "127.0.0.1") {
 				t.Errorf("removeS3Locks = %v; want a refusal before any request", err)
 			}
 		})
 	}
 	x.env["AWS_ACCESS_KEY_ID"] = ""
-	if err := x.removeS3Locks(t.Context(), "  s3://state/.pulumi/locks/organization/p/dev/1.json: created by u@h (pid 1) at t"); err == nil || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
+	if err := x.removeS3Locks(t.Context(), []string{"s3://state/.pulumi/locks/organization/p/dev/1.json"}); err == nil || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
 		t.Errorf("removeS3Locks without credentials = %v; want it to say so", err)
 	}
 }

@@ -19,6 +19,8 @@ type Stat struct {
 	PID  int
 	PPID int
 	Comm string
+	// State is the one-letter state: R, S, D, Z (zombie: exited, not yet reaped), ….
+	State string
 	// CPU is the process's own CPU time (utime + stime).
 	CPU time.Duration
 	// ChildrenCPU is the CPU time of its waited-for children (cutime + cstime): for the
@@ -87,6 +89,7 @@ func ParseStat(b []byte, ticks int64) (Stat, error) {
 	return Stat{
 		PID:         pid,
 		PPID:        int(v[4]),
+		State:       f[0],
 		Comm:        string(b[open+1 : closing]),
 		CPU:         tick(v[14] + v[15]),
 		ChildrenCPU: tick(v[16] + v[17]),
@@ -144,4 +147,23 @@ func Children(parent int, comm string) []int {
 		}
 	}
 	return out
+}
+
+// Gone waits up to within for process pid to have exited, and reports whether it did: no
+// longer in /proc, or a zombie (its process has exited and only waits for its parent to
+// reap it).
+func Gone(pid int, within time.Duration) bool {
+	stat := filepath.Join("/proc", strconv.Itoa(pid), "stat")
+	for deadline := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return true
+		}
+		if ps, err := ParseStat(b, clockTicks()); err == nil && ps.State == "Z" {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }

@@ -16,7 +16,7 @@ func TestParseStat_CommWithSpacesAndParens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Stat{PID: 4242, PPID: 17, Comm: "my (odd) cmd", CPU: 3 * time.Second, ChildrenCPU: 12 * time.Second}
+	want := Stat{PID: 4242, PPID: 17, Comm: "my (odd) cmd", State: "S", CPU: 3 * time.Second, ChildrenCPU: 12 * time.Second}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ParseStat (-want +got):\n%s", diff)
 	}

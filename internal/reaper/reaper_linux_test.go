@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackwright/stackwright/internal/procfs"
 	"github.com/stackwright/stackwright/internal/reaper"
 	"github.com/stackwright/stackwright/internal/testing/reapertest"
 )
@@ -114,7 +115,7 @@ func TestReaper_Wrap_NothingOutlivesTheCommand(t *testing.T) {
 			if _, err := os.Stat(path + ".int"); (err == nil) != tt.wantFile {
 				t.Errorf("the command handled SIGINT: %v, want %v", err == nil, tt.wantFile)
 			}
-			if !reapertest.Gone(plugin) {
+			if !procfs.Gone(plugin, 10*time.Second) {
 				_ = syscall.Kill(plugin, syscall.SIGKILL)
 				t.Error("the plugin outlived the command")
 			}
@@ -140,7 +141,7 @@ func TestReaper_Wrap_StarterKilledHard(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = starter.Wait()
-	if !reapertest.Gone(plugin) {
+	if !procfs.Gone(plugin, 10*time.Second) {
 		_ = syscall.Kill(plugin, syscall.SIGKILL)
 		t.Fatal("the plugin outlived the manager that started its CLI")
 	}

@@ -2,7 +2,6 @@ package kubetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -83,9 +82,10 @@ func (e *Env) restart(c Component, down time.Duration) error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("failed to kill %s[%d]: %w", c, pid, err)
 	}
-	// Whoever started it (envtest, or an earlier Restart) reaps it.
-	if err := waitGone(pid, proc, 30*time.Second); err != nil {
-		return err
+	// Whoever started it (envtest, or an earlier Restart) reaps it; exited, it holds no
+	// port any more.
+	if !procfs.Gone(pid, 30*time.Second) {
+		return fmt.Errorf("%s[%d] still runs 30s after SIGKILL", c, pid)
 	}
 	if old := r.procs[c]; old != nil {
 		_ = os.Remove(old.log)
@@ -125,18 +125,6 @@ func (r *restarts) pid(c Component) (int, error) {
 		return 0, fmt.Errorf("found %d %s processes among this test binary's children; want 1", len(pids), c)
 	}
 	return pids[0], nil
-}
-
-// waitGone waits until the process is reaped.
-func waitGone(pid int, proc string, within time.Duration) error {
-	for deadline := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(proc); errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("process %d still there %s after SIGKILL", pid, within)
-		}
-	}
 }
 
 // awaitReady waits until the API server answers /readyz, which covers its etcd, or p exits.

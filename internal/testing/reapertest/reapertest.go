@@ -5,10 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stackwright/stackwright/internal/reaper"
 	"github.com/stackwright/stackwright/internal/testing/repo"
@@ -58,16 +55,4 @@ func Run(m *testing.M) int {
 	}
 	defer done()
 	return m.Run()
-}
-
-// Gone reports, within 10 seconds, whether the process pid no longer runs (a zombie, which
-// only waits to be reaped, counts as gone).
-func Gone(pid int) bool {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil || strings.Contains(string(b), ") Z ") {
-			return true
-		}
-	}
-	return false
 }
