@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/procfs"
 )
 
@@ -38,7 +39,7 @@ type restarts struct {
 
 type restarted struct {
 	cmd    *exec.Cmd
-	log    string
+	out    *engine.Tail // the end of its output, for a failed start
 	exited chan struct{}
 }
 
@@ -87,29 +88,21 @@ func (e *Env) restart(c Component, down time.Duration) error {
 	if !procfs.Gone(pid, 30*time.Second) {
 		return fmt.Errorf("%s[%d] still runs 30s after SIGKILL", c, pid)
 	}
-	if old := r.procs[c]; old != nil {
-		_ = os.Remove(old.log)
-	}
 	time.Sleep(down)
 
-	logf, err := os.CreateTemp("", "kubetest-"+string(c)+"-*.log")
-	if err != nil {
-		return fmt.Errorf("failed to create log file: %w", err)
-	}
-	defer func() { _ = logf.Close() }()
+	out := engine.NewTail(4096)
 	cmd := exec.Command(exe, argv[1:]...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = cwd, logf, logf
+	cmd.Dir, cmd.Stdout, cmd.Stderr = cwd, out, out
 	// Should the test binary die, the process goes with it, as envtest's would.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("failed to start %s again: %w", c, err)
 	}
-	p := &restarted{cmd: cmd, log: logf.Name(), exited: make(chan struct{})}
+	p := &restarted{cmd: cmd, out: out, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	r.procs[c] = p
 	if err := e.awaitReady(p, 2*time.Minute); err != nil {
-		b, _ := os.ReadFile(p.log)
-		return fmt.Errorf("%w; %s's output:\n%s", err, c, lastBytes(b, 4096))
+		return fmt.Errorf("%w; the end of %s's output:\n%s", err, c, out)
 	}
 	return nil
 }
@@ -179,13 +172,5 @@ func (r *restarts) stop(c Component) {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 	}
-	_ = os.Remove(p.log)
 	delete(r.procs, c)
-}
-
-func lastBytes(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
 }
