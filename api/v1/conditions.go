@@ -121,10 +121,10 @@ const (
 	// the destroy run on deletion failed; the finalizer stays in place.
 	ReasonDestroyFailed = "DestroyFailed"
 
-	// ReasonUpdateConflict is PKO's reason for another update of the same stack
-	// holding the backend lock. Stackwright never sets it on a Stack: a conflict
-	// shows as RetryingAfterFailure, or UpdateFailed/DestroyFailed once stalled,
-	// and as UpdateConflict on the failed Update (v1alpha1.ReasonUpdateConflict).
+	// ReasonUpdateConflict (Reconciling=True): the last update or destroy found
+	// the stack locked by another update, or by one whose holder could not be
+	// proven gone; the Stack waits and tries again, and never stalls on it (PKO
+	// stalled unless retryOnUpdateConflict was set). The message lists the locks.
 	ReasonUpdateConflict = "UpdateConflict"
 
 	// ReasonArtifactReady (SourceReady=True; Ready=True on Programs): the

@@ -105,6 +105,11 @@ type StackwrightStatus struct {
 	// +optional
 	PermanentFailures int32 `json:"permanentFailures,omitempty"`
 
+	// LastFailureReason is the reason the last failed Update gave for its failure
+	// (its Complete condition's reason, such as UpdateConflict); cleared by a success.
+	// +optional
+	LastFailureReason string `json:"lastFailureReason,omitempty"`
+
 	// LastArtifact is the artifact of the last update that may have created
 	// resources. Destroy on deletion uses it, so a Stack can be destroyed
 	// after its Program or repository is gone.

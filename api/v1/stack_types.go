@@ -149,8 +149,10 @@ type StackSpec struct {
 	// +optional
 	DestroyOnFinalize bool `json:"destroyOnFinalize,omitempty"`
 
-	// RetryOnUpdateConflict retries when the backend reports that another
-	// update of the stack is in progress (HTTP 409) instead of stalling.
+	// RetryOnUpdateConflict makes a Stack whose stack is locked by another
+	// update (HTTP 409, or a lock file) try again every 10s instead of backing
+	// off up to 5 minutes. A conflict never stalls a Stack either way (unlike
+	// PKO, which stalls without this field).
 	// +optional
 	RetryOnUpdateConflict bool `json:"retryOnUpdateConflict,omitempty"`
 

@@ -23,8 +23,8 @@ const (
 	// ReasonTransientFailure: the operation failed for a reason that may clear by itself
 	// (network, backend unavailable); retried with backoff, never stalls.
 	ReasonTransientFailure = "TransientFailure"
-	// ReasonUpdateConflict: another update held the stack's lock. Retried like a transient
-	// failure when the Stack sets retryOnUpdateConflict, counted as permanent otherwise.
+	// ReasonUpdateConflict: another update held the stack's lock. The Stack waits for the
+	// lock and tries again; a conflict never counts toward stalling.
 	ReasonUpdateConflict = "UpdateConflict"
 	// ReasonPermanentFailure: the program, its config or its options are wrong; retrying
 	// the same desired state is unlikely to help, so the Stack stalls after a few.

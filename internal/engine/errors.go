@@ -231,10 +231,7 @@ func errorLines(text string) string {
 	seen := map[string]bool{}
 	lines := strings.Split(ansiEscape.ReplaceAllString(text, ""), "\n")
 	for i, line := range lines {
-		line = strings.TrimSpace(line)
-		line = strings.TrimPrefix(line, "stderr:")
-		line = strings.TrimPrefix(line, "stdout:")
-		line = strings.TrimSpace(line)
+		line = outputLine(line)
 		if len(line) < len("error:") || !strings.EqualFold(line[:len("error:")], "error:") {
 			continue
 		}
@@ -244,6 +241,7 @@ func errorLines(text string) string {
 				rest += " (" + strings.TrimSuffix(next, ":") + ")"
 			}
 		}
+		rest += lockList(lines[i+1:])
 		if rest == "" || seen[rest] {
 			continue
 		}
@@ -258,6 +256,33 @@ func errorLines(text string) string {
 		out = generic
 	}
 	return strings.Join(out, "; ")
+}
+
+// outputLine trims a line of CLI output, and the stream prefix a CLI error gives it.
+func outputLine(line string) string {
+	line = strings.TrimSpace(line)
+	line = strings.TrimPrefix(line, "stderr:")
+	line = strings.TrimPrefix(line, "stdout:")
+	return strings.TrimSpace(line)
+}
+
+// lockList returns the locks a self-managed backend lists under its "currently locked"
+// error ("<lock URL>: created by user@host (pid N) at <time>", one per line), as " Locks: "
+// and the lines joined with "; ", or "" when lines does not start with them: who holds a
+// stack is what a person reading why it waits needs.
+func lockList(lines []string) string {
+	var locks []string
+	for _, l := range lines {
+		l = outputLine(l)
+		if !lockHolder.MatchString(l) {
+			break
+		}
+		locks = append(locks, l)
+	}
+	if len(locks) == 0 {
+		return ""
+	}
+	return " Locks: " + strings.Join(locks, "; ")
 }
 
 func firstLine(text string) string {

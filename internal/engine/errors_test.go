@@ -105,6 +105,14 @@ func TestMessage_Errors_SummarisesMeaningfulLines(t *testing.T) {
 			&runError{action: "failed to update stack dev", cause: cli("    error: bad token hunter2-secret\n", ""),
 				scrub: newScrubber("hunter2-secret")},
 			"failed to update stack dev: bad token [secret]"},
+		{"lock conflict names the locks",
+			&runError{action: "failed to update stack dev", cause: cli("", "error: the stack is currently locked by 2 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`.\n"+
+				"  file:///b/.pulumi/locks/organization/p/dev/a.json: created by ann@laptop (pid 12) at 2026-11-26T09:00:00Z\n"+
+				"  s3://b/.pulumi/locks/organization/p/dev/b.json: created by root@runner-x (pid 7) at 2026-11-26T09:01:00Z\n"+
+				"\nerror: update failed\n")},
+			"failed to update stack dev: the stack is currently locked by 2 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`. Locks: " +
+				"file:///b/.pulumi/locks/organization/p/dev/a.json: created by ann@laptop (pid 12) at 2026-11-26T09:00:00Z; " +
+				"s3://b/.pulumi/locks/organization/p/dev/b.json: created by root@runner-x (pid 7) at 2026-11-26T09:01:00Z"},
 		{"foreign error", fmt.Errorf("outer: %w", errors.New("plain failure")), "outer: plain failure"},
 	}
 	for _, tt := range tests {

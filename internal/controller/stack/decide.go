@@ -69,6 +69,9 @@ const (
 	actionBackoff
 	// actionStalled: permanent failures exhausted the attempts; wait for a change.
 	actionStalled
+	// actionWaitForLock: the last attempt found the stack locked by another update (or by
+	// one whose holder could not be proven gone); retry after requeueAfter, never stall.
+	actionWaitForLock
 )
 
 // decision is the outcome of decide.
@@ -100,6 +103,9 @@ const (
 	backoffBase     = 10 * time.Second
 	backoffFactor   = 3
 	backoffJitter   = 0.1
+	// maxLockWait caps the delay between tries on a locked stack: a lock is an update in
+	// progress, minutes long, and a Stack should follow soon after it ends.
+	maxLockWait = 5 * time.Minute
 )
 
 // backoff is the delay before retry number failures (≥ 1): base × 3^(failures-1), capped,
@@ -152,13 +158,23 @@ func decide(now time.Time, stack *pulumiv1.Stack, key string, p policy) decision
 		if requested {
 			return next("reconcile requested")
 		}
-		if sw.PermanentFailures >= p.stallAfter {
+		locked := sw.LastFailureReason == v1alpha1.ReasonUpdateConflict
+		if !locked && sw.PermanentFailures >= p.stallAfter {
 			return decision{action: actionStalled}
 		}
 		limit := p.maxBackoff
 		if s := stack.Spec.RetryMaxBackoffDurationSeconds; s > 0 {
 			// Seconds beyond what a Duration holds would wrap around to a negative cap.
 			limit = min(time.Duration(min(s, math.MaxInt64/int64(time.Second)))*time.Second, maxRetryBackoff)
+		}
+		failures, wait := lu.Failures, actionBackoff
+		if locked {
+			wait, limit = actionWaitForLock, min(limit, maxLockWait)
+			if stack.Spec.RetryOnUpdateConflict {
+				// PKO's retryOnUpdateConflict asks for a prompt retry: every try waits
+				// the first retry's delay, none backs off.
+				failures = 1
+			}
 		}
 		var last time.Time
 		if lu.LastResyncTime != nil {
@@ -168,8 +184,11 @@ func decide(now time.Time, stack *pulumiv1.Stack, key string, p policy) decision
 		if base <= 0 {
 			base = backoffBase
 		}
-		if wait := last.Add(backoff(base, lu.Failures, limit, string(stack.UID))).Sub(now); wait > 0 {
-			return decision{action: actionBackoff, requeueAfter: wait}
+		if d := last.Add(backoff(base, failures, limit, string(stack.UID))).Sub(now); d > 0 {
+			return decision{action: wait, requeueAfter: d}
+		}
+		if locked {
+			return next("retrying on a stack that was locked")
 		}
 		return next("retrying after failure")
 	}

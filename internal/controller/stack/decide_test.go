@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/source"
 )
 
@@ -91,6 +92,43 @@ func TestDecide_Status_ChoosesAction(t *testing.T) {
 			name:   "transientFailuresNeverStall",
 			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0.Add(-48*time.Hour), 9), Stackwright: &pulumiv1.StackwrightStatus{LastAttemptedKey: "k", Attempt: 9, PermanentFailures: 0}},
 			want:   decision{action: actionRun, attempt: 10, why: "retrying after failure"},
+		},
+		{
+			name: "lockConflictsNeverStall",
+			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0.Add(-time.Second), 9), Stackwright: &pulumiv1.StackwrightStatus{
+				LastAttemptedKey: "k", Attempt: 9, PermanentFailures: 3, LastFailureReason: v1alpha1.ReasonUpdateConflict,
+			}},
+			want: decision{action: actionWaitForLock, requeueAfter: backoff(backoffBase, 9, maxLockWait, "uid-1") - time.Second},
+		},
+		{
+			name: "lockConflictRetriedOnceWaitIsOver",
+			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0.Add(-6*time.Minute), 9), Stackwright: &pulumiv1.StackwrightStatus{
+				LastAttemptedKey: "k", Attempt: 9, LastFailureReason: v1alpha1.ReasonUpdateConflict,
+			}},
+			want: decision{action: actionRun, attempt: 10, why: "retrying on a stack that was locked"},
+		},
+		{
+			name: "lockConflictWaitIsCappedBySpec",
+			spec: pulumiv1.StackSpec{RetryMaxBackoffDurationSeconds: 20},
+			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0.Add(-time.Second), 9), Stackwright: &pulumiv1.StackwrightStatus{
+				LastAttemptedKey: "k", Attempt: 9, LastFailureReason: v1alpha1.ReasonUpdateConflict,
+			}},
+			want: decision{action: actionWaitForLock, requeueAfter: backoff(backoffBase, 9, 20*time.Second, "uid-1") - time.Second},
+		},
+		{
+			name: "retryOnUpdateConflictRetriesWithoutBackingOff",
+			spec: pulumiv1.StackSpec{RetryOnUpdateConflict: true},
+			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0.Add(-time.Second), 9), Stackwright: &pulumiv1.StackwrightStatus{
+				LastAttemptedKey: "k", Attempt: 9, LastFailureReason: v1alpha1.ReasonUpdateConflict,
+			}},
+			want: decision{action: actionWaitForLock, requeueAfter: backoff(backoffBase, 1, maxLockWait, "uid-1") - time.Second},
+		},
+		{
+			name: "permanentFailureAfterConflictsStalls",
+			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0.Add(-time.Hour), 5), Stackwright: &pulumiv1.StackwrightStatus{
+				LastAttemptedKey: "k", Attempt: 5, PermanentFailures: 3, LastFailureReason: v1alpha1.ReasonPermanentFailure,
+			}},
+			want: decision{action: actionStalled},
 		},
 		{
 			name:   "specCapsBackoff",

@@ -194,6 +194,11 @@ func (r *Reconciler) decideNext(_ context.Context, s *scope) (bool, error) {
 			lu.Type, s.next.requeueAfter.Round(time.Second), lu.Message))
 		s.requeueAfter(s.next.requeueAfter)
 		return false, nil
+	case actionWaitForLock:
+		markReconciling(s.stack, pulumiv1.ReasonUpdateConflict, fmt.Sprintf("%s is waiting for another update to release the stack's lock, trying again in %s: %s",
+			lu.Type, s.next.requeueAfter.Round(time.Second), lu.Message))
+		s.requeueAfter(s.next.requeueAfter)
+		return false, nil
 	case actionStalled:
 		failures := stackwrightStatus(s.stack).PermanentFailures
 		if !isStalled(s.stack) {

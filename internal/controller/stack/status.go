@@ -140,15 +140,12 @@ func recordStart(s *pulumiv1.Stack, u *v1alpha1.Update) {
 	s.Status.ObservedReconcileRequest = s.ReconcileRequest()
 }
 
-// failureCounts reports whether a failed Update counts towards stalling.
-func failureCountsAsPermanent(s *pulumiv1.Stack, reason string) bool {
-	switch reason {
-	case v1alpha1.ReasonPermanentFailure:
-		return true
-	case v1alpha1.ReasonUpdateConflict:
-		return !s.Spec.RetryOnUpdateConflict
-	}
-	return false
+// failureCountsAsPermanent reports whether a failed Update counts towards stalling: only a
+// failure the Update calls permanent (or one it gave no reason for) does. A lock conflict
+// never does: the lock is another update in progress, or one whose holder Stackwright
+// could not prove gone, and either way waiting is right and stalling is not.
+func failureCountsAsPermanent(c *metav1.Condition) bool {
+	return c == nil || c.Reason == v1alpha1.ReasonPermanentFailure
 }
 
 // recordFinish mirrors a finished Update into the Stack's status: PKO's lastUpdate, the
@@ -180,6 +177,7 @@ func recordFinish(s *pulumiv1.Stack, u *v1alpha1.Update, outputs map[string]apie
 		sw.LastSuccessTime = lu.LastResyncTime.DeepCopy()
 		sw.PermanentFailures = 0
 		sw.LostUpdates = nil
+		sw.LastFailureReason = ""
 		if outputs != nil {
 			s.Status.Outputs = outputs
 		}
@@ -190,8 +188,12 @@ func recordFinish(s *pulumiv1.Stack, u *v1alpha1.Update, outputs map[string]apie
 			lu.Failures = prev.Failures + 1
 		}
 		c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
-		if c == nil || failureCountsAsPermanent(s, c.Reason) {
+		if failureCountsAsPermanent(c) {
 			sw.PermanentFailures++
+		}
+		sw.LastFailureReason = ""
+		if c != nil {
+			sw.LastFailureReason = c.Reason
 		}
 		if c != nil && c.Reason == v1alpha1.ReasonRunnerLost && u.Spec.Type == v1alpha1.UpdateTypeUp {
 			sw.LostUpdates = append(sw.LostUpdates, u.Name)

@@ -57,6 +57,39 @@ func TestRecordFinish_LostUpdates_RememberedUntilSuccess(t *testing.T) {
 	}
 }
 
+// Only a permanent failure counts towards stalling, a lock conflict never does whatever
+// retryOnUpdateConflict says, and the failure's reason is kept until a success.
+func TestRecordFinish_FailureReason_CountsOnlyPermanentFailures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name          string
+		retryConflict bool
+		u             *v1alpha1.Update
+		wantCount     int32
+		wantReason    string
+	}{
+		{name: "PermanentFailureCounts", u: finished("u", v1alpha1.UpdateTypeUp, v1alpha1.ReasonPermanentFailure), wantCount: 2, wantReason: v1alpha1.ReasonPermanentFailure},
+		{name: "ConflictDoesNotCount", u: finished("u", v1alpha1.UpdateTypeUp, v1alpha1.ReasonUpdateConflict), wantCount: 1, wantReason: v1alpha1.ReasonUpdateConflict},
+		{name: "ConflictWithRetryDoesNotCount", retryConflict: true, u: finished("u", v1alpha1.UpdateTypeDestroy, v1alpha1.ReasonUpdateConflict), wantCount: 1, wantReason: v1alpha1.ReasonUpdateConflict},
+		{name: "TransientFailureDoesNotCount", u: finished("u", v1alpha1.UpdateTypeUp, v1alpha1.ReasonTransientFailure), wantCount: 1, wantReason: v1alpha1.ReasonTransientFailure},
+		{name: "SuccessResetsBoth", u: finished("u", v1alpha1.UpdateTypeUp, v1alpha1.ReasonSucceeded)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := &pulumiv1.Stack{
+				Spec:   pulumiv1.StackSpec{RetryOnUpdateConflict: tt.retryConflict},
+				Status: pulumiv1.StackStatus{Stackwright: &pulumiv1.StackwrightStatus{LastAttemptedKey: "k1", Attempt: 1, PermanentFailures: 1, LastFailureReason: "earlier"}},
+			}
+			recordFinish(st, tt.u, nil, time.Now())
+			sw := st.Status.Stackwright
+			if sw.PermanentFailures != tt.wantCount || sw.LastFailureReason != tt.wantReason {
+				t.Errorf("permanentFailures, lastFailureReason = %d, %q; want %d, %q", sw.PermanentFailures, sw.LastFailureReason, tt.wantCount, tt.wantReason)
+			}
+		})
+	}
+}
+
 // The next up of the same desired state is told which lost runs to look for; an up of
 // another desired state, or another operation, is not, and starting it forgets them.
 func TestReconciler_BuildUpdate_RecoverOnlyForTheSameDesiredState(t *testing.T) {

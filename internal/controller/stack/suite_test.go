@@ -29,6 +29,10 @@ import (
 // the package; each test works in its own namespace.
 var env *kubetest.Env
 
+// managerDir is the package manager's data directory: a namespace's default backend is
+// file://<managerDir>/state/<namespace>.
+var managerDir string
+
 func TestMain(m *testing.M) { kubetest.Main(m, &env, installFluxCRDs, kubetest.Manager(setupManager)) }
 
 // installFluxCRDs installs the Flux source CRD fixtures before the manager starts, as in a
@@ -59,6 +63,7 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 	}
 	opts := manager.DefaultOptions()
 	opts.DataDir, opts.PulumiBin = dir, bin
+	managerDir = dir
 	// Short retries keep failure scenarios to seconds; everything else is the production
 	// default (three permanent failures stall a Stack).
 	opts.RetryBase = time.Second
