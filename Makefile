@@ -24,7 +24,7 @@ help: ## Show this help.
 
 ##@ Toolchain
 .PHONY: tools
-tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, test provider, linters, helm, promtool, krew, versitygw) into ./bin.
+tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, test provider, stackwright-unlock, linters, helm, promtool, krew, versitygw, fake-gcs-server; Azurite with npm) into ./bin.
 	@hack/tools.sh
 
 ##@ Development
@@ -68,15 +68,18 @@ fmt: ## gofmt the tree.
 vet: ## go vet every module.
 	go vet ./...
 	cd test/provider && go vet ./...
+	cd cmd/stackwright-unlock && go vet ./...
 
 .PHONY: lint
 lint: ## golangci-lint every module.
 	@hack/tools.sh golangci-lint
 	$(GOLANGCI_LINT) run ./...
 	cd test/provider && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
+	cd cmd/stackwright-unlock && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 
 .PHONY: build
-build: ## Build bin/stackwright, bin/stackwright-reaper and bin/kubectl-stackwright (static, stamped with VERSION).
+build: ## Build bin/stackwright, bin/stackwright-reaper, bin/stackwright-unlock and bin/kubectl-stackwright (static, stamped with VERSION).
+	@hack/tools.sh unlock
 	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/stackwright ./cmd/stackwright
 	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/stackwright-reaper ./cmd/stackwright-reaper
 	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/kubectl-stackwright ./cmd/kubectl-stackwright
@@ -104,6 +107,7 @@ test: tools verify-generated vet lint unit fuzz ## Everything CI runs: vet, lint
 unit: ## go test every module (envtest and engine suites included; needs `make tools`).
 	go test $(GO_TEST_FLAGS) ./...
 	cd test/provider && go test $(GO_TEST_FLAGS) ./...
+	cd cmd/stackwright-unlock && go test $(GO_TEST_FLAGS) ./...
 
 CHAOS_STACKS ?= 12
 CHAOS_KILLS ?= 20

@@ -88,6 +88,12 @@ tool_spec() {
 	provider)
 		echo "test/provider|./cmd/pulumi-resource-stackwright-testing|pulumi-resource-stackwright-testing|"
 		;;
+	unlock)
+		echo "cmd/stackwright-unlock|.|stackwright-unlock|"
+		;;
+	fake-gcs-server)
+		echo "hack/tools/fake-gcs-server|github.com/fsouza/fake-gcs-server|fake-gcs-server|"
+		;;
 	*)
 		echo "unknown tool: $1" >&2
 		return 1
@@ -95,7 +101,7 @@ tool_spec() {
 	esac
 }
 
-all_tools=(k8s pulumi pulumi-yaml provider controller-gen golangci-lint helm promtool krew versitygw)
+all_tools=(k8s pulumi pulumi-yaml provider unlock controller-gen golangci-lint helm promtool krew versitygw fake-gcs-server azurite)
 cluster_tools=(k8s k8s-node containerd versitygw)
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=("${all_tools[@]}")
@@ -106,7 +112,38 @@ fi
 
 goversion=$(go env GOVERSION)
 
+# npm_tool <tool>: a Node.js tool, installed from its package-lock.json (hack/tools/<tool>)
+# into bin/<tool>/, with its commands linked into bin/.
+npm_tool() {
+	local tool=$1 dir="$root/hack/tools/$1" stamp start
+	if ! command -v npm >/dev/null; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+			apt-get update -qq
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+		else
+			echo "tools: $tool skipped: it needs Node.js and npm (only the engine's azblob:// test uses it)" >&2
+			return
+		fi
+	fi
+	stamp=$( { node --version; cat "$dir/package.json" "$dir/package-lock.json"; } | sha256sum | cut -d' ' -f1)
+	if [ -d "$bin/$tool/node_modules" ] && [ "$(cat "$stamps/$tool" 2>/dev/null)" = "$stamp" ]; then
+		echo "tools: $tool up to date"
+		return
+	fi
+	start=$(date +%s)
+	rm -rf "$bin/$tool"
+	mkdir -p "$bin/$tool"
+	cp "$dir/package.json" "$dir/package-lock.json" "$bin/$tool/"
+	(cd "$bin/$tool" && npm ci --no-audit --no-fund --silent)
+	echo "$stamp" >"$stamps/$tool"
+	echo "tools: installed $tool in $(($(date +%s) - start))s"
+}
+
 for tool in "${tools[@]}"; do
+	if [ "$tool" = azurite ]; then
+		npm_tool azurite
+		continue
+	fi
 	IFS='|' read -r dir pkgs bins ldflags tags <<<"$(tool_spec "$tool")"
 	stamp=$( {
 		echo "$goversion|$CGO_ENABLED|$pkgs|$ldflags|$tags"

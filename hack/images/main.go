@@ -27,10 +27,10 @@ const (
 	versitygwModule = "github.com/versity/versitygw"
 )
 
-// binaries are what both Stackwright images ship: the operator, the engine, the YAML
-// language host and the test provider (plugins are found on PATH, as none can be
-// downloaded at run time).
-var binaries = []string{"stackwright", "stackwright-reaper", "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"}
+// binaries are what both Stackwright images ship: the operator, its reaper and lock
+// remover, the engine, the YAML language host and the test provider (plugins are found
+// on PATH, as none can be downloaded at run time).
+var binaries = []string{"stackwright", "stackwright-reaper", "stackwright-unlock", "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"}
 
 func main() {
 	bin := flag.String("bin", "bin", "directory holding the static binaries")

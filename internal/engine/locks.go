@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -113,11 +115,13 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 }
 
 // removeLocksWithoutStack removes the locks of a stack that does not exist, all of them held
-// by holders the caller proved gone: on a file:// backend the lock files, on s3:// the lock
-// objects (locks are their URLs, as the conflict listed them). gs:// and azblob:// are not
-// supported: their locks stay.
+// by holders the caller proved gone: on a file:// backend the lock files, on s3://, gs://
+// and azblob:// the lock objects the conflict listed (locks are their URLs), which
+// stackwright-unlock deletes with the run's environment, and so the credentials and URL
+// parameters the CLI itself used.
 func (x *run) removeLocksWithoutStack(ctx context.Context, locks []string, gone func(host string, pid int) bool) error {
-	u, err := url.Parse(x.env["PULUMI_BACKEND_URL"])
+	backend := x.env["PULUMI_BACKEND_URL"]
+	u, err := url.Parse(backend)
 	if err != nil {
 		return fmt.Errorf("failed to parse the backend URL: %w", err)
 	}
@@ -127,11 +131,61 @@ func (x *run) removeLocksWithoutStack(ctx context.Context, locks []string, gone 
 			return errors.New("not every lock file belongs to a holder that is gone")
 		}
 		return nil
-	case "s3":
-		return x.removeS3Locks(ctx, locks)
+	case "s3", "gs", "azblob":
+		return x.unlock(ctx, backend, locks)
 	default:
-		return fmt.Errorf("the stack does not exist, and the locks of a stack that does not exist are removed on file:// and s3:// backends only, not on %s://", u.Scheme)
+		return fmt.Errorf("the stack does not exist, and the locks of a stack that does not exist are removed on file://, s3://, gs:// and azblob:// backends only, not on %s://", u.Scheme)
 	}
+}
+
+// UnlockName is the program that deletes lock objects from s3://, gs:// and azblob://
+// backends (cmd/stackwright-unlock), installed next to stackwright. A run looks for it next
+// to the pulumi CLI, next to this process's executable (a runner Pod's bootstrap directory,
+// where a workspace image's pulumi is elsewhere), then on PATH.
+const UnlockName = "stackwright-unlock"
+
+// findUnlock returns the path of stackwright-unlock for a run whose CLI is pulumi.
+func findUnlock(pulumi string) (string, error) {
+	dirs := []string{filepath.Dir(pulumi)}
+	if self, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(self))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, UnlockName)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(UnlockName)
+	if err != nil {
+		return "", fmt.Errorf("failed to find %s next to pulumi, next to this program or on PATH: %w", UnlockName, err)
+	}
+	return p, nil
+}
+
+// unlock runs stackwright-unlock on the lock objects locks names, with the run's
+// environment (nothing else of this process's), and copies what it says to the run's log.
+func (x *run) unlock(ctx context.Context, backend string, locks []string) error {
+	if len(locks) == 0 {
+		return errors.New("the conflict names no lock object")
+	}
+	bin, err := findUnlock(x.cmd.path)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, bin, append([]string{backend}, locks...)...)
+	cmd.Dir = x.req.WorkDir
+	cmd.Env = append(x.cmd.base(), x.envList()...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	if text := strings.TrimSpace(out.String()); text != "" {
+		x.log.println(text)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to run %s: %w", UnlockName, err)
+	}
+	return nil
 }
 
 // removeLockFiles removes, from a file:// backend, the lock files of this run's stack whose

@@ -1,21 +1,14 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
-	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
 func TestStaleLockHolders(t *testing.T) {
@@ -170,102 +163,4 @@ func TestEngine_Run_StaleLockWithoutStackIsHealed(t *testing.T) {
 	f.mustRun(ctx, r)
 	f.requireContent("a.txt", "hello")
 	requireNoLockFiles(t, lock)
-}
-
-// startS3 runs an S3 server of our own (versitygw serving a directory, each subdirectory a
-// bucket) on 127.0.0.1 for one test, and returns its endpoint and directory.
-func startS3(t *testing.T, f *fixture) (endpoint, dir string) {
-	t.Helper()
-	if err := repo.RequireBinaries(f.env.Bin, "versitygw"); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	dir = t.TempDir()
-	var out bytes.Buffer
-	cmd := exec.Command(filepath.Join(f.env.Bin, "versitygw"), "--port", addr, "--access", s3Access, "--secret", s3Secret, "posix", "--nometa", dir)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("versitygw output:\n%s", out.String())
-		}
-	})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			_ = c.Close()
-			return "http://" + addr, dir
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw not listening on %s after 30 s: %v", addr, err)
-		}
-	}
-}
-
-const (
-	s3Access = "engine-test-access"
-	s3Secret = "engine-test-secret-key"
-)
-
-// On an s3:// backend too, a lock left by a pulumi killed while creating its stack (which
-// `pulumi cancel` cannot clear) is deleted once its holder is proven gone, through the S3
-// API with the run's credentials, and the update goes on; a live holder's lock stays.
-func TestEngine_Run_StaleLockWithoutStackOnS3IsHealed(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, filesProgram)
-	ctx := testContext(t)
-	endpoint, dir := startS3(t, f)
-	if err := os.Mkdir(filepath.Join(dir, "state"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r := f.request(OpUp)
-	r.Env = maps.Clone(r.Env)
-	r.Env["PULUMI_BACKEND_URL"] = "s3://state?endpoint=" + endpoint + "&region=us-east-1&use_path_style=true"
-	r.Env["AWS_ACCESS_KEY_ID"], r.Env["AWS_SECRET_ACCESS_KEY"] = s3Access, s3Secret
-	r.StaleLocalLocks = true
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	locks := filepath.Join(dir, "state", ".pulumi", "locks", "organization", "enginetest", "dev")
-	plant := func(pid int) string {
-		if err := os.MkdirAll(locks, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(locks, "6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0.json")
-		lock := fmt.Sprintf(`{"pid":%d,"username":"nonroot","hostname":%q,"timestamp":"2026-11-26T10:00:00Z"}`, pid, host)
-		if err := os.WriteFile(path, []byte(lock), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-
-	lock := plant(os.Getpid())
-	if _, err := f.eng.Run(ctx, r); Classify(err) != ClassConflict {
-		t.Fatalf("up on the lock of a live local process: Classify(%v) = %q; want Conflict", err, Classify(err))
-	}
-	if _, err := os.Stat(lock); err != nil {
-		t.Fatalf("the lock of a live local process was removed: %v", err)
-	}
-
-	plant(1 << 22) // above any pid_max: no process has it
-	f.mustRun(ctx, r)
-	f.requireContent("a.txt", "hello")
-	requireNoLockFiles(t, lock)
-	if !strings.Contains(f.log.String(), "removed 1 stale lock(s) held by process(es) that are gone") {
-		t.Errorf("the log does not say the lock was removed:\n%s", f.log)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "state", ".pulumi", "stacks", "enginetest", "dev.json")); err != nil {
-		t.Errorf("no stack state in the S3 backend: %v", err)
-	}
 }

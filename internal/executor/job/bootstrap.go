@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/reaper"
 )
 
@@ -22,8 +23,9 @@ const (
 )
 
 // InstallBinary copies the running executable to dest (the bootstrap init container), and
-// the reaper this process uses (reaper.Path; `install-runner` locates the one next to it)
-// into the same directory, where the runner looks for it.
+// into the same directory, where the runner looks for them, the reaper this process uses
+// (reaper.Path; `install-runner` locates the one next to it) and stackwright-unlock, when
+// it is installed next to this executable.
 func InstallBinary(dest string) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -33,9 +35,16 @@ func InstallBinary(dest string) error {
 		return err
 	}
 	if r := reaper.Path(); r != "" {
-		return copyExecutable(r, filepath.Join(filepath.Dir(dest), reaper.Name))
+		if err := copyExecutable(r, filepath.Join(filepath.Dir(dest), reaper.Name)); err != nil {
+			return err
+		}
 	}
-	return nil
+	// Without it, only a file:// backend's locks are removed when the stack is missing.
+	unlock := filepath.Join(filepath.Dir(self), engine.UnlockName)
+	if _, err := os.Stat(unlock); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return copyExecutable(unlock, filepath.Join(filepath.Dir(dest), engine.UnlockName))
 }
 
 // copyExecutable copies src to dest, read-only and executable, replacing dest at once.

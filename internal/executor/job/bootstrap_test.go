@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/reaper"
 )
 
@@ -56,13 +57,23 @@ func TestCopyProgram_MissingDirSaysWhere(t *testing.T) {
 	}
 }
 
-func TestInstallBinary_CopiesRunningExecutableAndReaper(t *testing.T) {
+func TestInstallBinary_CopiesRunningExecutableReaperAndUnlock(t *testing.T) {
+	self, _ := os.Executable()
+	// As in the runner image, stackwright-unlock next to the executable.
+	unlock := filepath.Join(filepath.Dir(self), engine.UnlockName)
+	if err := os.WriteFile(unlock, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(unlock) })
 	dest := filepath.Join(t.TempDir(), "stackwright")
 	if err := InstallBinary(dest); err != nil {
 		t.Fatal(err)
 	}
-	self, _ := os.Executable()
-	for src, dst := range map[string]string{self: dest, reaper.Path(): filepath.Join(filepath.Dir(dest), reaper.Name)} {
+	for src, dst := range map[string]string{
+		self:          dest,
+		reaper.Path(): filepath.Join(filepath.Dir(dest), reaper.Name),
+		unlock:        filepath.Join(filepath.Dir(dest), engine.UnlockName),
+	} {
 		want, err := os.Stat(src)
 		if err != nil {
 			t.Fatalf("%s: %v (TestMain installs a reaper)", src, err)
