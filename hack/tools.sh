@@ -113,7 +113,7 @@ fi
 goversion=$(go env GOVERSION)
 
 # npm_tool <tool>: a Node.js tool, installed from its package-lock.json (hack/tools/<tool>)
-# into bin/<tool>/, with its commands linked into bin/.
+# into bin/<tool>/ (its commands in bin/<tool>/node_modules/.bin).
 npm_tool() {
 	local tool=$1 dir="$root/hack/tools/$1" stamp start
 	if ! command -v npm >/dev/null; then
