@@ -140,8 +140,8 @@ npm_tool() {
 }
 
 for tool in "${tools[@]}"; do
-	if [ "$tool" = azurite ]; then
-		npm_tool azurite
+	if [ -f "$root/hack/tools/$tool/package.json" ]; then
+		npm_tool "$tool"
 		continue
 	fi
 	IFS='|' read -r dir pkgs bins ldflags tags <<<"$(tool_spec "$tool")"

@@ -167,9 +167,9 @@ func decide(now time.Time, stack *pulumiv1.Stack, key string, p policy) decision
 			// Seconds beyond what a Duration holds would wrap around to a negative cap.
 			limit = min(time.Duration(min(s, math.MaxInt64/int64(time.Second)))*time.Second, maxRetryBackoff)
 		}
-		failures, wait := lu.Failures, actionBackoff
+		failures, waiting := lu.Failures, actionBackoff
 		if locked {
-			wait, limit = actionWaitForLock, min(limit, maxLockWait)
+			waiting, limit = actionWaitForLock, min(limit, maxLockWait)
 			if stack.Spec.RetryOnUpdateConflict {
 				// PKO's retryOnUpdateConflict asks for a prompt retry: every try waits
 				// the first retry's delay, none backs off.
@@ -185,7 +185,7 @@ func decide(now time.Time, stack *pulumiv1.Stack, key string, p policy) decision
 			base = backoffBase
 		}
 		if d := last.Add(backoff(base, failures, limit, string(stack.UID))).Sub(now); d > 0 {
-			return decision{action: wait, requeueAfter: d}
+			return decision{action: waiting, requeueAfter: d}
 		}
 		if locked {
 			return next("retrying on a stack that was locked")
