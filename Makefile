@@ -99,6 +99,10 @@ images: tools build ## Write the stackwright, stackwright-runner and pause image
 	CGO_ENABLED=0 go build -ldflags "-s -w" -o $(BIN)/pause ./hack/pause
 	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --pause $(BIN)/pause $(if $(wildcard $(BIN)/versitygw),--versitygw $(BIN)/versitygw)
 
+.PHONY: images-testing
+images-testing: tools build ## Write the end-to-end tests' image (the release files and the test provider) into dist/ as stackwright-testing-VERSION.tar; never deploy it.
+	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --testing
+
 ##@ Testing
 .PHONY: test
 test: tools verify-generated vet lint unit fuzz ## Everything CI runs: vet, lint, unit, envtest and engine tests, a short fuzz.
@@ -129,14 +133,14 @@ fuzz: ## Fuzz the artifact extractor, Program rendering and the Stack decision l
 CLUSTER := $(BIN)/stackwright-cluster
 # versitygw.tar (an S3 server for the e2e tests) is written by `make images` once
 # `make tools` has built versitygw, which `make cluster` does first.
-CLUSTER_IMAGES = dist/pause.tar dist/stackwright-$(VERSION).tar dist/stackwright-runner-$(VERSION).tar dist/versitygw.tar
+CLUSTER_IMAGES = dist/pause.tar dist/stackwright-$(VERSION).tar dist/stackwright-runner-$(VERSION).tar dist/stackwright-testing-$(VERSION).tar dist/versitygw.tar
 
 .PHONY: tools-cluster
 tools-cluster: ## Build the node's tools (kubelet, kube-proxy, controller manager, scheduler, containerd, versitygw) and apt-install runc, CNI plugins, iptables (root).
 	@hack/tools.sh cluster
 
 .PHONY: cluster
-cluster: tools tools-cluster images ## Start a real one-node cluster in the background (root); KUBECONFIG is printed.
+cluster: tools tools-cluster images images-testing ## Start a real one-node cluster in the background (root); KUBECONFIG is printed.
 	go build -o $(CLUSTER) ./hack/cluster
 	$(CLUSTER) up --bin $(BIN) $(addprefix --image ,$(CLUSTER_IMAGES))
 

@@ -138,9 +138,13 @@ func startManager(ctx context.Context, o managerOptions) (*managerProc, error) {
 			"--data-dir", o.dataDir,
 			"--pulumi-bin", o.pulumiBin,
 			"--metrics-bind-address", metricsAddr,
+			// The benchmark scrapes its own manager on loopback.
+			"--metrics-secure=false",
 			"--pprof-bind-address", pprofAddr,
 			"--health-probe-bind-address", "0",
 			"--max-concurrent-updates", strconv.Itoa(o.parallel),
+			// The fleet spreads over namespaces of one trusted benchmark.
+			"--no-tenant-isolation",
 		}, o.extra...),
 		metricsURL: "http://" + metricsAddr + "/metrics",
 		pprofURL:   "http://" + pprofAddr + "/debug/pprof",

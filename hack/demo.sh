@@ -15,8 +15,10 @@ say() { printf '\n== %s\n' "$*"; }
 
 rm -rf "$demo" "$files"
 mkdir -p "$demo"
-say "Starting control plane and operator (log: $demo/dev.log)"
-bin/stackwright dev --data-dir "$demo/data" --kubeconfig-out "$KUBECONFIG" >"$demo/dev.log" 2>&1 &
+# The local executor runs engines in the manager's process, so it serves one namespace
+# (docs/operations.md, Tenancy and security): the samples' namespace.
+say "Starting control plane and operator, reconciling namespace default (log: $demo/dev.log)"
+bin/stackwright dev --watch-namespaces=default --data-dir "$demo/data" --kubeconfig-out "$KUBECONFIG" >"$demo/dev.log" 2>&1 &
 dev=$!
 stop() {
 	kill "$dev" 2>/dev/null || true

@@ -56,6 +56,11 @@ func TestStackGuidancePolicy_Create_WarnsAboutUnappliedFields(t *testing.T) {
 		{name: "plainStackNoWarning", body: "spec: {stack: dev, programRef: {name: p}}"},
 		{name: "prerequisitesHonouredNoWarning", body: "spec: {stack: dev, programRef: {name: p}, prerequisites: [{name: network, requirement: {succeededWithinDuration: 1h}}]}"},
 		{name: "driftDetectionHonouredNoWarning", body: `spec: {stack: dev, programRef: {name: p}, driftDetection: {schedules: [{cron: "*/15 * * * *", autoRemediate: true}]}}`},
+		{name: "ordinaryEnvRefsNoWarning", body: "spec: {stack: dev, programRef: {name: p}, envRefs: {AWS_REGION: {type: Literal, literal: {value: eu-west-1}}}}"},
+		{name: "envRefsPathWarns", body: "spec: {stack: dev, programRef: {name: p}, envRefs: {PATH: {type: Literal, literal: {value: /tmp}}}}", want: []string{"spec.envRefs sets a variable that steers the engine itself"}},
+		{name: "envRefsLoaderPrefixWarns", body: "spec: {stack: dev, programRef: {name: p}, envRefs: {LD_PRELOAD: {type: Literal, literal: {value: /tmp/x.so}}}}", want: []string{"the local executor, which runs the engine in the manager, refuses it"}},
+		{name: "allowListedVolumesNoWarning", body: `spec: {stack: dev, programRef: {name: p}, workspaceTemplate: {spec: {podTemplate: {spec: {containers: [{name: pulumi}], volumes: [{name: a, emptyDir: {}}, {name: b, persistentVolumeClaim: {claimName: c}}]}}}}}`},
+		{name: "nfsVolumeWarns", body: `spec: {stack: dev, programRef: {name: p}, workspaceTemplate: {spec: {podTemplate: {spec: {containers: [{name: pulumi}], volumes: [{name: share, nfs: {server: 10.0.0.1, path: /export}}]}}}}}`, want: []string{"runner Pods may not mount by default"}},
 		{name: "workspaceTemplateInitContainersWarns", body: `spec: {stack: dev, programRef: {name: p}, workspaceTemplate: {spec: {podTemplate: {spec: {containers: [{name: pulumi}], initContainers: [{name: setup, image: busybox}]}}}}}`, want: []string{"spec.workspaceTemplate.spec.podTemplate.spec.initContainers is set"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -67,6 +67,8 @@ func newManagerCommand() *cobra.Command {
 func newDevCommand() *cobra.Command {
 	opts := manager.DefaultOptions()
 	opts.DataDir, opts.MetricsAddr, opts.ProbeAddr = ".demo/data", "0", "0"
+	// The local executor serves one namespace unless --no-tenant-isolation says otherwise.
+	opts.WatchNamespaces = []string{"default"}
 	dev := devenv.Options{Bin: "bin", CRDs: "config/crd/bases", Kubeconfig: ".demo/kubeconfig", Manager: opts}
 	cmd := &cobra.Command{
 		Use:   "dev",

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 
 	"github.com/stackwright/stackwright/internal/image"
 )
@@ -27,25 +28,31 @@ const (
 	versitygwModule = "github.com/versity/versitygw"
 )
 
-// binaries are what both Stackwright images ship: the operator, its reaper and lock
-// remover, the engine, the YAML language host and the test provider (plugins are found
-// on PATH, as none can be downloaded at run time).
-var binaries = []string{"stackwright", "stackwright-reaper", "stackwright-unlock", "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"}
+// binaries are what both release images ship: the operator, its reaper and lock remover,
+// the engine and the YAML language host (plugins are found on PATH, as none can be
+// downloaded at run time).
+var binaries = []string{"stackwright", "stackwright-reaper", "stackwright-unlock", "pulumi", "pulumi-language-yaml"}
+
+// testBinaries are added only to the testing image. The test provider has real side
+// effects (files, ConfigMaps written with the token of whatever Pod runs it), so a release
+// image that carried it would hand every tenant a ready-made tool.
+var testBinaries = []string{"pulumi-resource-stackwright-testing"}
 
 func main() {
 	bin := flag.String("bin", "bin", "directory holding the static binaries")
 	out := flag.String("out", "dist", "directory to write the image archives to")
 	version := flag.String("version", "dev", "image tag and org.opencontainers.image.version")
+	testing := flag.Bool("testing", false, "write only the testing image, stackwright-testing-<version>.tar as localhost/stackwright-testing:<version>: the release files and the test provider, for the end-to-end tests (as manager and runner image)")
 	pause := flag.String("pause", "", "path of a static pause binary; when set, also writes pause.tar as "+pauseRef)
 	s3 := flag.String("versitygw", "", "path of a static versitygw binary; when set, also writes versitygw.tar as localhost/versitygw:<its module version> (the end-to-end tests' S3 server)")
 	flag.Parse()
-	if err := run(*bin, *out, *version, *pause, *s3); err != nil {
+	if err := run(*bin, *out, *version, *testing, *pause, *s3); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, out, version, pause, s3 string) error {
+func run(bin, out, version string, testing bool, pause, s3 string) error {
 	epoch, err := image.SourceDateEpoch()
 	if err != nil {
 		return err
@@ -65,13 +72,9 @@ func run(bin, out, version, pause, s3 string) error {
 		fmt.Fprintf(os.Stderr, "warning: no CA bundle at %s; the images will trust no TLS server\n", b.CABundle)
 	}
 
-	var files []image.File
-	for _, name := range binaries {
-		src := filepath.Join(bin, name)
-		if err := checkStatic(src); err != nil {
-			return err
-		}
-		files = append(files, image.File{Source: src, Path: binDir + "/" + name, Mode: 0o755})
+	files, err := binaryFiles(bin, binaries)
+	if err != nil {
+		return err
 	}
 	env := []string{
 		"PATH=" + binDir,
@@ -107,6 +110,21 @@ func run(bin, out, version, pause, s3 string) error {
 			WorkingDir: "/tmp",
 			Labels:     labels("stackwright-runner", version, "Stackwright runner: runs one Pulumi engine operation for a Stack"),
 		}},
+	}
+	if testing {
+		extra, err := binaryFiles(bin, testBinaries)
+		if err != nil {
+			return err
+		}
+		manager := specs[0].spec
+		manager.Ref = "localhost/stackwright-testing:" + version
+		manager.Files = append(slices.Clone(files), extra...)
+		manager.Labels = labels("stackwright-testing", version, "Stackwright with its test provider, for the end-to-end tests only: never deploy it")
+		specs = specs[:0]
+		specs = append(specs, struct {
+			file string
+			spec image.Spec
+		}{"stackwright-testing-" + version + ".tar", manager})
 	}
 	if pause != "" {
 		if err := checkStatic(pause); err != nil {
@@ -151,6 +169,19 @@ func run(bin, out, version, pause, s3 string) error {
 		fmt.Printf("%s\t%s\tmanifest %s\tarchive %s\t%d bytes\n", a.Path, img.Ref, d, a.Digest, a.Size)
 	}
 	return nil
+}
+
+// binaryFiles places the named static binaries of bin in the images' binary directory.
+func binaryFiles(bin string, names []string) ([]image.File, error) {
+	var files []image.File
+	for _, name := range names {
+		src := filepath.Join(bin, name)
+		if err := checkStatic(src); err != nil {
+			return nil, err
+		}
+		files = append(files, image.File{Source: src, Path: binDir + "/" + name, Mode: 0o755})
+	}
+	return files, nil
 }
 
 // versitygwSpec is the image of the S3-compatible server the end-to-end tests run in the

@@ -211,6 +211,9 @@ type Options struct {
 	// and the CPU of the pulumi processes it started, language hosts and providers
 	// included (for metrics).
 	OnRun func(op Operation, ok bool, cpu time.Duration)
+	// OnStart, when set, is called as every Run begins, with its operation (for metrics:
+	// a run that never ends is still counted).
+	OnStart func(op Operation)
 	// OnStaleLockHealed, when set, is called when a run removed stale locks (for metrics).
 	OnStaleLockHealed func()
 	// SkipVersionCheck skips `pulumi version`, which New otherwise runs to check that the CLI
@@ -224,6 +227,7 @@ type Options struct {
 type Engine struct {
 	cmd     command
 	onRun   func(op Operation, ok bool, cpu time.Duration)
+	onStart func(op Operation)
 	onHeal  func()
 	bin     string
 	home    string
@@ -238,7 +242,7 @@ type Engine struct {
 // New locates the pulumi CLI and, unless told not to, checks that the Automation API
 // supports its version.
 func New(o Options) (*Engine, error) {
-	e := &Engine{home: o.PulumiHome, env: maps.Clone(o.Env), ciphers: newCipherCache(), crypters: &crypterCache{}, onRun: o.OnRun, onHeal: o.OnStaleLockHealed}
+	e := &Engine{home: o.PulumiHome, env: maps.Clone(o.Env), ciphers: newCipherCache(), crypters: &crypterCache{}, onRun: o.OnRun, onStart: o.OnStart, onHeal: o.OnStaleLockHealed}
 	opts := &auto.PulumiCommandOptions{}
 	if o.Bin != "" {
 		bin, err := filepath.Abs(o.Bin)
@@ -283,6 +287,9 @@ func (e *Engine) Version() string {
 // Run performs one operation. Its errors are "failed to <verb> <object>: <cause>", scrubbed
 // of the request's secrets; Classify says how to retry them and Message summarises them.
 func (e *Engine) Run(ctx context.Context, r Request) (Result, error) {
+	if e.onStart != nil {
+		e.onStart(r.Operation)
+	}
 	x := &run{
 		req:     r,
 		cmd:     e.cmd,

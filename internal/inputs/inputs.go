@@ -44,9 +44,16 @@ type Options struct {
 	// each namespace gets its own directory, so that Stacks of different namespaces never
 	// share state however they name their stacks.
 	DefaultBackend string
-	// DefaultPassphraseFile encrypts stack secrets when a self-managed backend is used
-	// with the passphrase provider and the Stack supplies no passphrase of its own.
-	DefaultPassphraseFile string
+	// Passphrases, when set, encrypt stack secrets when a self-managed backend is used
+	// with the passphrase provider and the Stack supplies no passphrase of its own: one
+	// generated passphrase per namespace.
+	Passphrases *Passphrases
+	// InManager says the engine runs in the manager's process (the local executor): the
+	// environment variables of ReservedEnv are refused, and so is a file:// backend
+	// outside the namespace's directory of StateRoot.
+	InManager bool
+	// StateRoot is the directory of the manager's own file:// backend (InManager only).
+	StateRoot string
 }
 
 // ConfigValue is one stack config value: JSON, where a JSON string is a plain string.
@@ -131,7 +138,14 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 		}
 		in.Env[k] = s
 	}
-	applyBackendDefaults(stack.Namespace, spec, in.Env, o)
+	if o.InManager {
+		if err := checkInManager(stack.Namespace, spec, in.Env, o); err != nil {
+			return nil, err
+		}
+	}
+	if err := applyBackendDefaults(stack.Namespace, spec, in.Env, o); err != nil {
+		return nil, err
+	}
 	in.Fingerprint = r.fingerprint()
 	return in, nil
 }
@@ -139,7 +153,7 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 // applyBackendDefaults picks the backend PKO would (spec.backend, else an explicit
 // variable, else Pulumi Cloud when a token is given) and falls back to the manager's
 // self-managed backend only when nothing says otherwise.
-func applyBackendDefaults(namespace string, spec *pulumiv1.StackSpec, env map[string]string, o Options) {
+func applyBackendDefaults(namespace string, spec *pulumiv1.StackSpec, env map[string]string, o Options) error {
 	if spec.Backend != "" {
 		env[EnvBackendURL] = spec.Backend
 	}
@@ -153,9 +167,14 @@ func applyBackendDefaults(namespace string, spec *pulumiv1.StackSpec, env map[st
 	}
 	selfManaged := env[EnvBackendURL] != "" && !strings.HasPrefix(env[EnvBackendURL], "https://") && !strings.HasPrefix(env[EnvBackendURL], "http://")
 	passphraseProvider := spec.SecretsProvider == "" || spec.SecretsProvider == "passphrase"
-	if selfManaged && passphraseProvider && env[EnvPassphrase] == "" && env[EnvPassphraseFile] == "" && o.DefaultPassphraseFile != "" {
-		env[EnvPassphraseFile] = o.DefaultPassphraseFile
+	if selfManaged && passphraseProvider && env[EnvPassphrase] == "" && env[EnvPassphraseFile] == "" && o.Passphrases != nil {
+		path, err := o.Passphrases.File(namespace)
+		if err != nil {
+			return err
+		}
+		env[EnvPassphraseFile] = path
 	}
+	return nil
 }
 
 func configRefValue(ref pulumiv1.ConfigMapRef, s string) (json.RawMessage, error) {

@@ -59,7 +59,7 @@ func TestResolve_Spec_ResolvesConfigAndEnvironment(t *testing.T) {
 			"LITERAL":      {Type: pulumiv1.ResourceSelectorLiteral, ResourceSelector: pulumiv1.ResourceSelector{Literal: &pulumiv1.LiteralRef{Value: "lit"}}},
 		},
 	}}
-	got, err := Resolve(context.Background(), newReader(t, objs...), stack, Options{DefaultBackend: "file:///data/state", DefaultPassphraseFile: "/data/passphrase"})
+	got, err := Resolve(context.Background(), newReader(t, objs...), stack, Options{DefaultBackend: "file:///data/state", Passphrases: &Passphrases{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,14 +82,16 @@ func TestResolve_Spec_ResolvesConfigAndEnvironment(t *testing.T) {
 }
 
 func TestResolve_Backend_DefaultsLikePKO(t *testing.T) {
-	opts := Options{DefaultBackend: "file:///data/state", DefaultPassphraseFile: "/data/passphrase"}
+	dir := t.TempDir()
+	opts := Options{DefaultBackend: "file:///data/state", Passphrases: &Passphrases{Dir: dir}}
+	pass := filepath.Join(dir, "ns")
 	tests := []struct {
 		name string
 		spec pulumiv1.StackSpec
 		want map[string]string
 	}{
-		{name: "nothingGivenUsesNamespacesDirInManagersBackend", want: map[string]string{EnvBackendURL: "file:///data/state/ns", EnvPassphraseFile: "/data/passphrase"}},
-		{name: "specBackendWins", spec: pulumiv1.StackSpec{Backend: "s3://bucket"}, want: map[string]string{EnvBackendURL: "s3://bucket", EnvPassphraseFile: "/data/passphrase"}},
+		{name: "nothingGivenUsesNamespacesDirInManagersBackend", want: map[string]string{EnvBackendURL: "file:///data/state/ns", EnvPassphraseFile: pass}},
+		{name: "specBackendWins", spec: pulumiv1.StackSpec{Backend: "s3://bucket"}, want: map[string]string{EnvBackendURL: "s3://bucket", EnvPassphraseFile: pass}},
 		{name: "cloudBackendNeedsNoPassphrase", spec: pulumiv1.StackSpec{Backend: "https://api.pulumi.com"}, want: map[string]string{EnvBackendURL: "https://api.pulumi.com"}},
 		{name: "kmsProviderNeedsNoPassphrase", spec: pulumiv1.StackSpec{SecretsProvider: "awskms://alias/x"}, want: map[string]string{EnvBackendURL: "file:///data/state/ns"}},
 		{

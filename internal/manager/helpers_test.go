@@ -31,6 +31,9 @@ func testOptions(t *testing.T) *manager.Options {
 	opts.DataDir, opts.PulumiBin = t.TempDir(), bin
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.SeveralPerProcess = true
+	// Tests of one process trust each other's Stacks; TestOptions_CheckTenancy covers the
+	// refusal.
+	opts.NoTenantIsolation = true
 	return opts
 }
 

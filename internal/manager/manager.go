@@ -3,8 +3,6 @@ package manager
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -57,6 +56,13 @@ import (
 // Options are the manager's command-line settings.
 type Options struct {
 	MetricsAddr string
+	// MetricsSecure serves the metrics over HTTPS to scrapers whose token a TokenReview
+	// accepts and a SubjectAccessReview allows to get /metrics; off, anyone who reaches the
+	// port reads every tenant's Stack names in plain HTTP.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for the metrics endpoint; without them a
+	// self-signed certificate is generated at start.
+	MetricsCertDir string
 	// MetricsStackLabels reports the series labelled with Stack names.
 	MetricsStackLabels      bool
 	ProbeAddr               string
@@ -84,11 +90,16 @@ type Options struct {
 
 	MaxConcurrentReconciles int
 	MaxConcurrentUpdates    int
-	// MaxConcurrentUpdatesPerNamespace bounds one namespace's share (Job executor).
+	// MaxConcurrentUpdatesPerNamespace bounds one namespace's share of the engine runs, in
+	// either executor; 0 means MaxConcurrentUpdates.
 	MaxConcurrentUpdatesPerNamespace int
 
 	// Executor is "local" (engine runs in the manager) or "job" (a runner Job per Update).
 	Executor string
+	// NoTenantIsolation lets the local executor serve more than one namespace: every
+	// Stack author then runs the engine in the manager's process, with what the manager
+	// can reach. Without it, the local executor watches exactly one namespace.
+	NoTenantIsolation bool
 	// DefaultBackend is the backend of Stacks that name none; empty means the manager's
 	// file:// backend with the local executor, and Pulumi's default with the Job executor.
 	DefaultBackend string
@@ -96,10 +107,16 @@ type Options struct {
 	RunnerImage      string
 	RunnerPullPolicy string
 	RunnerDeadline   time.Duration
-	RunnerJobTTL     time.Duration
-	RunnerAPIAddr    string
-	RunnerAPIService string
-	RunnerAPIURL     string
+	// RunnerPendingTimeout is how long a runner Pod may stay Pending before its Job is
+	// deleted and its slot freed.
+	RunnerPendingTimeout time.Duration
+	RunnerJobTTL         time.Duration
+	RunnerAPIAddr        string
+	RunnerAPIService     string
+	RunnerAPIURL         string
+	// RunnerAllowedVolumeTypes are the volume types a Stack's workspaceTemplate may add
+	// to its runner Pods; nil means job.DefaultAllowedVolumeTypes.
+	RunnerAllowedVolumeTypes []string
 	// RunnerLostGrace is how long a finished runner may take to report; zero means 30s.
 	// Not a flag: tests shorten it.
 	RunnerLostGrace time.Duration
@@ -116,8 +133,13 @@ type Options struct {
 	// GitCacheRetention is how long a git remote's repository is kept after its last
 	// fetch or listing; zero keeps every one.
 	GitCacheRetention time.Duration
-	AllowEnvRefs      bool
-	FSRefRoot         string
+	// MaxGit* bound what one tenant's git sources may take of the shared data volume: one
+	// fetch, one ref listing, and the cached repositories a namespace's Stacks use.
+	MaxGitFetchBytes             int64
+	MaxGitListBytes              int64
+	MaxGitCacheBytesPerNamespace int64
+	AllowEnvRefs                 bool
+	FSRefRoot                    string
 
 	Zap zap.Options
 }
@@ -135,33 +157,42 @@ const (
 func DefaultOptions() *Options {
 	return &Options{
 		MetricsAddr:             ":8080",
+		MetricsSecure:           true,
 		ProbeAddr:               ":8081",
 		DataDir:                 "/var/lib/stackwright",
 		MaxConcurrentReconciles: 10,
 		// Two engine runs saturate two cores; more only queue on the CPU.
 		MaxConcurrentUpdates: 2,
-		MetricsStackLabels:   true,
-		LeaderElectionID:     "stackwright.dev",
-		Executor:             "local",
-		RunnerImage:          "localhost/stackwright-runner:" + version.Version,
-		RunnerPullPolicy:     string(corev1.PullIfNotPresent),
-		RunnerDeadline:       time.Hour,
-		RunnerJobTTL:         10 * time.Minute,
-		RunnerAPIAddr:        ":9443",
-		RunnerAPIService:     "stackwright-runner-api",
-		MaxBackoff:           24 * time.Hour,
-		StallAfter:           3,
-		UpdateHistory:        10,
-		UpdateMaxAge:         7 * 24 * time.Hour,
-		MaxArtifactBytes:     100 << 20,
-		ArtifactRetention:    time.Hour,
-		GitCacheRetention:    24 * time.Hour,
+		// One namespace never takes every slot.
+		MaxConcurrentUpdatesPerNamespace: 1,
+		MetricsStackLabels:               true,
+		LeaderElectionID:                 "stackwright.dev",
+		Executor:                         "local",
+		RunnerImage:                      "localhost/stackwright-runner:" + version.Version,
+		RunnerPullPolicy:                 string(corev1.PullIfNotPresent),
+		RunnerDeadline:                   time.Hour,
+		RunnerPendingTimeout:             5 * time.Minute,
+		RunnerJobTTL:                     10 * time.Minute,
+		RunnerAPIAddr:                    ":9443",
+		RunnerAPIService:                 "stackwright-runner-api",
+		MaxBackoff:                       24 * time.Hour,
+		StallAfter:                       3,
+		UpdateHistory:                    10,
+		UpdateMaxAge:                     7 * 24 * time.Hour,
+		MaxArtifactBytes:                 100 << 20,
+		ArtifactRetention:                time.Hour,
+		GitCacheRetention:                24 * time.Hour,
+		MaxGitFetchBytes:                 git.DefaultCacheLimits.MaxFetchBytes,
+		MaxGitListBytes:                  git.DefaultCacheLimits.MaxListBytes,
+		MaxGitCacheBytesPerNamespace:     git.DefaultCacheLimits.MaxNamespaceBytes,
 	}
 }
 
 // BindFlags registers the options on fs.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve the metrics over HTTPS, to scrapers with a Kubernetes token allowed to get the non-resource URL /metrics (a TokenReview and a SubjectAccessReview per scrape, cached); false serves them over plain HTTP to anyone who reaches the port.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Directory with tls.crt and tls.key for the HTTPS metrics endpoint (default: a self-signed certificate generated at start).")
 	fs.BoolVar(&o.MetricsStackLabels, "metrics-stack-labels", o.MetricsStackLabels, "Report the metrics labelled with Stack names (drift detected, last success); off, metrics are labelled by namespace at most.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address Go's /debug/pprof endpoints bind to (empty: off). Never expose it beyond the pod.")
@@ -174,15 +205,18 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PulumiBin, "pulumi-bin", o.PulumiBin, "Directory holding the pulumi CLI, language hosts and providers (default: found on PATH).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Stacks reconciled in parallel (cheap: no engine runs happen in reconciles).")
 	fs.IntVar(&o.MaxConcurrentUpdates, "max-concurrent-updates", o.MaxConcurrentUpdates, "Engine runs in parallel: in the manager (local executor) or runner Jobs at once (job executor).")
-	fs.IntVar(&o.MaxConcurrentUpdatesPerNamespace, "max-concurrent-updates-per-namespace", o.MaxConcurrentUpdatesPerNamespace, "Runner Jobs at once in one namespace (job executor; 0: no limit beyond --max-concurrent-updates).")
+	fs.IntVar(&o.MaxConcurrentUpdatesPerNamespace, "max-concurrent-updates-per-namespace", o.MaxConcurrentUpdatesPerNamespace, "Updates of one namespace running at once, in either executor (0: no limit beyond --max-concurrent-updates). Keep it below --max-concurrent-updates so that no one namespace can take every slot; namespaces with queued Updates take turns.")
 	fs.StringVar(&o.Executor, "executor", o.Executor, "Where engine runs happen: local (in the manager) or job (one runner Job per Update, in the Stack's namespace, as its ServiceAccount).")
+	fs.BoolVar(&o.NoTenantIsolation, "no-tenant-isolation", o.NoTenantIsolation, "Let the local executor run the Stacks of more than one namespace (or of all) in the manager's process. Their authors then reach what the manager reaches: its ServiceAccount, its data volume, each other. Only for a cluster whose Stack authors are all trusted; the job executor needs no such trust.")
 	fs.StringVar(&o.DefaultBackend, "default-backend", o.DefaultBackend, "Backend of Stacks without spec.backend (default: the data directory's file:// backend with the local executor, Pulumi's default with the job executor).")
 	fs.StringVar(&o.RunnerImage, "runner-image", o.RunnerImage, "Image of runner Pods (job executor).")
 	fs.StringVar(&o.RunnerPullPolicy, "runner-image-pull-policy", o.RunnerPullPolicy, "Pull policy of the runner image (job executor).")
 	fs.DurationVar(&o.RunnerDeadline, "runner-deadline", o.RunnerDeadline, "Longest run of one Update: a runner Job's activeDeadlineSeconds; with the local executor, the engine run is cancelled (0: unbounded, local executor only).")
+	fs.DurationVar(&o.RunnerPendingTimeout, "runner-pending-timeout", o.RunnerPendingTimeout, "How long a runner Pod may stay Pending (unschedulable, image not pulled, or never created) before its Job is deleted and its Update fails (TransientFailure, retried under the Stack's backoff), freeing its slot (job executor).")
 	fs.DurationVar(&o.RunnerJobTTL, "runner-job-ttl", o.RunnerJobTTL, "How long finished runner Jobs (and their Pods' logs) are kept.")
 	fs.StringVar(&o.RunnerAPIAddr, "runner-api-bind-address", o.RunnerAPIAddr, "Address of the HTTPS API runners fetch artifacts from and report results to (job executor).")
 	fs.StringVar(&o.RunnerAPIService, "runner-api-service", o.RunnerAPIService, "Service in the manager's namespace ($POD_NAMESPACE) in front of the runner API; runners reach it by its cluster IP.")
+	fs.StringSliceVar(&o.RunnerAllowedVolumeTypes, "runner-allowed-volume-types", job.DefaultAllowedVolumeTypes(), "Volume types a Stack's spec.workspaceTemplate may add to its runner Pods (job executor), named as in a Pod's volumes (e.g. persistentVolumeClaim, nfs). Replaces the default list, the types the restricted Pod Security profile allows; types such as hostPath, nfs or iscsi reach storage with the node's identity.")
 	fs.StringVar(&o.RunnerAPIURL, "runner-api-url", o.RunnerAPIURL, "URL runners use for the runner API (overrides --runner-api-service).")
 	fs.DurationVar(&o.MaxBackoff, "retry-max-backoff", o.MaxBackoff, "Longest wait between retries of a failed update, unless a Stack sets retryMaxBackoffDurationSeconds.")
 	fs.IntVar(&o.StallAfter, "stall-after-failures", o.StallAfter, "Consecutive permanent failures after which a Stack stalls until its spec, references or source change.")
@@ -191,6 +225,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.MaxArtifactBytes, "max-artifact-bytes", o.MaxArtifactBytes, "Largest source artifact accepted, in bytes (compressed and extracted).")
 	fs.DurationVar(&o.ArtifactRetention, "artifact-retention", o.ArtifactRetention, "How long an artifact that no Stack, Program or unfinished Update names is kept after its last use before it is removed from the data directory (0: never removed).")
 	fs.DurationVar(&o.GitCacheRetention, "git-cache-retention", o.GitCacheRetention, "How long the git cache keeps a repository no Stack has listed or fetched from (0: forever).")
+	fs.Int64Var(&o.MaxGitFetchBytes, git.FlagMaxFetchBytes, o.MaxGitFetchBytes, "Most bytes one git fetch may download into the git cache; a Stack whose fetch is larger stalls until its source or this limit changes (0: no limit).")
+	fs.Int64Var(&o.MaxGitListBytes, git.FlagMaxListBytes, o.MaxGitListBytes, "Most bytes of one git ref listing over HTTP(S) (0: no limit).")
+	fs.Int64Var(&o.MaxGitCacheBytesPerNamespace, git.FlagMaxNamespaceBytes, o.MaxGitCacheBytesPerNamespace, "Git cache disk the repositories used by one namespace's Stacks may take before fetches for that namespace are refused; a repository shared by several namespaces counts in full against each, until --git-cache-retention after the namespace last used it (0: no limit).")
 	fs.BoolVar(&o.AllowEnvRefs, "allow-env-refs", o.AllowEnvRefs, "Let references of type Env read the manager's environment (off: every Stack author could read it).")
 	fs.StringVar(&o.FSRefRoot, "fs-ref-root", o.FSRefRoot, "The only directory references of type FS may read from (empty: FS references are refused).")
 	zapFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
@@ -231,7 +268,7 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  s,
 		Cache:                   cacheOpts,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 o.metricsOptions(),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
@@ -255,6 +292,21 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 		ctrl.Log.WithName("setup").Info("Reconciling only the watched namespaces", "namespaces", ns)
 	}
 	return mgr, nil
+}
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsOptions serves the metrics as kubebuilder's scaffold does: HTTPS, each scrape
+// authenticated and authorised by the API server, since the series name every tenant's
+// Stacks.
+func (o *Options) metricsOptions() metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		m.SecureServing, m.CertDir = true, o.MetricsCertDir
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return m
 }
 
 // cacheOptions confines the cache, and so every watch and cached read, to the watched
@@ -320,8 +372,33 @@ func watchNamespaces(values []string) []string {
 	return out
 }
 
+// checkTenancy refuses a local executor that would run several tenants' engines in one
+// process, unless the operator said they trust each other.
+func (o *Options) checkTenancy() error {
+	if o.Executor != executorLocal || o.NoTenantIsolation {
+		return nil
+	}
+	switch ns := watchNamespaces(o.WatchNamespaces); len(ns) {
+	case 1:
+		return nil
+	case 0:
+		return errors.New("the local executor runs every Stack's engine in the manager's process, so it watches one namespace only: set --watch-namespaces to one namespace, use --executor=job for several tenants, or pass --no-tenant-isolation if every Stack author in the cluster is trusted with the manager's rights")
+	default:
+		return fmt.Errorf("the local executor runs every Stack's engine in the manager's process, so it watches one namespace only, not %d (%s): use --executor=job for several tenants, or pass --no-tenant-isolation if all their Stack authors are trusted with the manager's rights", len(ns), strings.Join(ns, ", "))
+	}
+}
+
 // Setup adds Stackwright's controllers and local executor to mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
+	if err := o.checkTenancy(); err != nil {
+		return err
+	}
+	if o.MaxConcurrentUpdatesPerNamespace < 0 {
+		return fmt.Errorf("--max-concurrent-updates-per-namespace %d: want 0 (no limit of its own) or more", o.MaxConcurrentUpdatesPerNamespace)
+	}
+	if o.Executor == executorLocal && o.NoTenantIsolation {
+		ctrl.Log.WithName("setup").Info("Tenant isolation is off (--no-tenant-isolation): every Stack's engine runs in this process with the manager's rights")
+	}
 	dirs, err := prepareDataDir(o.DataDir)
 	if err != nil {
 		return err
@@ -330,7 +407,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to open artifact store: %w", err)
 	}
-	gitCache := git.NewCache(dirs.git)
+	gitCache := git.NewCacheWithLimits(dirs.git, git.CacheLimits{
+		MaxFetchBytes: o.MaxGitFetchBytes, MaxListBytes: o.MaxGitListBytes, MaxNamespaceBytes: o.MaxGitCacheBytesPerNamespace,
+	})
 	if o.ArtifactRetention > 0 {
 		collector := &gc.Artifacts{Client: mgr.GetClient(), Store: store, Interval: gcInterval, Retention: o.ArtifactRetention}
 		if err := mgr.Add(collector); err != nil {
@@ -350,52 +429,68 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		OnRun: func(op engine.Operation, _ bool, cpu time.Duration) {
 			metrics.ObserveEngineCPU(string(op), cpu)
 		},
+		OnStart:           func(op engine.Operation) { metrics.ObserveManagerEngineRun(string(op)) },
 		OnStaleLockHealed: metrics.ObserveStaleLockHealed,
 	})
 	if err != nil {
 		return fmt.Errorf("failed to set up the pulumi engine: %w", err)
 	}
 	in := inputs.Options{
-		AllowEnvRefs:          o.AllowEnvRefs,
-		FSRoot:                o.FSRefRoot,
-		DefaultBackend:        cmp.Or(o.DefaultBackend, "file://"+dirs.state),
-		DefaultPassphraseFile: dirs.passphrase,
+		AllowEnvRefs:   o.AllowEnvRefs,
+		FSRoot:         o.FSRefRoot,
+		DefaultBackend: cmp.Or(o.DefaultBackend, "file://"+dirs.state),
+		Passphrases:    &inputs.Passphrases{Dir: dirs.passphrases, Shared: dirs.sharedPassphrase, StateRoot: dirs.state},
+		InManager:      true,
+		StateRoot:      dirs.state,
 	}
 	if o.Executor == executorJob {
-		// Runner Pods reach neither the manager's disk nor, for a tenant's sake, the
-		// passphrase the manager keeps for Stacks of every namespace.
-		in.DefaultBackend, in.DefaultPassphraseFile = o.DefaultBackend, ""
+		// Runner Pods reach neither the manager's disk nor its passphrases, and what a
+		// tenant sets in its own Pod steers only that Pod.
+		in = inputs.Options{AllowEnvRefs: o.AllowEnvRefs, FSRoot: o.FSRefRoot, DefaultBackend: o.DefaultBackend}
 	}
 	limits := artifact.Limits{MaxBytes: o.MaxArtifactBytes}
 	run := &runner.Runner{
 		Client: mgr.GetClient(), Engine: eng, Store: store, WorkRoot: dirs.work, Inputs: in,
 		Limits: limits, Policies: policy.NewEvaluator(),
 	}
-	// The local executor always runs: it performs detached Updates (destroys in terminating
-	// namespaces, where no Job can be created either).
-	localExec := local.New(mgr.GetClient(), run, o.MaxConcurrentUpdates)
-	localExec.Deadline = o.RunnerDeadline
-	if err := mgr.Add(localExec); err != nil {
-		return fmt.Errorf("failed to add local executor: %w", err)
-	}
-	var exec executor.Executor = localExec
-	pending, execName := localExec.Pending, executorLocal
+	var (
+		exec     executor.Executor
+		detached executor.Detacher
+		pending  func() (int, int)
+		execName = o.Executor
+	)
 	switch o.Executor {
 	case executorLocal:
+		localExec := local.New(mgr.GetClient(), run, o.MaxConcurrentUpdates)
+		localExec.Deadline = o.RunnerDeadline
+		localExec.MaxPerNamespace = o.MaxConcurrentUpdatesPerNamespace
+		if err := mgr.Add(localExec); err != nil {
+			return fmt.Errorf("failed to add local executor: %w", err)
+		}
+		// It also performs detached Updates: destroys in terminating namespaces, where no
+		// Update can be created.
+		exec, detached, pending = localExec, localExec, localExec.Pending
 	case executorJob:
 		if o.RunnerDeadline < time.Second {
 			return fmt.Errorf("--runner-deadline %s: the job executor needs at least 1s (a Job's activeDeadlineSeconds)", o.RunnerDeadline)
+		}
+		if o.RunnerPendingTimeout <= 0 {
+			return fmt.Errorf("--runner-pending-timeout %s: want a positive duration", o.RunnerPendingTimeout)
+		}
+		if err := job.ValidateAllowedVolumeTypes(o.RunnerAllowedVolumeTypes); err != nil {
+			return fmt.Errorf("--runner-allowed-volume-types: %w", err)
 		}
 		jobs, err := job.New(mgr.GetClient(), mgr.GetAPIReader(), run, store, job.Options{
 			Pod: job.PodOptions{
 				Image: o.RunnerImage, PullPolicy: corev1.PullPolicy(o.RunnerPullPolicy),
 				Deadline: int64(o.RunnerDeadline.Seconds()), TTL: int32(o.RunnerJobTTL.Seconds()),
 				Resources: job.DefaultResources(), TokenExpiry: int64(max(o.RunnerDeadline, time.Hour).Seconds()) + 600,
+				AllowedVolumeTypes: o.RunnerAllowedVolumeTypes,
 			},
 			MaxRunning: o.MaxConcurrentUpdates, MaxRunningPerNamespace: o.MaxConcurrentUpdatesPerNamespace,
 			BindAddress: o.RunnerAPIAddr, URL: o.RunnerAPIURL,
 			Service: o.RunnerAPIService, Namespace: os.Getenv("POD_NAMESPACE"),
-			CertDir: filepath.Join(o.DataDir, "tls"), LostGrace: o.RunnerLostGrace,
+			CertDir: filepath.Join(o.DataDir, "tls"), LostGrace: o.RunnerLostGrace, PendingTimeout: o.RunnerPendingTimeout,
 		})
 		if err != nil {
 			return fmt.Errorf("failed to set up job executor: %w", err)
@@ -403,8 +498,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		if err := jobs.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("failed to set up job executor: %w", err)
 		}
-		exec = jobs
-		pending, execName = jobs.Pending, executorJob
+		// No detached runs: no engine ever runs in the manager's process, which holds the
+		// manager's rights. A destroy that cannot get a runner Pod (a terminating
+		// namespace) releases its Stack with ResourcesKept instead.
+		exec, pending = jobs, jobs.Pending
 	default:
 		return fmt.Errorf("unknown executor %q: want %q or %q", o.Executor, executorLocal, executorJob)
 	}
@@ -430,7 +527,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		sources[pulumiv1.SourceKindImage] = workspace.Resolver{}
 	}
 	stacks := &stackctrl.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources, Detached: localExec,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources, Detached: detached,
 		Recorder: mgr.GetEventRecorder("stackwright"), Now: time.Now,
 		Options: stackctrl.Options{
 			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, UpdateMaxAge: o.UpdateMaxAge, Inputs: in,
@@ -455,46 +552,36 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 }
 
 type dataDirs struct {
-	artifacts, git, work, pulumiHome, state, passphrase string
+	artifacts, git, work, pulumiHome, state, passphrases string
+	// sharedPassphrase is the one passphrase of versions before passphrases were per
+	// namespace; namespaces with state from then keep it (inputs.Passphrases).
+	sharedPassphrase string
 }
 
-// prepareDataDir lays out the data directory and creates the default passphrase once.
+// prepareDataDir lays out the data directory.
 func prepareDataDir(root string) (dataDirs, error) {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return dataDirs{}, fmt.Errorf("failed to resolve data directory: %w", err)
 	}
 	d := dataDirs{
-		artifacts:  filepath.Join(root, "artifacts"),
-		git:        filepath.Join(root, "git"),
-		work:       filepath.Join(root, "work"),
-		pulumiHome: filepath.Join(root, "pulumi-home"),
-		state:      filepath.Join(root, "state"),
-		passphrase: filepath.Join(root, "passphrase"),
+		artifacts:   filepath.Join(root, "artifacts"),
+		git:         filepath.Join(root, "git"),
+		work:        filepath.Join(root, "work"),
+		pulumiHome:  filepath.Join(root, "pulumi-home"),
+		state:       filepath.Join(root, "state"),
+		passphrases: filepath.Join(root, "passphrases"),
 	}
-	for _, dir := range []string{d.artifacts, d.git, d.work, d.pulumiHome, d.state} {
+	for _, dir := range []string{d.artifacts, d.git, d.work, d.pulumiHome, d.state, d.passphrases} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return dataDirs{}, fmt.Errorf("failed to create %s: %w", dir, err)
 		}
 	}
-	if _, err := os.Stat(d.passphrase); errors.Is(err, fs.ErrNotExist) {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return dataDirs{}, fmt.Errorf("failed to generate passphrase: %w", err)
-		}
-		// O_EXCL: a second manager racing on the same volume keeps the first passphrase.
-		f, err := os.OpenFile(d.passphrase, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			_, err = f.WriteString(base64.RawURLEncoding.EncodeToString(b))
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil && !errors.Is(err, fs.ErrExist) {
-			return dataDirs{}, fmt.Errorf("failed to write default passphrase: %w", err)
-		}
-	} else if err != nil {
-		return dataDirs{}, fmt.Errorf("failed to read default passphrase: %w", err)
+	shared := filepath.Join(root, "passphrase")
+	if _, err := os.Stat(shared); err == nil {
+		d.sharedPassphrase = shared
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return dataDirs{}, fmt.Errorf("failed to read shared passphrase: %w", err)
 	}
 	return d, nil
 }

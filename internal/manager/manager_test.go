@@ -2,6 +2,7 @@ package manager
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -87,6 +88,40 @@ func TestTrimCachedUpdate_Object_KeepsWhatTheManagerReads(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("trimmed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOptions_CheckTenancy_LocalExecutorServesOneNamespace(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		// wantErr is a substring of the refusal; "" means the options are accepted.
+		wantErr string
+	}{
+		{name: "localWatchingEveryNamespaceIsRefused", wantErr: "set --watch-namespaces to one namespace"},
+		{name: "localWatchingTwoNamespacesIsRefused", args: []string{"--watch-namespaces=a,b"}, wantErr: "not 2 (a, b)"},
+		{name: "localWatchingOneNamespaceRuns", args: []string{"--watch-namespaces=a"}},
+		{name: "duplicatesCountOnce", args: []string{"--watch-namespaces=a, a"}},
+		{name: "optInRunsEveryNamespace", args: []string{"--no-tenant-isolation"}},
+		{name: "optInRunsSeveralNamespaces", args: []string{"--no-tenant-isolation", "--watch-namespaces=a,b"}},
+		{name: "jobExecutorNeedsNoOptIn", args: []string{"--executor=job"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+			o.BindFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatalf("failed to parse %v: %v", tc.args, err)
+			}
+			err := o.checkTenancy()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("checkTenancy() = %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("checkTenancy() = %v, want an error containing %q", err, tc.wantErr)
 			}
 		})
 	}

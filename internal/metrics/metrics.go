@@ -60,6 +60,16 @@ var (
 		Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
 	}, []string{labelOperation})
 
+	managerRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricPrefix + "manager_engine_runs_total",
+		Help: "Engine operations started inside the manager's own process (the local executor), by operation. Under the job executor every run happens in a runner Pod and this stays 0.",
+	}, []string{labelOperation})
+
+	keptOnDelete = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricPrefix + "stack_resources_kept_total",
+		Help: "Deleted Stacks with destroyOnFinalize whose finalizer was released without a destroy, because it could not run (their namespace was being deleted), by namespace. Their resources are left in place.",
+	}, []string{labelNS})
+
 	retries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: metricPrefix + "update_retries_total",
 		Help: "Engine runs started again for a desired state whose last run failed, by namespace.",
@@ -83,7 +93,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(driftChecks, driftDetected, updateDuration, updates, engineCPU, retries,
+	crmetrics.Registry.MustRegister(driftChecks, driftDetected, updateDuration, updates, engineCPU, managerRuns, keptOnDelete, retries,
 		locksHealed, sourceDuration, sourceErrors)
 }
 
@@ -132,6 +142,12 @@ func ObserveUpdate(namespace, operation, result string, d time.Duration) {
 func ObserveEngineCPU(operation string, cpu time.Duration) {
 	engineCPU.WithLabelValues(operation).Observe(cpu.Seconds())
 }
+
+// ObserveManagerEngineRun records an engine operation starting in the manager's process.
+func ObserveManagerEngineRun(operation string) { managerRuns.WithLabelValues(operation).Inc() }
+
+// ObserveResourcesKept records a destroyOnFinalize Stack released without its destroy.
+func ObserveResourcesKept(namespace string) { keptOnDelete.WithLabelValues(namespace).Inc() }
 
 // ObserveRetry records an engine run started again after a failure.
 func ObserveRetry(namespace string) { retries.WithLabelValues(namespace).Inc() }

@@ -353,10 +353,35 @@ func (r *Runner) writePlan(ctx context.Context, u *v1alpha1.Update, plan []byte)
 	if err := controllerutil.SetControllerReference(u, sec, r.Client.Scheme()); err != nil {
 		return "", fmt.Errorf("failed to set owner of plan Secret: %w", err)
 	}
-	if err := r.Client.Create(ctx, sec, client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("failed to create plan Secret %s: %w", sec.Name, err)
+	if err := r.createOwned(ctx, u, sec, "plan"); err != nil {
+		return "", err
 	}
 	return sec.Name, nil
+}
+
+// createOwned creates sec, controlled by u. One that exists already is taken only if u
+// controls it (a retry after the first answer was lost), and then gets sec's content: a
+// Secret of that name a tenant made beforehand would otherwise pass for u's outputs or plan.
+func (r *Runner) createOwned(ctx context.Context, u *v1alpha1.Update, sec *corev1.Secret, what string) error {
+	err := r.Client.Create(ctx, sec, client.FieldOwner(fieldManager))
+	if err == nil || !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("failed to create %s Secret %s: %w", what, sec.Name, err)
+		}
+		return nil
+	}
+	existing := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(sec), existing); err != nil {
+		return fmt.Errorf("failed to get %s Secret %s: %w", what, sec.Name, err)
+	}
+	if owner := metav1.GetControllerOf(existing); owner == nil || owner.UID != u.UID {
+		return fmt.Errorf("failed to create %s Secret %s: a Secret of that name exists and was not created for Update %s", what, sec.Name, u.Name)
+	}
+	existing.Data, existing.Annotations = sec.Data, sec.Annotations
+	if err := r.Client.Update(ctx, existing, client.FieldOwner(fieldManager)); err != nil {
+		return fmt.Errorf("failed to update %s Secret %s: %w", what, sec.Name, err)
+	}
+	return nil
 }
 
 // StackExists is whether the Stack's stack is known to exist in its backend: an
@@ -509,8 +534,8 @@ func (r *Runner) writeOutputs(ctx context.Context, u *v1alpha1.Update, outputs m
 	if err := controllerutil.SetControllerReference(u, sec, r.Client.Scheme()); err != nil {
 		return "", fmt.Errorf("failed to set owner of outputs Secret: %w", err)
 	}
-	if err := r.Client.Create(ctx, sec, client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("failed to create outputs Secret %s: %w", sec.Name, err)
+	if err := r.createOwned(ctx, u, sec, "outputs"); err != nil {
+		return "", err
 	}
 	return sec.Name, nil
 }

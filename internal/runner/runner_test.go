@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -175,3 +178,69 @@ func TestUnavailable_Error_OnlyWhenTheServerDidNotAnswer(t *testing.T) {
 		})
 	}
 }
+
+func TestRunner_WriteOutputs_TakesOnlyTheUpdatesOwnSecret(t *testing.T) {
+	t.Parallel()
+	u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "u-1"}}
+	name := u.Name + "-outputs"
+	owned := func(uid types.UID) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Update", Name: u.Name, UID: uid, Controller: ptrTo(true)}}
+	}
+	tests := []struct {
+		name     string
+		existing *corev1.Secret
+		// wantErr is a substring of the error; "" means the outputs are written.
+		wantErr string
+	}{
+		{name: "NoSecretIsCreated"},
+		{name: "OwnSecretFromALostAnswerIsRewritten", existing: &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, OwnerReferences: owned(u.UID)},
+			Data:       map[string][]byte{"url": []byte(`"stale"`)},
+		}},
+		{name: "PlantedSecretIsRefused", existing: &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Data:       map[string][]byte{"url": []byte(`"https://evil.example"`)},
+		}, wantErr: "exists and was not created for Update web-1"},
+		{name: "SecretOfAnotherUpdateIsRefused", existing: &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, OwnerReferences: owned("u-other")},
+			Data:       map[string][]byte{"url": []byte(`"https://evil.example"`)},
+		}, wantErr: "exists and was not created for Update web-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sch, err := scheme.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := fake.NewClientBuilder().WithScheme(sch)
+			if tt.existing != nil {
+				b = b.WithObjects(tt.existing)
+			}
+			c := b.Build()
+			r := &Runner{Client: c}
+			_, err = r.writeOutputs(t.Context(), u, map[string]engine.Output{"url": {Value: "https://web.example"}})
+			got := &corev1.Secret{}
+			if gerr := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: name}, got); gerr != nil {
+				t.Fatal(gerr)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("writeOutputs = %v, want an error containing %q", err, tt.wantErr)
+				}
+				if diff := cmp.Diff(tt.existing.Data, got.Data); diff != "" {
+					t.Errorf("the existing Secret was changed (-before +after):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("writeOutputs: %v", err)
+			}
+			if diff := cmp.Diff(`"https://web.example"`, string(got.Data["url"])); diff != "" {
+				t.Errorf("outputs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

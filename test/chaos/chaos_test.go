@@ -225,7 +225,9 @@ func (m *manager) start(t *testing.T) {
 	}
 	defer func() { _ = logf.Close() }()
 	cmd := exec.Command(m.binary, append([]string{"manager", "--data-dir", m.dataDir, "--pulumi-bin", m.pulumiBin,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--max-concurrent-updates", "2"}, m.args...)...)
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--max-concurrent-updates", "2",
+		// Each test's Stacks have a namespace of their own; they trust each other.
+		"--no-tenant-isolation"}, m.args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig, crashpoint.Env+"="+m.armed)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Should the test die first, the manager goes with it.

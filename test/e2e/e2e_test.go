@@ -73,9 +73,10 @@ func TestInstall_YAML_StackSurvivesManagerRestart(t *testing.T) {
 	g := NewWithT(t)
 	c := newClient(t)
 	s3 := startS3(t, c)
-	run(t, "kubectl", "apply", "--server-side", "-f", "deploy/install.yaml")
+	install := testingInstall(t)
+	run(t, "kubectl", "apply", "--server-side", "-f", install)
 	t.Cleanup(func() {
-		if out, err := runErr("kubectl", "delete", "--ignore-not-found", "--wait", "-f", "deploy/install.yaml"); err != nil {
+		if out, err := runErr("kubectl", "delete", "--ignore-not-found", "--wait", "-f", install); err != nil {
 			t.Errorf("uninstall: %v\n%s", err, out)
 		}
 	})
@@ -112,19 +113,20 @@ func TestInstall_YAML_StackSurvivesManagerRestart(t *testing.T) {
 func TestInstall_Helm_UpgradeKeepsStack(t *testing.T) {
 	g := NewWithT(t)
 	c := newClient(t)
-	// The local executor in a cluster: engine runs in the manager Pod, state on its volume.
-	helmInstall(t, "install", "--set", "executor=local")
-	pod := waitManager(t, c)
-	assertRestricted(t, pod)
-
+	// The local executor in a cluster: engine runs in the manager Pod, state on its volume,
+	// for the one namespace it may serve.
 	const ns = "e2e-helm"
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	helmInstall(t, "install", "--set", "executor=local", "--set", "watchNamespaces={"+ns+"}")
+	pod := waitManager(t, c)
+	assertRestricted(t, pod)
+
 	applyStack(t, ns)
 	waitStackReady(g, c, ns, "files")
 	before := updates(g, c, ns)
 
-	helmInstall(t, "upgrade", "--set", "executor=local", "--set", "maxConcurrentUpdates=3", "--set", "logLevel=debug")
+	helmInstall(t, "upgrade", "--set", "executor=local", "--set", "watchNamespaces={"+ns+"}", "--set", "maxConcurrentUpdates=3", "--set", "logLevel=debug")
 	next := waitManager(t, c)
 	g.Expect(next.Name).NotTo(Equal(pod.Name), "the upgrade changed the Pod template")
 	g.Expect(strings.Join(next.Spec.Containers[0].Args, " ")).To(ContainSubstring("--max-concurrent-updates=3"))
@@ -187,6 +189,7 @@ func helmInstall(t *testing.T, verb string, args ...string) {
 			_, _ = runErr("kubectl", "delete", "namespace", systemNamespace, "--ignore-not-found", "--timeout=3m")
 		})
 	}
+	base = append(base, testingValues...)
 	run(t, "helm", append(base, args...)...)
 }
 

@@ -68,7 +68,34 @@ func TestManifests_Render_RestrictedPodAndScopedRBAC(t *testing.T) {
 
 			sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: dep.Spec.Template.Spec.ServiceAccountName, Namespace: r.namespace}
 			checkRBAC(t, objs, sa, r.watch, generated)
+			checkMetricsReader(t, objs)
 		})
+	}
+}
+
+// checkMetricsReader checks that the install serves its metrics over HTTPS only to
+// authorised scrapers, and ships the ClusterRole a scraper is bound to: get on /metrics and
+// nothing else.
+func checkMetricsReader(t *testing.T, objs objects) {
+	t.Helper()
+	var readers []string
+	for _, o := range objs.ofKind("ClusterRole") {
+		var role rbacv1.ClusterRole
+		convert(t, o, &role)
+		want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+		if strings.HasSuffix(role.Name, "-metrics-reader") {
+			readers = append(readers, role.Name)
+			if diff := cmp.Diff(want, role.Rules); diff != "" {
+				t.Errorf("ClusterRole %s rules (-want +got):\n%s", role.Name, diff)
+			}
+		}
+	}
+	if len(readers) != 1 {
+		t.Errorf("metrics reader ClusterRoles %v, want one", readers)
+	}
+	args := checkDeployment(t, objs, "stackwright-system").Spec.Template.Spec.Containers[0].Args
+	if slices.Contains(args, "--metrics-secure=false") {
+		t.Errorf("manager args %v serve the metrics over plain HTTP", args)
 	}
 }
 
@@ -168,6 +195,9 @@ func checkRBAC(t *testing.T, objs objects, sa rbacv1.Subject, watch []string, ge
 		{APIGroups: []string{"stackwright.dev"}, Resources: []string{"clusterpolicies/status"}, Verbs: []string{"get", "update", "patch"}},
 		// The job executor authenticates runner Pods; TokenReviews are cluster-scoped.
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		// Metrics scrapes are authorised by the API server; SubjectAccessReviews are
+		// cluster-scoped.
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 	}
 	if diff := cmp.Diff(wantCluster, clusterRules); diff != "" {
 		t.Errorf("cluster-wide rules of a namespaced install (-want +got):\n%s", diff)
@@ -512,7 +542,8 @@ func TestManifests_Render_LocalExecutorHasNoRunnerAPI(t *testing.T) {
 		name string
 		run  func(*testing.T) []byte
 	}{
-		{name: "helm executor=local", run: helmTemplate("--set", "executor=local")},
+		{name: "helm executor=local", run: helmTemplate("--set", "executor=local", "--set", "watchNamespaces={team-a}")},
+		{name: "helm executor=local without isolation", run: helmTemplate("--set", "executor=local", "--set", "noTenantIsolation=true")},
 		{name: "kustomize config/local", run: kustomize("config/local")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -531,6 +562,43 @@ func TestManifests_Render_LocalExecutorHasNoRunnerAPI(t *testing.T) {
 			}
 			if last != "local" {
 				t.Errorf("manager args %v: the executor in effect is %q, want local", args, last)
+			}
+		})
+	}
+}
+
+// The local executor runs every Stack's engine in the manager Pod: the chart renders it for
+// one namespace, or for more only when noTenantIsolation says its Stack authors are trusted.
+func TestManifests_Render_LocalExecutorServesOneNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		// wantArg is an argument the manager must get; "" means the chart must refuse.
+		wantArg string
+	}{
+		{name: "everyNamespaceIsRefused", args: []string{"--set", "executor=local"}},
+		{name: "twoNamespacesAreRefused", args: []string{"--set", "executor=local", "--set", "watchNamespaces={a,b}"}},
+		{name: "oneNamespaceRenders", args: []string{"--set", "executor=local", "--set", "watchNamespaces={a}"}, wantArg: "--watch-namespaces=a"},
+		{name: "optInRenders", args: []string{"--set", "executor=local", "--set", "noTenantIsolation=true"}, wantArg: "--no-tenant-isolation"},
+		{name: "jobExecutorIgnoresIt", args: []string{"--set", "noTenantIsolation=true"}, wantArg: "--executor=job"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := helm(t, append([]string{"template", "stackwright", chartDir(t), "--namespace", "stackwright-system"}, tc.args...)...)
+			if tc.wantArg == "" {
+				if err == nil || !strings.Contains(out, "serves one namespace") {
+					t.Fatalf("helm template %v = %v, want a refusal saying the local executor serves one namespace:\n%s", tc.args, err, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("helm template: %v\n%s", err, out)
+			}
+			args := checkDeployment(t, parse(t, []byte(out)), "stackwright-system").Spec.Template.Spec.Containers[0].Args
+			if !slices.Contains(args, tc.wantArg) {
+				t.Errorf("manager args %v lack %s", args, tc.wantArg)
+			}
+			if tc.wantArg == "--executor=job" && slices.Contains(args, "--no-tenant-isolation") {
+				t.Errorf("manager args %v: the job executor gets --no-tenant-isolation", args)
 			}
 		})
 	}

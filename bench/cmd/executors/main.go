@@ -76,8 +76,18 @@ func run(runs, fleet, parallel int, out string) error {
 
 func measure(ctx context.Context, c client.Client, executor string, runs, fleet, parallel int) (result, error) {
 	r := result{executor: executor, fleetN: fleet}
+	// The namespace comes first: the chart grants the manager its Role there.
+	ns := "bench-" + executor
+	if _, err := sh("kubectl", "create", "namespace", ns); err != nil {
+		return r, err
+	}
+	defer func() { _, _ = sh("kubectl", "delete", "namespace", ns, "--wait", "--timeout=5m") }()
 	if _, err := sh("helm", "install", "stackwright", "charts/stackwright", "-n", "stackwright-system", "--create-namespace",
-		"--wait", "--timeout=5m", "--set", "executor="+executor, "--set", fmt.Sprintf("maxConcurrentUpdates=%d", parallel)); err != nil {
+		"--wait", "--timeout=5m", "--set", "executor="+executor, "--set", fmt.Sprintf("maxConcurrentUpdates=%d", parallel),
+		// The programs use the test provider, which only the testing image ships
+		// (make images-testing); the local executor serves the one benchmark namespace.
+		"--set", "image.repository=localhost/stackwright-testing", "--set", "runner.image.repository=localhost/stackwright-testing",
+		"--set", "watchNamespaces={"+ns+"}"); err != nil {
 		return r, err
 	}
 	defer func() {
@@ -87,11 +97,6 @@ func measure(ctx context.Context, c client.Client, executor string, runs, fleet,
 	// Leader election and caches: the first Stack must not pay for them.
 	time.Sleep(20 * time.Second)
 
-	ns := "bench-" + executor
-	if _, err := sh("kubectl", "create", "namespace", ns); err != nil {
-		return r, err
-	}
-	defer func() { _, _ = sh("kubectl", "delete", "namespace", ns, "--wait", "--timeout=5m") }()
 	if _, err := apply(ns, "pass", secretYAML); err != nil {
 		return r, err
 	}

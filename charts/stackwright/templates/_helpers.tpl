@@ -63,3 +63,8 @@ resources (Namespaces) are left out: a Role cannot grant them. */}}
 {{- end }}
 {{- toYaml $rules }}
 {{- end }}
+
+{{- /* The metrics port's name says its scheme, for ServiceMonitors. */ -}}
+{{- define "stackwright.metricsPort" -}}
+{{- if .Values.metrics.secure }}https-metrics{{ else }}http-metrics{{ end }}
+{{- end }}

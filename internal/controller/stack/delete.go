@@ -16,6 +16,7 @@ import (
 	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
+	"github.com/stackwright/stackwright/internal/metrics"
 	"github.com/stackwright/stackwright/internal/source"
 )
 
@@ -94,7 +95,11 @@ func (r *Reconciler) releaseDestroyed(ctx context.Context, s *scope) (bool, erro
 // refused in a terminating namespace, so the log says it as well.
 func (r *Reconciler) releaseWithoutDestroy(ctx context.Context, s *scope, why string) error {
 	msg := fmt.Sprintf("Namespace %s is being deleted and destroy cannot run (%s): the stack's resources were left in place; its state remains in the backend", s.stack.Namespace, why)
-	return r.releaseFinalizer(ctx, s, corev1.EventTypeWarning, EventResourcesKept, msg)
+	if err := r.releaseFinalizer(ctx, s, corev1.EventTypeWarning, EventResourcesKept, msg); err != nil {
+		return err
+	}
+	metrics.ObserveResourcesKept(s.stack.Namespace)
+	return nil
 }
 
 // releaseFinalizer removes the Stack's finalizer and then announces it with an event and a

@@ -255,7 +255,13 @@ func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pu
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			return false, nil
-		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) && s.op == v1alpha1.UpdateTypeDestroy && r.Detached != nil:
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) && s.op == v1alpha1.UpdateTypeDestroy:
+			if r.Detached == nil {
+				// Runner Pods cannot be created there either, and the engine never runs in
+				// the manager's process under the Job executor: it holds the manager's
+				// rights, and the tenant's state, environment and program would steer it.
+				return false, r.releaseWithoutDestroy(ctx, s, "the job executor runs every destroy in a runner Pod, and none can be created there")
+			}
 			r.Detached.RunDetached(u)
 			log.Info("Namespace terminating: running destroy without an Update object", "update", u.Name)
 			// No watch announces an in-memory Update's progress.

@@ -67,6 +67,8 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 	// Short retries keep failure scenarios to seconds; everything else is the production
 	// default (three permanent failures stall a Stack).
 	opts.RetryBase = time.Second
+	// Every test has a namespace of its own, and the tests trust each other.
+	opts.NoTenantIsolation = true
 	if err := manager.Setup(ctx, mgr, opts); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,10 @@
 package job
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -10,7 +12,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,6 +49,9 @@ type Options struct {
 	// MaxRunningPerNamespace bounds them per namespace, so one tenant cannot take every
 	// slot; 0 means MaxRunning.
 	MaxRunningPerNamespace int
+	// PendingTimeout is how long a runner Pod may stay Pending (unschedulable, its image
+	// not pulled, ...) before its Update fails and frees its slot; 0 means 5 minutes.
+	PendingTimeout time.Duration
 	// BindAddress is where the runner API listens.
 	BindAddress string
 	// URL is how runners reach the runner API; empty means https://<cluster IP of
@@ -75,17 +79,9 @@ type Executor struct {
 	url    string
 	now    func() time.Time
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	queue   []queued
-	queued  map[types.NamespacedName]bool
-	running map[types.NamespacedName]string // Update → namespace, Jobs started and not finished
-	stopped bool
-}
-
-type queued struct {
-	key       types.NamespacedName
-	namespace string
+	// queue holds the Updates submitted and those whose Jobs are started and not
+	// finished, which hold the slots.
+	queue *executor.Queue[struct{}]
 }
 
 var _ executor.Executor = (*Executor)(nil)
@@ -99,11 +95,13 @@ func New(c client.Client, reader client.Reader, r Runner, store *artifact.Store,
 	if o.LostGrace == 0 {
 		o.LostGrace = 30 * time.Second
 	}
+	if o.PendingTimeout == 0 {
+		o.PendingTimeout = 5 * time.Minute
+	}
 	e := &Executor{
 		client: c, reader: reader, runner: r, opts: o, cert: certPEM, url: o.URL, now: time.Now,
-		queued: map[types.NamespacedName]bool{}, running: map[types.NamespacedName]string{},
+		queue: executor.NewQueue[struct{}](executor.Limits{Max: o.MaxRunning, PerNamespace: o.MaxRunningPerNamespace}),
 	}
-	e.cond = sync.NewCond(&e.mu)
 	e.server = &server{client: c, reader: reader, store: store, cert: cert, addr: o.BindAddress, record: e.record, tokens: newTokenCache()}
 	return e, nil
 }
@@ -126,15 +124,7 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 
 // Submit implements executor.Executor.
 func (e *Executor) Submit(u *v1alpha1.Update) {
-	key := client.ObjectKeyFromObject(u)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.queued[key] || e.running[key] != "" {
-		return
-	}
-	e.queued[key] = true
-	e.queue = append(e.queue, queued{key: key, namespace: u.Namespace})
-	e.cond.Signal()
+	e.queue.Push(executor.Item[struct{}]{Key: client.ObjectKeyFromObject(u)})
 }
 
 // Owns implements executor.Executor: the Job executor watches its own runners (their
@@ -155,81 +145,32 @@ func (e *Executor) Start(ctx context.Context) error {
 		return err
 	}
 	log := ctrl.LoggerFrom(ctx).WithName("job-executor")
-	log.Info("Starting Job executor", "runnerAPI", e.url, "maxRunning", e.opts.MaxRunning, "maxRunningPerNamespace", e.perNamespace())
+	log.Info("Starting Job executor", "runnerAPI", e.url, "maxRunning", e.opts.MaxRunning,
+		"maxRunningPerNamespace", e.opts.MaxRunningPerNamespace, "pendingTimeout", e.opts.PendingTimeout.String())
 	var wg sync.WaitGroup
 	wg.Go(func() { e.sweep(ctx) })
 	wg.Go(func() {
+		// The queue hands out the slots, the namespaces in turn within its limits; each
+		// Update holds its slot until its Job is over (release).
 		for {
-			q, ok := e.next()
+			it, ok := e.queue.Next(ctx)
 			if !ok {
 				return
 			}
-			if err := e.start(ctrl.LoggerInto(ctx, log.WithValues("update", q.key.String())), q.key); err != nil {
-				log.Error(err, "Failed to start runner", "update", q.key.String())
+			if err := e.start(ctrl.LoggerInto(ctx, log.WithValues("update", it.Key.String())), it.Key); err != nil {
+				log.Error(err, "Failed to start runner", "update", it.Key.String())
 			}
 		}
 	})
-	<-ctx.Done()
-	e.mu.Lock()
-	e.stopped = true
-	e.cond.Broadcast()
-	e.mu.Unlock()
 	wg.Wait()
 	return nil
 }
 
-func (e *Executor) perNamespace() int {
-	if e.opts.MaxRunningPerNamespace > 0 {
-		return e.opts.MaxRunningPerNamespace
-	}
-	return e.opts.MaxRunning
-}
-
-// next blocks until a queued Update fits in the global and its namespace's budget, and
-// reserves its slot. Queue order is kept within each namespace; a namespace at its limit
-// does not hold back the others.
-func (e *Executor) next() (queued, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for {
-		if e.stopped {
-			return queued{}, false
-		}
-		if len(e.running) < e.opts.MaxRunning {
-			perNS := map[string]int{}
-			for _, ns := range e.running {
-				perNS[ns]++
-			}
-			for i, q := range e.queue {
-				if perNS[q.namespace] >= e.perNamespace() {
-					continue
-				}
-				e.queue = append(e.queue[:i], e.queue[i+1:]...)
-				delete(e.queued, q.key)
-				e.running[q.key] = q.namespace
-				return q, true
-			}
-		}
-		e.cond.Wait()
-	}
-}
-
 // Pending reports how many Updates are queued and running (Jobs started and not
 // finished), for metrics.
-func (e *Executor) Pending() (queued, running int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.queue), len(e.running)
-}
+func (e *Executor) Pending() (queued, running int) { return e.queue.Pending() }
 
-func (e *Executor) release(key types.NamespacedName) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.running[key]; ok {
-		delete(e.running, key)
-		e.cond.Broadcast()
-	}
-}
+func (e *Executor) release(key types.NamespacedName) { e.queue.Release(key) }
 
 func (e *Executor) retryLater(key types.NamespacedName) {
 	time.AfterFunc(executor.ClaimRetry, func() {
@@ -274,7 +215,7 @@ func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
 	if err != nil {
 		return err
 	}
-	tmpl, err := parseWorkspaceTemplate(stack.Spec.WorkspaceTemplate)
+	tmpl, err := parseWorkspaceTemplate(stack.Spec.WorkspaceTemplate, e.opts.Pod.AllowedVolumeTypes)
 	if err != nil {
 		return fault.Stall(pulumiv1.ReasonSpecInvalid, "%v", err)
 	}
@@ -293,13 +234,71 @@ func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
 	if err != nil {
 		return err
 	}
-	if err := e.client.Create(ctx, secret, client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return apiFault(err, "failed to create work Secret %s", secret.Name)
+	if err := e.client.Create(ctx, secret, client.FieldOwner(fieldManager)); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return apiFault(err, "failed to create work Secret %s", secret.Name)
+		}
+		if err := e.rewriteWorkSecret(ctx, u, secret); err != nil {
+			return err
+		}
 	}
-	if err := e.client.Create(ctx, job, client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return apiFault(err, "failed to create runner Job %s", job.Name)
+	if err := e.client.Create(ctx, job, client.FieldOwner(fieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			err = e.checkControlled(ctx, u, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}}, "runner Job")
+		} else {
+			err = apiFault(err, "failed to create runner Job %s", job.Name)
+		}
+		if err != nil {
+			// The Update fails; its secrets must not wait for it to be pruned, nor reach a
+			// Job whose creation did happen although its answer was lost.
+			e.cleanup(ctx, u)
+			return err
+		}
 	}
 	return nil
+}
+
+// checkControlled checks that obj, found under the name of one of u's runner objects, is
+// controlled by u: left by an earlier start of u. Anything else is refused rather than
+// adopted: a tenant may create Secrets and Jobs under the names Stackwright will use, and a
+// runner would mount a planted work Secret, or a planted Job pass for u's runner. obj,
+// which names what to read, is read through the uncached reader: Secrets are not cached,
+// nor Jobs without Stackwright's label.
+func (e *Executor) checkControlled(ctx context.Context, u *v1alpha1.Update, obj client.Object, what string) error {
+	if err := e.reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return apiFault(err, "failed to get %s %s", what, obj.GetName())
+	}
+	if controlledBy(obj, u) {
+		return nil
+	}
+	err := fault.Stall(v1alpha1.ReasonPermanentFailure, "%s %s already exists and was not created by Stackwright for Update %s: Stackwright refuses to use it (delete it, or stop creating objects under that name)", what, obj.GetName(), u.Name)
+	ctrl.LoggerFrom(ctx).Error(err, "Refused an object not created by Stackwright", "object", what, "name", obj.GetName(), "update", u.Name)
+	return err
+}
+
+// rewriteWorkSecret makes an existing work Secret of u's hold want's data. Controlled by u
+// is no proof that Stackwright wrote it: an owner reference is anyone's to set, with the
+// Update's UID in sight while it waits for a slot.
+func (e *Executor) rewriteWorkSecret(ctx context.Context, u *v1alpha1.Update, want *corev1.Secret) error {
+	found := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}}
+	if err := e.checkControlled(ctx, u, found, "work Secret"); err != nil {
+		return err
+	}
+	if maps.EqualFunc(found.Data, want.Data, bytes.Equal) && len(found.StringData) == 0 {
+		return nil
+	}
+	// The resourceVersion read keeps a change made meanwhile from being overwritten unseen.
+	found.Data, found.StringData, found.Labels = want.Data, nil, want.Labels
+	if err := e.client.Update(ctx, found, client.FieldOwner(fieldManager)); err != nil {
+		return apiFault(err, "failed to update work Secret %s", found.Name)
+	}
+	return nil
+}
+
+// controlledBy reports whether obj's controller is u.
+func controlledBy(obj metav1.Object, u *v1alpha1.Update) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == u.UID
 }
 
 // apiFault classifies an API server's refusal to create a runner's objects: one that
@@ -356,24 +355,23 @@ func (e *Executor) fail(ctx context.Context, u *v1alpha1.Update, cause error) er
 // record applies a runner's reported result to its Update. It is called by the runner
 // API for an authenticated runner of u.
 func (e *Executor) record(ctx context.Context, u *v1alpha1.Update, res *Result) error {
-	st := res.Status
-	if st.Phase != v1alpha1.UpdatePhaseSucceeded && st.Phase != v1alpha1.UpdatePhaseFailed {
-		return fmt.Errorf("runner reported phase %q", st.Phase)
+	// The runner Pod is the Stack author's: its report is checked and held to bounds.
+	if err := sanitizeResult(res, u.Status.StartTime, e.now()); err != nil {
+		ctrl.LoggerFrom(ctx).Info("Refused runner's report", "update", u.Name, "reason", err.Error())
+		res = refusedResult(res.UpdateUID, res.Status.LogTail, err)
+		res.Status.EndTime = &metav1.Time{Time: e.now()}
 	}
+	st := res.Status
 	base := u.DeepCopy()
 	u = u.DeepCopy()
 	// The runner reports the outcome; who ran it and when it started are the manager's.
 	u.Status.Phase, u.Status.Result, u.Status.Message = st.Phase, st.Result, st.Message
 	u.Status.LogTail, u.Status.Changes, u.Status.Permalink, u.Status.EndTime = st.LogTail, st.Changes, st.Permalink, st.EndTime
 	u.Status.Steps, u.Status.StepsOmitted = st.Steps, st.StepsOmitted
-	if u.Status.EndTime == nil {
-		u.Status.EndTime = &metav1.Time{Time: e.now()}
-	}
-	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionComplete); c != nil {
-		cond := *c
-		cond.ObservedGeneration = u.Generation
-		apimeta.SetStatusCondition(&u.Status.Conditions, cond)
-	}
+	// sanitizeResult leaves exactly the Complete condition. MarkFinished also ends
+	// Reconciling, and sets Stalled on a failure, as for a run of the local executor.
+	c := st.Conditions[0]
+	u.MarkFinished(metav1.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
 	var out engine.Result
 	if st.Phase == v1alpha1.UpdatePhaseSucceeded {
 		out = engine.Result{Outputs: res.Outputs, Plan: res.Plan, Steps: res.Steps}
@@ -387,11 +385,23 @@ func (e *Executor) record(ctx context.Context, u *v1alpha1.Update, res *Result) 
 }
 
 // cleanup deletes the work Secret as soon as the run is over: it holds the Stack's
-// secrets. The Job stays for its TTL, for `kubectl logs`.
+// secrets. The Job stays for its TTL, for `kubectl logs`. A Secret of that name that u
+// does not control is not Stackwright's to delete (createJob refused it).
 func (e *Executor) cleanup(ctx context.Context, u *v1alpha1.Update) {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: u.Namespace, Name: workSecretName(u)}}
-	if err := e.client.Delete(ctx, s); err != nil && !apierrors.IsNotFound(err) {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to delete work Secret", "secret", s.Name)
+	log := ctrl.LoggerFrom(ctx)
+	s := &corev1.Secret{}
+	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: workSecretName(u)}, s); err != nil {
+		if !apierrors.IsNotFound(err) {
+			log.Error(err, "Failed to get work Secret", "secret", workSecretName(u))
+		}
+		return
+	}
+	if !controlledBy(s, u) {
+		return
+	}
+	// The UID precondition spares a Secret made anew under the name since the read.
+	if err := e.client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); err != nil && !apierrors.IsNotFound(err) {
+		log.Error(err, "Failed to delete work Secret", "secret", s.Name)
 	}
 }
 
@@ -417,11 +427,9 @@ func (e *Executor) adopt(ctx context.Context) error {
 	if err := e.client.List(ctx, &list); err != nil {
 		return fmt.Errorf("failed to list Updates: %w", err)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	for _, u := range list.Items {
 		if u.Status.Phase == v1alpha1.UpdatePhaseRunning && u.Status.Runner == runnerIdentity(&u) && e.ownsStack(ctx, &u) {
-			e.running[client.ObjectKeyFromObject(&u)] = u.Namespace
+			e.queue.Adopt(executor.Item[struct{}]{Key: client.ObjectKeyFromObject(&u)})
 		}
 	}
 	return nil

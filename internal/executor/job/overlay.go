@@ -3,6 +3,8 @@ package job
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -37,8 +39,9 @@ const restrictedProfile = "restricted"
 // parseWorkspaceTemplate reads the honoured part of a workspaceTemplate, and refuses,
 // naming them, the settings the Job executor cannot honour: silently running without
 // them would be worse than not running. Admission has already checked the template
-// against PKO's schema.
-func parseWorkspaceTemplate(t *pulumiv1.WorkspaceTemplate) (*workspaceOverlay, error) {
+// against PKO's schema. allowedVolumes lists the volume types the template may add (nil:
+// DefaultAllowedVolumeTypes).
+func parseWorkspaceTemplate(t *pulumiv1.WorkspaceTemplate, allowedVolumes []string) (*workspaceOverlay, error) {
 	if t == nil {
 		return nil, nil
 	}
@@ -80,10 +83,8 @@ func parseWorkspaceTemplate(t *pulumiv1.WorkspaceTemplate) (*workspaceOverlay, e
 		return nil, fmt.Errorf("workspaceTemplate sets %s, which the Job executor does not apply (it honours spec.serviceAccountName, spec.image, spec.imagePullPolicy, spec.local.dir, spec.resources, spec.env, spec.securityProfile restricted, spec.podTemplate.metadata labels and annotations, and in spec.podTemplate.spec: nodeSelector, tolerations, volumes, and the env, resources and volumeMounts of container %q)",
 			strings.Join(unsupported, ", "), pkoContainer)
 	}
-	for _, v := range o.Volumes {
-		if v.HostPath != nil {
-			return nil, fmt.Errorf("workspaceTemplate volume %q is a hostPath, which the restricted Pod Security profile of runner Pods forbids", v.Name)
-		}
+	if err := checkVolumeTypes(o.Volumes, allowedVolumes); err != nil {
+		return nil, err
 	}
 	for k := range o.PodLabels {
 		if strings.HasPrefix(k, "stackwright.dev/") || k == LabelManagedBy {
@@ -126,4 +127,76 @@ func (o *workspaceOverlay) podSpec(p *corev1.PodSpec) []string {
 		}
 	}
 	return unsupported
+}
+
+// DefaultAllowedVolumeTypes are the volume types a workspaceTemplate may give runner Pods
+// unless a platform admin says otherwise: those the restricted Pod Security profile
+// allows. The others (hostPath, nfs, iscsi, cephfs, rbd, flexVolume, ...) reach storage
+// with the node's identity or credentials rather than the tenant's, which a Stack's author
+// must not get to choose. Types are named as in a Pod's volumes (persistentVolumeClaim).
+func DefaultAllowedVolumeTypes() []string {
+	return []string{"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
+}
+
+// volumeSourceTypes are the JSON names of corev1.VolumeSource's fields, in field order:
+// every volume type this build of Kubernetes knows. Reading them from the type, rather than
+// listing the forbidden ones, refuses the types later Kubernetes versions add until an
+// admin allows them.
+var volumeSourceTypes = func() []string {
+	t := reflect.TypeFor[corev1.VolumeSource]()
+	names := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
+}()
+
+// volumeTypes returns the types v sets: one, in a volume the API server accepts.
+func volumeTypes(v *corev1.Volume) []string {
+	src := reflect.ValueOf(v.VolumeSource)
+	var types []string
+	for i, name := range volumeSourceTypes {
+		if f := src.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			types = append(types, name)
+		}
+	}
+	if len(types) == 0 {
+		// The API server makes a volume without a source an emptyDir. So does decoding a
+		// type this build does not know, which drops the field.
+		types = []string{"emptyDir"}
+	}
+	return types
+}
+
+// checkVolumeTypes refuses, naming it, the first volume of a type not in allowed (nil:
+// DefaultAllowedVolumeTypes).
+func checkVolumeTypes(volumes []corev1.Volume, allowed []string) error {
+	if allowed == nil {
+		allowed = DefaultAllowedVolumeTypes()
+	}
+	for i := range volumes {
+		for _, typ := range volumeTypes(&volumes[i]) {
+			if !slices.Contains(allowed, typ) {
+				names := "none"
+				if len(allowed) > 0 {
+					names = strings.Join(slices.Sorted(slices.Values(allowed)), ", ")
+				}
+				return fmt.Errorf("workspaceTemplate volume %q is of type %s, which runner Pods may not mount (allowed: %s; a platform admin can allow more with --runner-allowed-volume-types)",
+					volumes[i].Name, typ, names)
+			}
+		}
+	}
+	return nil
+}
+
+// ValidateAllowedVolumeTypes checks an admin's PodOptions.AllowedVolumeTypes, so that a
+// misspelt type fails the manager's start rather than every Stack that uses it.
+func ValidateAllowedVolumeTypes(types []string) error {
+	for _, typ := range types {
+		if !slices.Contains(volumeSourceTypes, typ) {
+			return fmt.Errorf("unknown volume type %q in the runner Pods' allowed volume types (known: %s)", typ, strings.Join(slices.Sorted(slices.Values(volumeSourceTypes)), ", "))
+		}
+	}
+	return nil
 }

@@ -47,6 +47,10 @@ type PodOptions struct {
 	Resources corev1.ResourceRequirements
 	// TokenExpiry is the lifetime of the token the runner presents to the manager.
 	TokenExpiry int64
+	// AllowedVolumeTypes are the volume types a Stack's workspaceTemplate may add to its
+	// runner Pod, named as in a Pod's volumes (e.g. persistentVolumeClaim); nil means
+	// DefaultAllowedVolumeTypes, and an empty list allows none.
+	AllowedVolumeTypes []string
 }
 
 // jobName is the runner Job's name for u: a Job's name ends up in a label of its Pods,

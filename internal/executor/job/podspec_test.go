@@ -111,7 +111,7 @@ func TestBuildJob_WorkspaceTemplate_OverlaysHonouredParts(t *testing.T) {
 	    "containers": [{"name": "pulumi", "env": [{"name": "B", "value": "2"}], "volumeMounts": [{"name": "state", "mountPath": "/state"}]}]
 	  }}
 	}}`
-	overlay, err := parseWorkspaceTemplate(workspaceTemplate(t, tmpl))
+	overlay, err := parseWorkspaceTemplate(workspaceTemplate(t, tmpl), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestBuildJob_WorkspaceTemplate_PKOExampleFieldsHonoured(t *testing.T) {
 	    "spec": {"containers": [{"name": "pulumi", "resources": {"requests": {"cpu": "2"}}}]}
 	  }
 	}}`
-	overlay, err := parseWorkspaceTemplate(workspaceTemplate(t, tmpl))
+	overlay, err := parseWorkspaceTemplate(workspaceTemplate(t, tmpl), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,14 +199,13 @@ func TestParseWorkspaceTemplate_Unsupported_NamedInError(t *testing.T) {
 		{name: "security profile", tmpl: `{"spec":{"securityProfile":"baseline"}}`, want: "spec.securityProfile"},
 		{name: "sidecar container", tmpl: `{"spec":{"podTemplate":{"spec":{"containers":[{"name":"sidecar","image":"x"}]}}}}`, want: "containers[sidecar]"},
 		{name: "pod field", tmpl: `{"spec":{"podTemplate":{"spec":{"hostNetwork":true}}}}`, want: "spec.podTemplate.spec.hostNetwork"},
-		{name: "host path", tmpl: `{"spec":{"podTemplate":{"spec":{"volumes":[{"name":"h","hostPath":{"path":"/"}}]}}}}`, want: "hostPath"},
 		{name: "reserved pod label", tmpl: `{"spec":{"podTemplate":{"metadata":{"labels":{"stackwright.dev/update":"x"}}}}}`, want: `pod label "stackwright.dev/update" is reserved`},
 		{name: "pulumi container image", tmpl: `{"spec":{"podTemplate":{"spec":{"containers":[{"name":"pulumi","image":"x"}]}}}}`, want: "containers[pulumi] (only env, resources and volumeMounts)"},
 		{name: "template metadata", tmpl: `{"metadata":{"labels":{"a":"b"}}}`, want: "metadata"},
 		{name: "custom source without image", tmpl: `{"spec":{"local":{"dir":"/src"}}}`, want: "spec.local without spec.image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseWorkspaceTemplate(workspaceTemplate(t, tc.tmpl))
+			_, err := parseWorkspaceTemplate(workspaceTemplate(t, tc.tmpl), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v; want it to name %q", err, tc.want)
 			}
@@ -395,7 +394,7 @@ func TestBuildJob_IdentityTokens_ConflictingVariablesRefused(t *testing.T) {
 			var overlay *workspaceOverlay
 			if tc.template != "" {
 				var err error
-				if overlay, err = parseWorkspaceTemplate(workspaceTemplate(t, tc.template)); err != nil {
+				if overlay, err = parseWorkspaceTemplate(workspaceTemplate(t, tc.template), nil); err != nil {
 					t.Fatal(err)
 				}
 			}

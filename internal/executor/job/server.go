@@ -8,8 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,12 +22,15 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/clip"
+	"github.com/stackwright/stackwright/internal/engine"
 )
 
 // maxResultBytes bounds a runner's report: a status (with its bounded log tail) and
@@ -97,6 +104,12 @@ func (s *server) artifact(w http.ResponseWriter, r *http.Request) {
 		s.deny(w, r, status, err)
 		return
 	}
+	if id.update.Status.Finished() {
+		// A runner whose Pod was scheduled only after its Update was failed (the pending
+		// timeout) must not run the engine beside the retry.
+		s.deny(w, r, http.StatusGone, fmt.Errorf("update %s is finished", id.update.Name))
+		return
+	}
 	digest := r.PathValue("digest")
 	if digest != id.update.Spec.ArtifactDigest {
 		s.deny(w, r, http.StatusForbidden, fmt.Errorf("artifact %s is not the one of Update %s", digest, id.update.Name))
@@ -123,9 +136,17 @@ func (s *server) result(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := &Result{}
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxResultBytes)).Decode(res); err != nil {
-		http.Error(w, "malformed result: "+err.Error(), http.StatusBadRequest)
-		return
+	tooLarge := false
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResultBytes)).Decode(res); err != nil {
+		var mbe *http.MaxBytesError
+		if !errors.As(err, &mbe) {
+			http.Error(w, "malformed result: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		// The authenticated runner of this Update made a report the manager will not
+		// read: the Update fails saying so, rather than waiting to be declared lost.
+		tooLarge = true
+		res = refusedResult(string(id.update.UID), "", fmt.Errorf("the runner's report was too large to record: it has more than %d bytes", maxResultBytes))
 	}
 	if res.UpdateUID != string(id.update.UID) {
 		http.Error(w, "result is for another Update", http.StatusConflict)
@@ -138,8 +159,201 @@ func (s *server) result(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if tooLarge {
+		http.Error(w, fmt.Sprintf("result larger than %d bytes: the Update failed", maxResultBytes), http.StatusRequestEntityTooLarge)
+		return
+	}
 	// A repeated report (the first answer was lost) is acknowledged without effect.
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// Bounds on what a runner reports. A runner Pod runs the Stack's image with the Stack's
+// settings, so its report is the word of the Stack's author: each field is held to what
+// the manager's own runs produce and what the API server accepts, so that no report can
+// bloat the Update (which every manager caches), make its status patch fail (the Update
+// would then wait to be declared lost), or hand an absurd value to what reads it.
+const (
+	// maxMessageBytes bounds status.message and the Complete condition's message. The
+	// engine's messages are at most 1 KiB, plus the runner's warnings; the Stack's
+	// conditions, which repeat them, keep 4 KiB too.
+	maxMessageBytes = 4 << 10
+	// maxPermalinkBytes bounds status.permalink, a link to the backend's console; a longer
+	// one is dropped, since a cut URL leads nowhere.
+	maxPermalinkBytes = 2 << 10
+	// maxChangeKinds bounds status.changes: the engine counts some fifteen kinds of
+	// operation (create, same, replace, ...), each named in at most maxChangeKindBytes.
+	maxChangeKinds     = 32
+	maxChangeKindBytes = 64
+	// maxStepTextBytes bounds each string of a listed step (its op, URN, type, and each
+	// property path), and maxStepProperties its changed and replacing lists.
+	maxStepTextBytes  = 1 << 10
+	maxStepProperties = 64
+	// maxStepsBytes bounds status.steps as JSON: the steps beyond it are counted in
+	// status.stepsOmitted, like those beyond v1alpha1.MaxSteps.
+	maxStepsBytes = 256 << 10
+	// maxOutputs and maxOutputsBytes (names and JSON values together) bound the outputs,
+	// which go into one Secret of at most 1 MiB. Outputs are not cut: a report with more
+	// fails its Update, since a Stack missing some of its outputs would mislead whatever
+	// reads them.
+	maxOutputs      = 1000
+	maxOutputsBytes = 1<<20 - 16<<10
+)
+
+// runnerFailureReasons are the Complete condition's reasons a failed run may report: those
+// runner.Finish gives. RunnerLost and Recovered are the manager's findings, never a
+// runner's.
+var runnerFailureReasons = []string{
+	v1alpha1.ReasonTransientFailure, v1alpha1.ReasonUpdateConflict, v1alpha1.ReasonPermanentFailure,
+	v1alpha1.ReasonCancelled, v1alpha1.ReasonPlanInvalid,
+}
+
+// sanitizeResult holds a runner's report to the bounds above, in place: it cuts the
+// fields that are only informative, keeps only the Complete condition, takes the end time
+// only between start and now, and drops what a failed run has no use for. It returns an
+// error, fit for the Update's message, when the report cannot be recorded as it stands:
+// an outcome runner.Finish never produces, or outputs beyond their bounds. Its
+// informative fields are cut even then, for the caller to keep.
+func sanitizeResult(res *Result, start *metav1.Time, now time.Time) error {
+	st := &res.Status
+	st.Message = clip.Text(st.Message, maxMessageBytes)
+	if len(st.LogTail) > v1alpha1.MaxLogTailLength {
+		tail := engine.NewTail(v1alpha1.MaxLogTailLength)
+		_, _ = tail.Write([]byte(st.LogTail))
+		st.LogTail = tail.String()
+	}
+	st.Permalink = permalink(st.Permalink)
+	st.Changes = changes(st.Changes)
+	st.Steps, st.StepsOmitted = steps(st.Steps, st.StepsOmitted)
+	if st.EndTime == nil || st.EndTime.After(now) || (start != nil && st.EndTime.Before(start)) {
+		st.EndTime = &metav1.Time{Time: now}
+	}
+	var complete *metav1.Condition
+	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionComplete); c != nil {
+		complete = &metav1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: clip.Text(c.Message, maxMessageBytes)}
+	}
+	st.Conditions = nil
+	if complete != nil {
+		st.Conditions = []metav1.Condition{*complete}
+	}
+	if st.Phase != v1alpha1.UpdatePhaseSucceeded {
+		res.Outputs, res.Plan, res.Steps = nil, nil, nil
+	}
+	if err := checkOutcome(st, complete); err != nil {
+		return fmt.Errorf("the runner's report is invalid: %w", err)
+	}
+	if n := len(res.Outputs); n > maxOutputs {
+		return fmt.Errorf("the runner's report was too large to record: it has %d outputs, more than the %d an Update may have", n, maxOutputs)
+	}
+	size := 0
+	for k, o := range res.Outputs {
+		b, err := json.Marshal(o.Value)
+		if err != nil {
+			return fmt.Errorf("failed to encode output %q: %w", clip.Text(k, 64), err)
+		}
+		size += len(k) + len(b)
+	}
+	if size > maxOutputsBytes {
+		return fmt.Errorf("the runner's report was too large to record: its outputs take %d bytes, more than the %d an outputs Secret holds", size, maxOutputsBytes)
+	}
+	return nil
+}
+
+// checkOutcome accepts the outcomes runner.Finish reports: succeeded, or failed (or
+// cancelled) with a reason the Stack controller knows how to retry.
+func checkOutcome(st *v1alpha1.UpdateStatus, complete *metav1.Condition) error {
+	if complete == nil {
+		return errors.New("it has no Complete condition")
+	}
+	ok := false
+	switch st.Phase {
+	case v1alpha1.UpdatePhaseSucceeded:
+		ok = st.Result == v1alpha1.UpdateResultSucceeded && complete.Status == metav1.ConditionTrue && complete.Reason == v1alpha1.ReasonSucceeded
+	case v1alpha1.UpdatePhaseFailed:
+		ok = (st.Result == v1alpha1.UpdateResultFailed || st.Result == v1alpha1.UpdateResultCancelled) &&
+			complete.Status == metav1.ConditionFalse && slices.Contains(runnerFailureReasons, complete.Reason)
+	}
+	if !ok {
+		// Quoted and cut: the values are the runner's.
+		return fmt.Errorf("phase %q, result %q, Complete condition %q with reason %q",
+			clip.Text(string(st.Phase), 64), clip.Text(string(st.Result), 64), clip.Text(string(complete.Status), 64), clip.Text(complete.Reason, 64))
+	}
+	return nil
+}
+
+// permalink keeps a link to the backend's console that a browser may follow: an http or
+// https URL, without credentials, that fits its bound.
+func permalink(s string) string {
+	if len(s) > maxPermalinkBytes {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return ""
+	}
+	return s
+}
+
+// changes keeps the counts of at most maxChangeKinds kinds, in name order, dropping
+// nameless, long-named and negative ones.
+func changes(in map[string]int64) map[string]int64 {
+	if len(in) == 0 {
+		return nil
+	}
+	out := map[string]int64{}
+	for _, k := range slices.Sorted(maps.Keys(in)) {
+		if len(out) == maxChangeKinds {
+			break
+		}
+		if k != "" && len(k) <= maxChangeKindBytes && in[k] >= 0 {
+			out[k] = in[k]
+		}
+	}
+	return out
+}
+
+// steps cuts each listed step's strings and lists, and keeps the first steps that fit
+// v1alpha1.MaxSteps and maxStepsBytes; omitted counts those left out.
+func steps(in []v1alpha1.UpdateStep, omitted int32) ([]v1alpha1.UpdateStep, int32) {
+	omitted = max(omitted, 0)
+	var out []v1alpha1.UpdateStep
+	size := 0
+	for i, st := range in {
+		st = v1alpha1.UpdateStep{
+			Op: clip.Text(st.Op, maxStepTextBytes), URN: clip.Text(st.URN, maxStepTextBytes), Type: clip.Text(st.Type, maxStepTextBytes),
+			Changed: stepProperties(st.Changed), Replacing: stepProperties(st.Replacing),
+		}
+		b, _ := json.Marshal(st)
+		if i == v1alpha1.MaxSteps || size+len(b) > maxStepsBytes {
+			left := int64(omitted) + int64(len(in)-i)
+			return out, int32(min(left, math.MaxInt32))
+		}
+		size += len(b)
+		out = append(out, st)
+	}
+	return out, omitted
+}
+
+func stepProperties(in []string) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]string, 0, min(len(in), maxStepProperties))
+	for _, p := range in[:min(len(in), maxStepProperties)] {
+		out = append(out, clip.Text(p, maxStepTextBytes))
+	}
+	return out
+}
+
+// refusedResult is the report recorded instead of a runner's that cannot be: a permanent
+// failure saying why, with the runner's log tail for diagnosis.
+func refusedResult(updateUID, logTail string, cause error) *Result {
+	msg := clip.Text(cause.Error(), maxMessageBytes)
+	return &Result{UpdateUID: updateUID, Status: v1alpha1.UpdateStatus{
+		Phase: v1alpha1.UpdatePhaseFailed, Result: v1alpha1.UpdateResultFailed, Message: msg, LogTail: logTail,
+		Conditions: []metav1.Condition{{
+			Type: v1alpha1.ConditionComplete, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPermanentFailure, Message: msg,
+		}},
+	}}
 }
 
 func (s *server) deny(w http.ResponseWriter, r *http.Request, status int, err error) {

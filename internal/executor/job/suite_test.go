@@ -91,6 +91,9 @@ func withOptions(data, bin, addr string) *manager.Options {
 	// The runners of this suite run on this machine, so a file:// backend is shared.
 	opts.DefaultBackend = "file://" + filepath.Join(data, "state")
 	opts.RetryBase, opts.RunnerLostGrace = time.Second, 2*time.Second
+	// The package's tests run in parallel, a namespace each, and some hold their runner
+	// on purpose: enough slots that they never wait for one another.
+	opts.MaxConcurrentUpdates = 6
 	return opts
 }
 
@@ -170,6 +173,17 @@ func (k *fakeKubelet) startPod(ctx context.Context, j *batchv1.Job) (*corev1.Pod
 	}
 	if err := k.client.Create(ctx, pod); err != nil {
 		return nil, "", fmt.Errorf("failed to create Pod of %s: %w", j.Name, err)
+	}
+	// Running, as a node reports it: a Pod left Pending would be failed as never started
+	// by a run outlasting the pending timeout.
+	pod.Status.Phase = corev1.PodRunning
+	for _, c := range pod.Spec.Containers {
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
+		})
+	}
+	if err := k.client.Status().Update(ctx, pod); err != nil {
+		return nil, "", fmt.Errorf("failed to report Pod of %s running: %w", j.Name, err)
 	}
 	token, err := boundToken(ctx, k.cs, pod, job.TokenAudience)
 	return pod, token, err

@@ -27,10 +27,8 @@ type Runner interface {
 	Execute(ctx context.Context, u *v1alpha1.Update) (engine.Result, error)
 }
 
-// job is a submitted Update and the Stack it runs on ("namespace/name").
+// job is a submitted Update: the queue item's value.
 type job struct {
-	update types.NamespacedName
-	stack  string
 	// detached is set for Updates that exist only in memory.
 	detached *v1alpha1.Update
 }
@@ -41,21 +39,21 @@ type Executor struct {
 	// Update fails as Cancelled, to be retried with backoff. Without it a program that
 	// hangs would hold one of the workers for ever, and a few of them the whole fleet.
 	Deadline time.Duration
+	// MaxPerNamespace bounds the Updates of one namespace running at once (0: only the
+	// workers bound them), so that one tenant cannot take every worker. Set it before
+	// Start.
+	MaxPerNamespace int
 
 	client   client.Reader
 	claims   executor.Claims
 	runner   Runner
 	workers  int
 	identity string
+	// queue serves the namespaces in turn; its group is the Stack ("namespace/name"), so
+	// that two Updates of one Stack never run at once.
+	queue *executor.Queue[job]
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	queue   []job                           // submitted, not started; FIFO
-	queued  map[types.NamespacedName]bool   // members of queue
-	running map[types.NamespacedName]string // Update → Stack key, while running
-	busy    map[string]bool                 // Stack keys with an Update running
-	stopped bool
-
+	mu sync.Mutex
 	// detached holds in-memory Updates from submission until their result is read.
 	detached map[types.NamespacedName]*v1alpha1.Update
 }
@@ -70,16 +68,13 @@ var (
 // are recognisably orphaned.
 func New(c client.Reader, r Runner, workers int) *Executor {
 	host, _ := os.Hostname()
-	e := &Executor{
-		client: c, runner: r, workers: max(workers, 1),
+	workers = max(workers, 1)
+	return &Executor{
+		client: c, runner: r, workers: workers,
 		identity: fmt.Sprintf("local/%s/%d/%s", host, os.Getpid(), rand.String(6)),
-		queued:   map[types.NamespacedName]bool{},
-		running:  map[types.NamespacedName]string{},
-		busy:     map[string]bool{},
+		queue:    executor.NewQueue[job](executor.Limits{Max: workers}),
 		detached: map[types.NamespacedName]*v1alpha1.Update{},
 	}
-	e.cond = sync.NewCond(&e.mu)
-	return e
 }
 
 // Identity is the runner name this executor writes into the Updates it runs.
@@ -117,22 +112,11 @@ func (e *Executor) Detached(namespace, name string) (*v1alpha1.Update, bool) {
 }
 
 func (e *Executor) enqueue(u, detached *v1alpha1.Update) {
-	e.push(job{update: client.ObjectKeyFromObject(u), stack: u.Namespace + "/" + u.Spec.StackName, detached: detached})
+	e.queue.Push(executor.Item[job]{Key: client.ObjectKeyFromObject(u), Group: u.Namespace + "/" + u.Spec.StackName, Value: job{detached: detached}})
 }
 
-func (e *Executor) push(j job) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopped || e.queued[j.update] || e.running[j.update] != "" {
-		return
-	}
-	e.queued[j.update] = true
-	e.queue = append(e.queue, j)
-	e.cond.Signal()
-}
-
-func (e *Executor) retryLater(j job) {
-	time.AfterFunc(executor.ClaimRetry, func() { e.push(j) })
+func (e *Executor) retryLater(it executor.Item[job]) {
+	time.AfterFunc(executor.ClaimRetry, func() { e.queue.Push(it) })
 }
 
 // Owns implements executor.Executor: this process's runs are alive as long as it is.
@@ -141,66 +125,34 @@ func (e *Executor) Owns(runner string) bool { return runner == e.identity }
 // Start runs the workers until ctx is done, then waits for running Updates to record
 // their (cancelled) results. It implements manager.Runnable; it runs only on the leader.
 func (e *Executor) Start(ctx context.Context) error {
+	e.queue.SetLimits(executor.Limits{Max: e.workers, PerNamespace: e.MaxPerNamespace})
 	var wg sync.WaitGroup
 	for range e.workers {
 		wg.Go(func() { e.work(ctx) })
 	}
-	<-ctx.Done()
-	e.mu.Lock()
-	e.stopped = true
-	e.cond.Broadcast()
-	e.mu.Unlock()
 	wg.Wait()
 	return nil
 }
 
-// next blocks until an Update whose Stack is idle is queued, and reserves its Stack.
-func (e *Executor) next() (job, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for {
-		if e.stopped {
-			return job{}, false
-		}
-		for i, j := range e.queue {
-			if e.busy[j.stack] {
-				continue
-			}
-			delete(e.queued, j.update)
-			e.queue = append(e.queue[:i], e.queue[i+1:]...)
-			e.busy[j.stack] = true
-			e.running[j.update] = j.stack
-			return j, true
-		}
-		e.cond.Wait()
-	}
-}
-
-func (e *Executor) release(u types.NamespacedName) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.busy, e.running[u])
-	delete(e.running, u)
-	e.cond.Broadcast()
-}
-
+// work runs queued Updates until ctx is done; the Update in hand when it is done runs on
+// and records its (cancelled) result first.
 func (e *Executor) work(ctx context.Context) {
 	for {
-		j, ok := e.next()
+		it, ok := e.queue.Next(ctx)
 		if !ok {
 			return
 		}
-		if j.detached != nil {
-			e.executeDetached(ctx, j.detached)
+		if it.Value.detached != nil {
+			e.executeDetached(ctx, it.Value.detached)
 		} else {
-			e.execute(ctx, j)
+			e.execute(ctx, it)
 		}
-		e.release(j.update)
+		e.queue.Release(it.Key)
 	}
 }
 
-func (e *Executor) execute(ctx context.Context, j job) {
-	key := j.update
+func (e *Executor) execute(ctx context.Context, it executor.Item[job]) {
+	key := it.Key
 	log := ctrl.LoggerFrom(ctx).WithValues("update", key.String())
 	ctx = ctrl.LoggerInto(ctx, log)
 	u := &v1alpha1.Update{}
@@ -210,14 +162,14 @@ func (e *Executor) execute(ctx context.Context, j job) {
 			return
 		}
 		log.Error(err, "Failed to get Update; trying again", "after", executor.ClaimRetry.String())
-		e.retryLater(j)
+		e.retryLater(it)
 		return
 	}
 	claimed, err := e.claims.Claim(ctx, u, e.identity, e.runner.Claim)
 	if err != nil || !claimed {
 		if err != nil {
 			log.Error(err, "Failed to claim Update; trying again", "after", executor.ClaimRetry.String())
-			e.retryLater(j)
+			e.retryLater(it)
 		}
 		return
 	}
@@ -259,8 +211,4 @@ func (e *Executor) storeDetached(u *v1alpha1.Update) {
 }
 
 // Pending reports how many Updates are queued and running, for metrics and tests.
-func (e *Executor) Pending() (queued, running int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.queue), len(e.running)
-}
+func (e *Executor) Pending() (queued, running int) { return e.queue.Pending() }

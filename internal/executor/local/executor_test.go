@@ -262,3 +262,93 @@ func TestExecutor_Start_ClaimAppliedButAnswerLostRunsOnce(t *testing.T) {
 	case <-time.After(executor.ClaimRetry + time.Second):
 	}
 }
+
+// namespaceRunner records how many Updates of each namespace run at once.
+type namespaceRunner struct {
+	mu      sync.Mutex
+	running map[string]int
+	most    map[string]int
+	order   []string
+	release chan struct{}
+}
+
+func (r *namespaceRunner) Claim(context.Context, *v1alpha1.Update, string) (bool, error) {
+	return true, nil
+}
+
+func (r *namespaceRunner) Run(ctx context.Context, u *v1alpha1.Update) error {
+	_, err := r.Execute(ctx, u)
+	return err
+}
+
+func (r *namespaceRunner) Execute(_ context.Context, u *v1alpha1.Update) (engine.Result, error) {
+	r.mu.Lock()
+	r.running[u.Namespace]++
+	r.most[u.Namespace] = max(r.most[u.Namespace], r.running[u.Namespace])
+	r.order = append(r.order, u.Namespace+"/"+u.Name)
+	r.mu.Unlock()
+	<-r.release
+	r.mu.Lock()
+	r.running[u.Namespace]--
+	r.mu.Unlock()
+	return engine.Result{}, nil
+}
+
+func (r *namespaceRunner) started() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.order)
+}
+
+// A namespace that queued first, and more, does not take every worker: the other
+// namespace's Update starts on the second worker, and the first never runs two at once.
+func TestExecutor_Start_MaxPerNamespaceLeavesWorkersToOtherNamespaces(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	var updates []*v1alpha1.Update
+	for _, key := range []string{"a/u0", "a/u1", "a/u2", "b/u0"} {
+		ns, name, _ := strings.Cut(key, "/")
+		updates = append(updates, &v1alpha1.Update{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			// A Stack each: only the namespace's limit holds them back.
+			Spec: v1alpha1.UpdateSpec{StackName: name, Type: v1alpha1.UpdateTypeUp},
+		})
+	}
+	b := fake.NewClientBuilder().WithScheme(s)
+	for _, u := range updates {
+		b = b.WithObjects(u.DeepCopy())
+	}
+	r := &namespaceRunner{running: map[string]int{}, most: map[string]int{}, release: make(chan struct{})}
+	e := New(b.Build(), r, 2)
+	e.MaxPerNamespace = 1
+	for _, u := range updates {
+		e.Submit(u)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.Start(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.started() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for range updates {
+		select {
+		case r.release <- struct{}{}:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("executor stalled; order so far %v", r.order)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	first := slices.Sorted(slices.Values(r.order[:2]))
+	if diff := cmp.Diff([]string{"a/u0", "b/u0"}, first); diff != "" {
+		t.Errorf("first two runs (-want +got): %s; b's Update must not wait behind a's backlog", diff)
+	}
+	if diff := cmp.Diff(map[string]int{"a": 1, "b": 1}, r.most); diff != "" {
+		t.Errorf("most Updates running at once per namespace (-want +got): %s", diff)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,6 +18,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/fault"
 )
 
 const (
@@ -30,6 +35,11 @@ const (
 	// server is asked again: long enough that a fleet on a broken repository does not
 	// hammer it, short enough that a server coming back is noticed quickly.
 	failedListingTTL = 10 * time.Second
+	// overrunTTL is how long a fetch that went over the fetch cap is answered from memory:
+	// long enough that the Stacks (of any namespace) sharing a commit too large, and a
+	// listing's fetch followed by its caller's, download it once; short enough that a
+	// repository trimmed since is fetched again soon after its Stack is poked.
+	overrunTTL = 10 * time.Minute
 	// maxHaves bounds the commits offered to the server as already present.
 	maxHaves = 256
 	// maxMemo bounds the commits (and commit, repoDir pairs) remembered per remote. A
@@ -66,24 +76,51 @@ const (
 // The directory is only a cache: deleting it while the manager is stopped loses nothing.
 // Collect removes the repositories of remotes unused for a while (a remote directory's
 // modification time is its last use).
+//
+// Every Stack author chooses what the cache downloads, so it is bounded (see
+// CacheLimits): each fetch and HTTP ref listing in bytes, and each namespace in the disk
+// its repositories take. A remote is shared by the namespaces whose Stacks use the same
+// URL and credentials, and its whole size counts against each of them: split, one
+// namespace's usage would grow, and its fetches be refused, because another stopped using
+// a repository. A namespace is charged for the remotes its Stacks resolved within the
+// collection's retention. That is known in memory only, so after a restart a namespace is
+// charged for a repository again once one of its Stacks resolves it (all do when the
+// manager starts); persisting it would cost a write per use for a window that short.
+// Usage is checked before each fetch, so concurrent fetches for one namespace can take it
+// past its cap by at most one fetch cap each.
 type Cache struct {
-	dir string
+	dir    string
+	limits CacheLimits
+	// http is the HTTP(S) transport, counting response bodies against the meter of each
+	// request's context.
+	http transport.Transport
 
 	mu      sync.Mutex
 	key     []byte // HMAC key; nil until loaded
 	remotes map[string]*remote
 }
 
-// NewCache returns the cache rooted at dir. The directory is created on first use.
+// NewCache returns the cache rooted at dir, with DefaultCacheLimits. The directory is
+// created on first use.
 func NewCache(dir string) *Cache {
-	return &Cache{dir: dir, remotes: map[string]*remote{}}
+	return NewCacheWithLimits(dir, DefaultCacheLimits)
+}
+
+// NewCacheWithLimits returns the cache rooted at dir; zero limits are no limit.
+func NewCacheWithLimits(dir string, limits CacheLimits) *Cache {
+	return &Cache{
+		dir:     dir,
+		limits:  limits,
+		http:    githttp.NewClient(&http.Client{Transport: meteredTransport{base: http.DefaultTransport}}),
+		remotes: map[string]*remote{},
+	}
 }
 
 // remote returns the shared state of one (URL, credentials) pair, creating it on first
-// use, and marks it in use until release is called: Collect never removes a remote in
-// use. Credentials that cannot be turned into an auth method are reported and not
-// remembered, so a corrected Secret is picked up at once.
-func (c *Cache) remote(rawURL string, cred *credentials) (rm *remote, release func(), err error) {
+// use, charges it to namespace ns, and marks it in use until release is called: Collect
+// never removes a remote in use. Credentials that cannot be turned into an auth method
+// are reported and not remembered, so a corrected Secret is picked up at once.
+func (c *Cache) remote(ns, rawURL string, cred *credentials) (rm *remote, release func(), err error) {
 	ep, err := parseURL(rawURL)
 	if err != nil {
 		return nil, nil, err
@@ -104,6 +141,7 @@ func (c *Cache) remote(rawURL string, cred *credentials) (rm *remote, release fu
 		c.remotes[id] = rm
 	}
 	rm.users++
+	rm.namespaces[ns] = time.Now()
 	c.markUsed(id, rm)
 	return rm, func() {
 		c.mu.Lock()
@@ -127,7 +165,8 @@ func (c *Cache) markUsed(id string, rm *remote) {
 
 // Collect removes the repositories of every remote that no resolve has used for
 // unusedFor, in use by none, including those left by an earlier run of the manager, and
-// returns how many it removed. A remote needed again is fetched again.
+// returns how many it removed. A remote needed again is fetched again. It also stops
+// charging a namespace for the remotes its Stacks have not used for unusedFor.
 func (c *Cache) Collect(unusedFor time.Duration) (int, error) {
 	entries, err := os.ReadDir(c.dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -140,6 +179,15 @@ func (c *Cache) Collect(unusedFor time.Duration) (int, error) {
 	// Holding the lock keeps a resolve from picking a remote up while its directory goes.
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A namespace stops paying for a repository as late as the repository would go if
+	// it were the last to use it.
+	for _, rm := range c.remotes {
+		for ns, used := range rm.namespaces {
+			if used.Before(cutoff) {
+				delete(rm.namespaces, ns)
+			}
+		}
+	}
 	removed := 0
 	for _, e := range entries {
 		id := e.Name()
@@ -160,6 +208,36 @@ func (c *Cache) Collect(unusedFor time.Duration) (int, error) {
 		removed++
 	}
 	return removed, nil
+}
+
+// usage returns the cache disk attributed to namespace ns. Called with c.mu held.
+func (c *Cache) usage(ns string) int64 {
+	var n int64
+	for _, rm := range c.remotes {
+		if _, ok := rm.namespaces[ns]; ok {
+			n += rm.size.Load()
+		}
+	}
+	return n
+}
+
+// admit refuses a fetch for namespace ns while its cache usage is at or over its cap.
+// The fault is retried: the usage falls when repositories its Stacks no longer use stop
+// counting, with no change to the Stack that was refused.
+func (c *Cache) admit(ns, url string) error {
+	limit := c.limits.MaxNamespaceBytes
+	if limit <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	used := c.usage(ns)
+	c.mu.Unlock()
+	if used < limit {
+		return nil
+	}
+	return fault.Retry(pulumiv1.ReasonSourceUnavailable,
+		"failed to fetch %s: the git cache holds %s of repositories that Stacks of namespace %q use, at or over the namespace's cap of %s (--%s); a repository no Stack of the namespace uses stops counting after the git cache retention",
+		url, formatBytes(used), ns, formatBytes(limit), FlagMaxNamespaceBytes)
 }
 
 // isIdentity reports whether name is a remote's directory (hex HMAC-SHA256), not the key
@@ -183,15 +261,21 @@ func (c *Cache) newRemote(id, rawURL string, ep *transport.Endpoint, cred *crede
 	}
 	dir := filepath.Join(c.dir, id)
 	rm := &remote{
-		url:     redactURL(rawURL),
-		ep:      ep,
-		auth:    auth,
-		cred:    cred,
-		full:    &repo{dir: filepath.Join(dir, "full")},
-		shallow: &repo{dir: filepath.Join(dir, "shallow"), shallow: true},
-		digests: map[plumbing.Hash]string{},
-		checked: map[dirCheck]error{},
+		c:          c,
+		dir:        dir,
+		url:        redactURL(rawURL),
+		ep:         ep,
+		auth:       auth,
+		cred:       cred,
+		full:       &repo{dir: filepath.Join(dir, "full")},
+		shallow:    &repo{dir: filepath.Join(dir, "shallow"), shallow: true},
+		namespaces: map[string]time.Time{},
+		digests:    map[plumbing.Hash]string{},
+		checked:    map[dirCheck]error{},
+		overran:    map[fetchKey]overrun{},
 	}
+	// A repository an earlier run of the manager fetched counts from its first use.
+	rm.size.Store(dirSize(dir))
 	return rm, nil
 }
 

@@ -180,7 +180,7 @@ func TestCache_Collect_RemovesOnlyUnusedRemotes(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(f.cacheDir, leftover, "full"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	_, release, err := f.resolver.Cache.remote(h.server.URL+"/other.git", &credentials{})
+	_, release, err := f.resolver.Cache.remote(testNamespace, h.server.URL+"/other.git", &credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}

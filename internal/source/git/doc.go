@@ -8,6 +8,9 @@
 //   - the on-disk fetch cache shared by every Stack: one bare repository per repository
 //     URL and credentials (and per shallow or full history), ref listings shared and
 //     memoised for the polling interval, one fetch per new commit;
+//   - bounding what Stack authors, who may be hostile to each other, can make that cache
+//     download and keep: bytes per fetch and per HTTP ref listing, and cache disk per
+//     namespace (CacheLimits);
 //   - turning the tree of a commit into a deterministic tarball in the artifact store,
 //     once per commit, within the manager's size and file-count limits.
 //

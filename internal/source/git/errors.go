@@ -18,9 +18,25 @@ import (
 // Secret corrected, a repository created), so none stalls the Stack. The message is built
 // from our own words and go-git's error text with every credential value scrubbed; the
 // original error is not wrapped, so nothing can print it later.
+//
+// The exception is a cap overrun: the repository holds as much on the next try, so the
+// Stack stalls until its source or the cap changes.
 func (rm *remote) fault(action string, err error) error {
+	var over *capError
+	if errors.As(err, &over) {
+		return rm.capFault(action, over, false)
+	}
 	sensitive := append(rm.cred.sensitive(), rm.ep.Password)
 	return fault.Retry(pulumiv1.ReasonSourceUnavailable, "failed to %s %s: %s", action, rm.url, scrub(rm.explain(err), sensitive))
+}
+
+// capFault stalls on a cap overrun; suggestShallow adds that a shallow fetch may fit.
+func (rm *remote) capFault(action string, over *capError, suggestShallow bool) error {
+	fix := "the manager's operator can raise the cap"
+	if suggestShallow {
+		fix = "spec.shallow may fetch less (the commit without its history), or " + fix
+	}
+	return fault.Stall(pulumiv1.ReasonSourceUnavailable, "failed to %s %s: %s; %s", action, rm.url, over, fix)
 }
 
 func (rm *remote) explain(err error) string {

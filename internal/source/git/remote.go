@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -24,6 +25,8 @@ import (
 // remote is everything shared by the Stacks that use one repository URL with the same
 // credentials.
 type remote struct {
+	c       *Cache
+	dir     string // holds full and shallow
 	url     string // for messages and logs, without any password
 	ep      *transport.Endpoint
 	auth    transport.AuthMethod
@@ -35,20 +38,37 @@ type remote struct {
 	// and one packing per commit; checks one project check per (commit, repoDir).
 	lists, fetches, packs, checks singleflight.Group
 
-	// users counts the resolves using the remote and marked when its use was last
-	// recorded on disk; both are guarded by the Cache's mutex.
-	users  int
-	marked time.Time
+	// users counts the resolves using the remote, marked is when its use was last
+	// recorded on disk and namespaces when each namespace last used it; all are guarded
+	// by the Cache's mutex.
+	users      int
+	marked     time.Time
+	namespaces map[string]time.Time
+
+	// size is the bytes of dir, measured when the remote is created and after each fetch.
+	size atomic.Int64
 
 	mu      sync.Mutex
 	listing *listing
 	digests map[plumbing.Hash]string // commit -> artifact digest
 	checked map[dirCheck]error       // (commit, repoDir) -> nil or the permanent fault
+	// overran remembers the fetches that went over the fetch cap, for overrunTTL.
+	overran map[fetchKey]overrun
 }
 
 type dirCheck struct {
 	commit plumbing.Hash
 	dir    string
+}
+
+type fetchKey struct {
+	commit  plumbing.Hash
+	shallow bool
+}
+
+type overrun struct {
+	at  time.Time
+	err error
 }
 
 // listing is the outcome of one ref listing (ls-remote).
@@ -80,8 +100,8 @@ func (rm *remote) currentListing() *listing {
 
 // head returns the commit ref points at, from a listing no older than interval. Concurrent
 // callers share one listing; the caller whose call lists also fetches its head in the same
-// session when it is missing (see list).
-func (rm *remote) head(ctx context.Context, ref plumbing.ReferenceName, shallow bool, interval time.Duration, now func() time.Time) (plumbing.Hash, error) {
+// session when it is missing (see list), if its namespace ns may fetch.
+func (rm *remote) head(ctx context.Context, ns string, ref plumbing.ReferenceName, shallow bool, interval time.Duration, now func() time.Time) (plumbing.Hash, error) {
 	l := rm.currentListing()
 	if !l.fresh(now(), interval) {
 		var err error
@@ -90,7 +110,7 @@ func (rm *remote) head(ctx context.Context, ref plumbing.ReferenceName, shallow 
 			if l := rm.currentListing(); l.fresh(now(), interval) {
 				return l, nil
 			}
-			return rm.list(ctx, now(), ref, shallow), nil
+			return rm.list(ctx, ns, now(), ref, shallow), nil
 		})
 		if err != nil {
 			return plumbing.ZeroHash, err
@@ -110,8 +130,8 @@ func (rm *remote) head(ctx context.Context, ref plumbing.ReferenceName, shallow 
 // head is not in the cache yet, it is fetched on the same session: over smart HTTP that
 // saves the second ref advertisement a separate fetch starts with, over SSH a second
 // connection, and the wanted commit is one the server has just advertised, which every
-// server accepts.
-func (rm *remote) list(ctx context.Context, at time.Time, ref plumbing.ReferenceName, shallow bool) *listing {
+// server accepts. Namespace ns is the caller's, whose cap the fetch is subject to.
+func (rm *remote) list(ctx context.Context, ns string, at time.Time, ref plumbing.ReferenceName, shallow bool) *listing {
 	log := ctrl.LoggerFrom(ctx).WithValues("repo", rm.url)
 	l := &listing{at: at}
 	sess, ar, err := rm.advertise(ctx)
@@ -123,9 +143,10 @@ func (rm *remote) list(ctx context.Context, at time.Time, ref plumbing.Reference
 		l.refs = advertised(ar)
 		log.V(1).Info("Listed git refs", "refs", len(l.refs))
 	}
-	if h, ok := l.refs[ref]; ok && rm.holder(h) == nil {
+	if h, ok := l.refs[ref]; ok && rm.holder(h) == nil && rm.overrun(h, shallow) == nil && rm.c.admit(ns, rm.url) == nil {
 		// A failure here is not the listing's: the caller finds the commit missing and
-		// fetches it on its own, reporting that error.
+		// fetches it on its own, reporting that error (a fetch over the cap is
+		// remembered, not downloaded twice).
 		_, _, _ = rm.fetches.Do(h.String(), func() (any, error) {
 			if rm.holder(h) != nil {
 				return nil, nil
@@ -141,11 +162,17 @@ func (rm *remote) list(ctx context.Context, at time.Time, ref plumbing.Reference
 	return l
 }
 
-// ensure makes commit h present in the cache, fetching it when needed. ref is the branch
-// it was listed for ("" for a pinned commit).
-func (rm *remote) ensure(ctx context.Context, h plumbing.Hash, ref plumbing.ReferenceName, shallow bool) error {
+// ensure makes commit h present in the cache, fetching it when needed and namespace ns
+// is under its cap. ref is the branch it was listed for ("" for a pinned commit).
+func (rm *remote) ensure(ctx context.Context, ns string, h plumbing.Hash, ref plumbing.ReferenceName, shallow bool) error {
 	if rm.holder(h) != nil {
 		return nil
+	}
+	if err := rm.overrun(h, shallow); err != nil {
+		return err
+	}
+	if err := rm.c.admit(ns, rm.url); err != nil {
+		return err
 	}
 	_, err := await(ctx, &rm.fetches, h.String(), listTimeout+fetchTimeout, func(ctx context.Context) (struct{}, error) {
 		if rm.holder(h) != nil {
@@ -163,20 +190,38 @@ func (rm *remote) ensure(ctx context.Context, h plumbing.Hash, ref plumbing.Refe
 
 // advertise opens an upload-pack session and reads the server's refs.
 func (rm *remote) advertise(ctx context.Context) (transport.UploadPackSession, *packp.AdvRefs, error) {
-	tr, err := client.NewClient(rm.ep)
-	if err != nil {
-		return nil, nil, err
+	tr := rm.c.http
+	if rm.ep.Protocol != "http" && rm.ep.Protocol != "https" {
+		var err error
+		if tr, err = client.NewClient(rm.ep); err != nil {
+			return nil, nil, err
+		}
 	}
 	sess, err := tr.NewUploadPackSession(rm.ep, rm.auth)
 	if err != nil {
 		return nil, nil, err
 	}
-	ar, err := sess.AdvertisedReferencesContext(ctx)
+	m := newMeter("ref listing", rm.c.limits.MaxListBytes, FlagMaxListBytes)
+	ar, err := sess.AdvertisedReferencesContext(withMeter(ctx, m))
 	if err != nil {
 		_ = sess.Close()
+		if over := m.exceeded(); over != nil {
+			err = over
+		}
 		return nil, nil, err
 	}
 	return sess, ar, nil
+}
+
+// overrun returns the fault of a recent fetch of h that went over the fetch cap.
+func (rm *remote) overrun(h plumbing.Hash, shallow bool) error {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	o, ok := rm.overran[fetchKey{h, shallow}]
+	if !ok || time.Since(o.at) >= overrunTTL {
+		return nil
+	}
+	return o.err
 }
 
 // fetchCommit fetches h on an open session. A commit the server advertised, or any commit
@@ -198,6 +243,7 @@ func (rm *remote) fetchCommit(ctx context.Context, sess transport.UploadPackSess
 			want, tip = v, true
 		}
 	}
+	maxBytes := rm.c.limits.MaxFetchBytes
 	var err error
 	if tip || ar.Capabilities.Supports(capability.AllowReachableSHA1InWant) {
 		rp := rm.full
@@ -211,7 +257,7 @@ func (rm *remote) fetchCommit(ctx context.Context, sess transport.UploadPackSess
 			keep[plumbing.ReferenceName("refs/pinned/"+h.String())] = h
 		}
 		log.Info("Fetching git commit", "shallow", rp.shallow)
-		err = rp.fetch(ctx, sess, ar, []plumbing.Hash{want}, keep)
+		err = rp.fetch(ctx, sess, ar, []plumbing.Hash{want}, keep, maxBytes)
 	} else {
 		heads := map[plumbing.ReferenceName]plumbing.Hash{}
 		var wants []plumbing.Hash
@@ -222,7 +268,19 @@ func (rm *remote) fetchCommit(ctx context.Context, sess transport.UploadPackSess
 			}
 		}
 		log.Info("Fetching every git branch to find a commit the server does not let us ask for", "branches", len(heads))
-		err = rm.full.fetch(ctx, sess, ar, wants, heads)
+		err = rm.full.fetch(ctx, sess, ar, wants, heads, maxBytes)
+	}
+	rm.size.Store(dirSize(rm.dir))
+	var over *capError
+	if errors.As(err, &over) {
+		f := rm.capFault("fetch commit "+h.String()+" from", over, !shallow)
+		rm.mu.Lock()
+		if len(rm.overran) >= maxMemo {
+			clear(rm.overran)
+		}
+		rm.overran[fetchKey{h, shallow}] = overrun{at: time.Now(), err: f}
+		rm.mu.Unlock()
+		return f
 	}
 	if err != nil {
 		return rm.fault("fetch commit "+h.String()+" from", err)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -41,6 +43,11 @@ var errNoRepo = errors.New("no such cache repository")
 // Without create, a repository that does not exist yet is errNoRepo. A directory without
 // HEAD is what an interrupted creation leaves, so it is started afresh.
 func (rp *repo) open(create bool) (*filesystem.Storage, error) {
+	return rp.openFS(create, osfs.New(rp.dir))
+}
+
+// openFS is open on bfs, a filesystem rooted at rp.dir.
+func (rp *repo) openFS(create bool, bfs billy.Filesystem) (*filesystem.Storage, error) {
 	_, err := os.Stat(filepath.Join(rp.dir, "HEAD"))
 	exists := err == nil
 	switch {
@@ -56,7 +63,7 @@ func (rp *repo) open(create bool) (*filesystem.Storage, error) {
 			return nil, fmt.Errorf("failed to create git cache repository: %w", err)
 		}
 	}
-	st := filesystem.NewStorageWithOptions(osfs.New(rp.dir), cache.NewObjectLRU(objectCacheBytes), filesystem.Options{ExclusiveAccess: true})
+	st := filesystem.NewStorageWithOptions(bfs, cache.NewObjectLRU(objectCacheBytes), filesystem.Options{ExclusiveAccess: true})
 	if !exists {
 		if _, err := gogit.Init(st, nil); err != nil {
 			_ = st.Close()
@@ -85,15 +92,20 @@ func isCommit(st *filesystem.Storage, h plumbing.Hash) bool {
 
 // fetch asks the server, on an open session, for wants (skipping those already present)
 // and records keep as local refs, which later fetches offer as haves so that only new
-// objects travel.
-func (rp *repo) fetch(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, wants []plumbing.Hash, keep map[plumbing.ReferenceName]plumbing.Hash) (err error) {
+// objects travel. A server sending more than maxBytes (0: no limit) fails the fetch with a
+// *capError, and what it sent is removed.
+func (rp *repo) fetch(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, wants []plumbing.Hash, keep map[plumbing.ReferenceName]plumbing.Hash, maxBytes int64) (err error) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
-	st, err := rp.open(true)
+	pfs := &packFS{Filesystem: osfs.New(rp.dir)}
+	st, err := rp.openFS(true, pfs)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if err := removeTemps(rp.dir); err != nil {
+		return err
+	}
 	var need []plumbing.Hash
 	for _, w := range wants {
 		if !isCommit(st, w) && !containsHash(need, w) {
@@ -101,7 +113,10 @@ func (rp *repo) fetch(ctx context.Context, sess transport.UploadPackSession, ar 
 		}
 	}
 	if len(need) > 0 {
-		if err := rp.download(ctx, st, sess, ar, need); err != nil {
+		if err := rp.download(ctx, st, sess, ar, need, maxBytes); err != nil {
+			if aerr := pfs.abort(); aerr != nil {
+				return errors.Join(err, aerr)
+			}
 			return err
 		}
 	}
@@ -116,7 +131,7 @@ func (rp *repo) fetch(ctx context.Context, sess transport.UploadPackSession, ar 
 	return nil
 }
 
-func (rp *repo) download(ctx context.Context, st *filesystem.Storage, sess transport.UploadPackSession, ar *packp.AdvRefs, need []plumbing.Hash) (err error) {
+func (rp *repo) download(ctx context.Context, st *filesystem.Storage, sess transport.UploadPackSession, ar *packp.AdvRefs, need []plumbing.Hash, maxBytes int64) (err error) {
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
 	if ar.Capabilities.Supports(capability.NoProgress) {
 		if err := req.Capabilities.Set(capability.NoProgress); err != nil {
@@ -138,9 +153,13 @@ func (rp *repo) download(ctx context.Context, st *filesystem.Storage, sess trans
 	if req.Haves, err = haves(st); err != nil {
 		return err
 	}
-	resp, err := sess.UploadPack(ctx, req)
+	m := newMeter("fetch", maxBytes, FlagMaxFetchBytes)
+	resp, err := sess.UploadPack(withMeter(ctx, m), req)
 	if errors.Is(err, transport.ErrEmptyUploadPackRequest) {
 		return nil
+	}
+	if over := m.exceeded(); over != nil {
+		return over
 	}
 	if err != nil {
 		return err
@@ -150,18 +169,32 @@ func (rp *repo) download(ctx context.Context, st *filesystem.Storage, sess trans
 			err = cerr
 		}
 	}()
-	if rp.shallow {
-		if err := updateShallow(st, resp.Shallows, resp.Unshallows); err != nil {
-			return err
-		}
+	// Over HTTP the response body is counted already; SSH and git:// are counted here,
+	// sideband framing included, so that progress messages count too.
+	var stream io.Reader = resp
+	if !m.wired.Load() {
+		stream = m.reader(resp)
 	}
 	switch {
 	case req.Capabilities.Supports(capability.Sideband64k):
-		return packfile.UpdateObjectStorage(st, sideband.NewDemuxer(sideband.Sideband64k, resp))
+		err = packfile.UpdateObjectStorage(st, sideband.NewDemuxer(sideband.Sideband64k, stream))
 	case req.Capabilities.Supports(capability.Sideband):
-		return packfile.UpdateObjectStorage(st, sideband.NewDemuxer(sideband.Sideband, resp))
+		err = packfile.UpdateObjectStorage(st, sideband.NewDemuxer(sideband.Sideband, stream))
+	default:
+		err = packfile.UpdateObjectStorage(st, stream)
 	}
-	return packfile.UpdateObjectStorage(st, resp)
+	if over := m.exceeded(); over != nil {
+		return over
+	}
+	if err != nil {
+		return err
+	}
+	// Only now: a boundary recorded before its pack arrived would name commits the
+	// repository does not have, if the pack never does.
+	if rp.shallow {
+		return updateShallow(st, resp.Shallows, resp.Unshallows)
+	}
+	return nil
 }
 
 // haves lists the commits our refs point at.

@@ -75,7 +75,7 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 	if err != nil {
 		return source.Artifact{}, err
 	}
-	rm, release, err := r.Cache.remote(spec.ProjectRepo, cred)
+	rm, release, err := r.Cache.remote(stack.Namespace, spec.ProjectRepo, cred)
 	if err != nil {
 		return source.Artifact{}, err
 	}
@@ -85,7 +85,7 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 		if now == nil {
 			now = time.Now
 		}
-		if commit, err = rm.head(ctx, ref, spec.Shallow, Interval(stack), now); err != nil {
+		if commit, err = rm.head(ctx, stack.Namespace, ref, spec.Shallow, Interval(stack), now); err != nil {
 			return source.Artifact{}, err
 		}
 	}
@@ -94,7 +94,7 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 		a.Digest = d
 		return a, nil
 	}
-	if err := rm.ensure(ctx, commit, ref, spec.Shallow); err != nil {
+	if err := rm.ensure(ctx, stack.Namespace, commit, ref, spec.Shallow); err != nil {
 		return source.Artifact{}, err
 	}
 	if a.Digest, err = rm.artifact(ctx, commit, dir, r.Store, r.limits()); err != nil {

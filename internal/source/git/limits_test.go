@@ -1,0 +1,334 @@
+package git
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/testing/gitserver"
+)
+
+// bigFiles is projectFiles1 with a file of n random (incompressible) bytes, so that its
+// pack is at least n bytes.
+func bigFiles(t *testing.T, n int) map[string]string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"infra/app/blob.bin": string(b)}
+	for k, v := range projectFiles1 {
+		files[k] = v
+	}
+	return files
+}
+
+// withLimits replaces the fixture's cache by one with lim over the same directory, as a
+// manager restarted with other flags would.
+func (f *fixture) withLimits(lim CacheLimits) {
+	f.resolver.Cache = NewCacheWithLimits(f.cacheDir, lim)
+}
+
+// packFiles lists the pack files and go-git temporary files in the cache.
+func packFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if name := d.Name(); strings.HasSuffix(name, ".pack") || strings.HasPrefix(name, "tmp_") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// openUnder lists the files under dir this process holds open (deleted ones included):
+// a partial pack removed but still open takes its space until it is closed.
+func openUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot list open files: %v", err)
+	}
+	var out []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, dir) {
+			out = append(out, target)
+		}
+	}
+	return out
+}
+
+// A fetch over the fetch cap fails with a stalled fault naming the cap and its flag,
+// leaves no pack (partial or whole) on disk nor open, is not downloaded again by the next
+// resolve, and succeeds once the cap is raised.
+func TestResolver_Resolve_FetchCap(t *testing.T) {
+	const limit = 64 << 10
+	tests := []struct {
+		name     string
+		protocol string
+		shallow  bool
+		contains []string
+		excludes []string
+	}{
+		{
+			name:     "http fetch over the cap suggests a shallow fetch",
+			protocol: "http",
+			contains: []string{"the fetch exceeded 64 KiB (--max-git-fetch-bytes)", "spec.shallow", "raise the cap"},
+		},
+		{
+			name:     "http shallow fetch over the cap only suggests raising it",
+			protocol: "http",
+			shallow:  true,
+			contains: []string{"the fetch exceeded 64 KiB (--max-git-fetch-bytes)", "raise the cap"},
+			excludes: []string{"spec.shallow"},
+		},
+		{
+			name:     "ssh fetch over the cap is counted on the stream",
+			protocol: "ssh",
+			contains: []string{"the fetch exceeded 64 KiB (--max-git-fetch-bytes)"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			_, first := gitserver.NewRepo(t, root, "infra", bigFiles(t, 1<<20))
+			var (
+				src     = pulumiv1.GitSource{Branch: "main", RepoDir: "infra/app", Shallow: tc.shallow}
+				objs    []client.Object
+				fetches func() int64
+			)
+			switch tc.protocol {
+			case "http":
+				s := gitserver.NewHTTPServer(t, root, nil)
+				src.ProjectRepo = s.URL + "/infra.git"
+				fetches = func() int64 { return s.Counts()[1] }
+			case "ssh":
+				key, pub := sshKey(t, "")
+				s := newSSHServer(t, root, pub)
+				src.ProjectRepo = "ssh://git@" + s.addr + "/infra.git"
+				src.GitAuth = sshAuthFrom("ssh")
+				objs = append(objs, secret("ssh", map[string]string{"key": string(key), KnownHostsKey: knownHostsLine(s.addr, s.hostKey)}))
+				fetches = s.execs.Load
+			}
+			f := newFixture(t, objs...)
+			f.withLimits(CacheLimits{MaxFetchBytes: limit})
+			stack := newStack("big", src)
+
+			_, err := f.resolver.Resolve(ctx(t), stack)
+
+			wantFault(t, err, pulumiv1.ReasonSourceUnavailable, true, tc.contains, tc.excludes)
+			if got := packFiles(t, f.cacheDir); len(got) != 0 {
+				t.Errorf("pack files left in the cache: %v", got)
+			}
+			if got := openUnder(t, f.cacheDir); len(got) != 0 {
+				t.Errorf("files in the cache still open: %v", got)
+			}
+			if got := onlyRemote(t, f).size.Load(); got >= limit {
+				t.Errorf("remote size = %d after the failed fetch, want under the cap %d", got, limit)
+			}
+
+			before := fetches()
+			_, again := f.resolver.Resolve(ctx(t), stack)
+			wantFault(t, again, pulumiv1.ReasonSourceUnavailable, true, tc.contains, tc.excludes)
+			if after := fetches(); after != before {
+				t.Errorf("server fetches %d -> %d; want the overrun remembered", before, after)
+			}
+
+			f.withLimits(CacheLimits{MaxFetchBytes: 8 << 20})
+			a := f.resolve(t, stack)
+			if a.Revision != first {
+				t.Errorf("Revision = %s, want %s", a.Revision, first)
+			}
+			if got := len(f.extract(t, a)["infra/app/blob.bin"]); got != 1<<20 {
+				t.Errorf("blob.bin has %d bytes, want %d", got, 1<<20)
+			}
+		})
+	}
+}
+
+// An HTTP ref listing over the listing cap stalls with a fault naming the cap.
+func TestResolver_Resolve_ListCap(t *testing.T) {
+	h := newHTTPRepo(t)
+	f := newFixture(t, h.secret)
+	f.withLimits(CacheLimits{MaxListBytes: 100})
+
+	_, err := f.resolver.Resolve(ctx(t), h.branchStack("app", "main"))
+
+	wantFault(t, err, pulumiv1.ReasonSourceUnavailable, true, []string{"list the refs of", "the ref listing exceeded 100 bytes (--max-git-list-bytes)"}, nil)
+}
+
+// A namespace whose repositories take its cap of the cache is refused fetches, naming the
+// namespace, its usage and the cap, while another namespace still fetches; a repository
+// shared by two namespaces counts against both; a namespace stops paying for a repository
+// its Stacks no longer use once the collector's retention has passed.
+func TestResolver_Resolve_NamespaceCacheCap(t *testing.T) {
+	const limit = 512 << 10
+	root := t.TempDir()
+	for _, name := range []string{"big1", "big2", "small"} {
+		files := projectFiles1
+		if name != "small" {
+			files = bigFiles(t, 1<<20)
+		}
+		gitserver.NewRepo(t, root, name, files)
+	}
+	s := gitserver.NewHTTPServer(t, root, nil)
+	f := newFixture(t)
+	f.withLimits(CacheLimits{MaxNamespaceBytes: limit})
+	resolve := func(ns, repo string) error {
+		stack := newStack("app-"+repo, pulumiv1.GitSource{ProjectRepo: s.URL + "/" + repo + ".git", Branch: "main", RepoDir: "infra/app"})
+		stack.Namespace = ns
+		_, err := f.resolver.Resolve(ctx(t), stack)
+		return err
+	}
+	usage := func(ns string) int64 {
+		c := f.resolver.Cache
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.usage(ns)
+	}
+	refused := func(ns string) []string {
+		return []string{fmt.Sprintf("namespace %q", ns), formatBytes(usage(ns)), "512 KiB", "--" + FlagMaxNamespaceBytes}
+	}
+
+	steps := []struct {
+		name    string
+		ns      string
+		repo    string
+		refused bool
+		cached  bool
+	}{
+		{name: "a namespace under its cap fetches", ns: "a", repo: "big1"},
+		{name: "a namespace over its cap is refused", ns: "a", repo: "big2", refused: true},
+		{name: "another namespace still fetches", ns: "b", repo: "big2"},
+		{name: "a refused namespace is served a commit another fetched", ns: "a", repo: "big2", cached: true},
+		{name: "a cached repository needs no fetch", ns: "b", repo: "big1", cached: true},
+		{name: "a shared repository counts against each namespace", ns: "b", repo: "small", refused: true},
+	}
+	for _, st := range steps {
+		fetches := s.Counts()[1]
+		err := resolve(st.ns, st.repo)
+		if st.refused {
+			wantFault(t, err, pulumiv1.ReasonSourceUnavailable, false, refused(st.ns), nil)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: Resolve(%s, %s) = %v", st.name, st.ns, st.repo, err)
+		}
+		if st.cached && s.Counts()[1] != fetches {
+			t.Errorf("%s: the server was asked for a pack", st.name)
+		}
+	}
+	if a, b := usage("a"), usage("b"); a != b || a < 2<<20 {
+		t.Errorf("usage of a = %d, of b = %d; want both big1 and big2, over 2 MiB", a, b)
+	}
+
+	// b stops using its repositories, a keeps using big1 and big2: once b's use is older
+	// than the retention, b pays for nothing.
+	const retention = time.Hour
+	c := f.resolver.Cache
+	c.mu.Lock()
+	for _, rm := range c.remotes {
+		if _, ok := rm.namespaces["b"]; ok {
+			rm.namespaces["b"] = time.Now().Add(-2 * retention)
+		}
+	}
+	c.mu.Unlock()
+	if _, err := c.Collect(retention); err != nil {
+		t.Fatal(err)
+	}
+	if err := resolve("a", "small"); err == nil {
+		t.Errorf("Resolve(a, small) = nil, want a still over its cap")
+	}
+	if err := resolve("b", "small"); err != nil {
+		t.Errorf("Resolve(b, small) after b's use expired = %v", err)
+	}
+}
+
+func TestMeter_Read_StopsAtCap(t *testing.T) {
+	tests := []struct {
+		name     string
+		limit    int64
+		input    int
+		wantRead int
+		wantOver bool
+	}{
+		{name: "under the cap reads everything", limit: 100, input: 99, wantRead: 99},
+		{name: "exactly the cap reads everything", limit: 100, input: 100, wantRead: 100},
+		{name: "over the cap stops at the cap", limit: 100, input: 101, wantRead: 100, wantOver: true},
+		{name: "no cap reads everything", limit: 0, input: 1 << 20, wantRead: 1 << 20},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMeter("fetch", tc.limit, FlagMaxFetchBytes)
+			n, err := io.Copy(io.Discard, m.reader(strings.NewReader(strings.Repeat("x", tc.input))))
+			if int(n) != tc.wantRead {
+				t.Errorf("read %d bytes, want %d", n, tc.wantRead)
+			}
+			if over := m.exceeded() != nil; over != tc.wantOver || (err != nil) != tc.wantOver {
+				t.Errorf("exceeded = %t, err = %v; want over %t", over, err, tc.wantOver)
+			}
+		})
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	tests := []struct {
+		name string
+		n    int64
+		want string
+	}{
+		{name: "bytes", n: 900, want: "900 bytes"},
+		{name: "exact KiB", n: 64 << 10, want: "64 KiB"},
+		{name: "exact MiB", n: 512 << 20, want: "512 MiB"},
+		{name: "fraction of GiB", n: 3 << 29, want: "1.5 GiB"},
+	}
+	var got, want []string
+	for _, tc := range tests {
+		got = append(got, tc.name+": "+formatBytes(tc.n))
+		want = append(want, tc.name+": "+tc.want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("formatBytes (-want +got):\n%s", diff)
+	}
+}
+
+// A partial pack left by a manager killed mid-fetch is removed by the next fetch into its
+// repository: nothing else would ever remove it.
+func TestResolver_Resolve_RemovesPartialPacksOfEarlierRuns(t *testing.T) {
+	h := newHTTPRepo(t)
+	f := newFixture(t, h.secret)
+	stack := h.branchStack("app", "main")
+	f.resolve(t, stack)
+	leftover := filepath.Join(onlyRemote(t, f).full.dir, "objects", "pack", "tmp_pack_123")
+	if err := os.WriteFile(leftover, []byte("PACK partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := h.repo.Commit(map[string]string{"infra/app/main.txt": "v2"})
+	f.clock.Advance(Interval(stack))
+
+	if a := f.resolve(t, stack); a.Revision != second {
+		t.Fatalf("Revision = %s, want %s", a.Revision, second)
+	}
+	if _, err := os.Stat(leftover); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("partial pack of an earlier run still there: %v", err)
+	}
+}
