@@ -29,7 +29,9 @@ func TestInstall_JobExecutor(t *testing.T) {
 	buildBakedImage(t)
 	jc := &jobCluster{c: c, s3: startS3(t, c), defaultBucket: "tenants"}
 	values := filepath.Join(t.TempDir(), "values.yaml")
-	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\ndefaultBackend: "+jc.s3.bucket(t, jc.defaultBucket, "")+"\n"), 0o600)).To(Succeed())
+	// Four slots for the parallel tests below, one of which holds its tenant's share for
+	// the whole run; unschedulable runners give theirs back after a minute.
+	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\nrunner:\n  pendingTimeout: 1m\ndefaultBackend: "+jc.s3.bucket(t, jc.defaultBucket, "")+"\n"), 0o600)).To(Succeed())
 	helmInstall(t, "install", "-f", values)
 	waitManager(t, c)
 	for _, tc := range []struct {
@@ -43,6 +45,9 @@ func TestInstall_JobExecutor(t *testing.T) {
 		{"IdentityTokensReachProgram", testIdentityTokensReachProgram},
 		{"RunsProgramBakedIntoImage", testRunsProgramBakedIntoImage},
 		{"ProgramSeesOnlyItsEnvironment", testProgramSeesOnlyItsEnvironment},
+		{"TenantCannotStarveOrSpoofAnother", testTenantCannotStarveOrSpoofAnother},
+		{"VolumeOutsideAllowListRefused", testVolumeOutsideAllowListRefused},
+		{"MetricsRefuseAnonymousScrape", testMetricsRefuseAnonymousScrape},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
