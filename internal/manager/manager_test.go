@@ -13,6 +13,18 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
+// parseOptions returns the default options with args parsed over them.
+func parseOptions(t *testing.T, args []string) *Options {
+	t.Helper()
+	o := DefaultOptions()
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("failed to parse %v: %v", args, err)
+	}
+	return o
+}
+
 func TestOptions_BindFlags_WatchNamespacesRestrictTheCache(t *testing.T) {
 	tests := []struct {
 		name string
@@ -27,12 +39,7 @@ func TestOptions_BindFlags_WatchNamespacesRestrictTheCache(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o := DefaultOptions()
-			fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
-			o.BindFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatalf("failed to parse %v: %v", tc.args, err)
-			}
+			o := parseOptions(t, tc.args)
 			var got []string
 			opts, err := o.cacheOptions()
 			if err != nil {
@@ -110,12 +117,7 @@ func TestOptions_CheckTenancy_LocalExecutorServesOneNamespace(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o := DefaultOptions()
-			fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
-			o.BindFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatalf("failed to parse %v: %v", tc.args, err)
-			}
+			o := parseOptions(t, tc.args)
 			err := o.checkTenancy()
 			switch {
 			case tc.wantErr == "" && err != nil:
