@@ -124,6 +124,7 @@ func TestInstall_Helm_UpgradeKeepsStack(t *testing.T) {
 
 	applyStack(t, ns)
 	waitStackReady(g, c, ns, "files")
+	testLocalExecutorKeepsToItsNamespacesState(t, c, ns)
 	before := updates(g, c, ns)
 
 	helmInstall(t, "upgrade", "--set", "executor=local", "--set", "watchNamespaces={"+ns+"}", "--set", "maxConcurrentUpdates=3", "--set", "logLevel=debug")
@@ -133,6 +134,38 @@ func TestInstall_Helm_UpgradeKeepsStack(t *testing.T) {
 	assertSettled(t, c, ns, "files", before)
 
 	run(t, "kubectl", "delete", "-n", ns, "stack/files", "--timeout=5m")
+}
+
+// testLocalExecutorKeepsToItsNamespacesState: with the local executor the manager fills
+// in a passphrase for file:// backends on its volume, so a Stack naming another
+// namespace's state directory would open that namespace's stacks. It stalls instead,
+// naming the path, and no Update is ever created for it.
+func testLocalExecutorKeepsToItsNamespacesState(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	g := NewWithT(t)
+	backend := "file:///var/lib/stackwright/state/e2e-victim"
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, `apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: thief
+spec:
+  stack: e2e
+  programRef:
+    name: files
+  backend: `+backend+`
+`))
+	g.Eventually(func(g Gomega) {
+		var st pulumiv1.Stack
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "thief"}, &st)).To(Succeed())
+		stalled := meta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(pulumiv1.ReasonSpecInvalid))
+		g.Expect(stalled.Message).To(ContainSubstring("backend " + backend + " is outside this namespace's state directory"))
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+	var list v1alpha1.UpdateList
+	g.Expect(c.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.StackLabel: "thief"})).To(Succeed())
+	g.Expect(list.Items).To(BeEmpty(), "an Update ran against another namespace's state")
+	run(t, "kubectl", "delete", "-n", ns, "stack/thief", "--timeout=2m")
 }
 
 // TestInstall_Namespaced_IgnoresOtherNamespaces installs the chart scoped to one
