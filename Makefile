@@ -105,7 +105,7 @@ images-testing: tools build ## Write the end-to-end tests' image (the release fi
 
 ##@ Testing
 .PHONY: test
-test: tools verify-generated vet lint unit fuzz ## Everything CI runs: vet, lint, unit, envtest and engine tests, a short fuzz.
+test: tools verify-generated vet lint unit fuzz ## Vet, lint, unit, envtest and engine tests, a short fuzz (CI runs this, then make e2e).
 
 .PHONY: unit
 unit: ## go test every module (envtest and engine suites included; needs `make tools`).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -300,7 +302,7 @@ func typePhases(ups []updateSeen) []string {
 		m[fmt.Sprintf("%s %s", u.typ, p)]++
 	}
 	var out []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return out

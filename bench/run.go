@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -437,25 +438,25 @@ func costRows(before, after snapshot) [][]string {
 		fmt.Sprintf("%.0f (%.2f/s)", reqs, reqs/d.Seconds())})
 	byMethod := DeltaBy(before.metrics, after.metrics, "rest_client_requests_total", "method")
 	var parts []string
-	for _, k := range sortedKeys(byMethod) {
+	for _, k := range slices.Sorted(maps.Keys(byMethod)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, byMethod[k]))
 	}
 	rows = append(rows, []string{"… by method", orNone(parts)})
 	byCode := DeltaBy(before.metrics, after.metrics, "rest_client_requests_total", "code")
 	parts = parts[:0]
-	for _, k := range sortedKeys(byCode) {
+	for _, k := range slices.Sorted(maps.Keys(byCode)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, byCode[k]))
 	}
 	rows = append(rows, []string{"… by code", orNone(parts)})
 	rec := DeltaBy(before.metrics, after.metrics, "controller_runtime_reconcile_total", "controller")
 	parts = parts[:0]
-	for _, k := range sortedKeys(rec) {
+	for _, k := range slices.Sorted(maps.Keys(rec)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, rec[k]))
 	}
 	rows = append(rows, []string{"reconciles by controller", orNone(parts)})
 	errs := DeltaBy(before.metrics, after.metrics, "controller_runtime_reconcile_errors_total", "controller")
 	parts = parts[:0]
-	for _, k := range sortedKeys(errs) {
+	for _, k := range slices.Sorted(maps.Keys(errs)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, errs[k]))
 	}
 	if len(parts) > 0 {

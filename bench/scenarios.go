@@ -3,9 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -347,7 +349,7 @@ func (b *bench) notReady(ns string, names []string) string {
 		byState[state] = append(byState[state], name)
 	}
 	var rows [][]string
-	for _, k := range sortedKeys(byState) {
+	for _, k := range slices.Sorted(maps.Keys(byState)) {
 		ex := byState[k]
 		rows = append(rows, []string{fmt.Sprint(len(ex)), k, strings.Join(ex[:min(3, len(ex))], ", ")})
 	}
@@ -479,7 +481,7 @@ func phaseString(m map[v1alpha1.UpdatePhase]int) string {
 
 func mapString(m map[string]int) string {
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")

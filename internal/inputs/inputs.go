@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,7 +83,7 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 	for k, v := range spec.Config {
 		in.Config[k] = ConfigValue{Value: json.RawMessage(v.Raw)}
 	}
-	for _, k := range sortedKeys(spec.ConfigRef) {
+	for _, k := range slices.Sorted(maps.Keys(spec.ConfigRef)) {
 		ref := spec.ConfigRef[k]
 		s, err := r.configMapKey(ref.Name, ref.Key)
 		if err != nil {
@@ -97,7 +98,7 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 	for k, s := range spec.Secrets {
 		in.Config[k] = ConfigValue{Value: jsonString(s), Secret: true}
 	}
-	for _, k := range sortedKeys(spec.SecretsRef) {
+	for _, k := range slices.Sorted(maps.Keys(spec.SecretsRef)) {
 		s, err := r.ref(spec.SecretsRef[k], "spec.secretsRef["+k+"]")
 		if err != nil {
 			return nil, err
@@ -131,7 +132,7 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 		}
 		in.Env[EnvAccessToken] = s
 	}
-	for _, k := range sortedKeys(spec.EnvRefs) {
+	for _, k := range slices.Sorted(maps.Keys(spec.EnvRefs)) {
 		s, err := r.ref(spec.EnvRefs[k], "spec.envRefs["+k+"]")
 		if err != nil {
 			return nil, err
@@ -313,7 +314,7 @@ func (r *resolver) fingerprint() string {
 	for id, o := range r.objects {
 		ids = append(ids, id+"@"+string(o.GetUID())+"@"+o.GetResourceVersion())
 	}
-	sort.Strings(ids)
+	slices.Sort(ids)
 	h := sha256.New()
 	for _, id := range ids {
 		h.Write([]byte(id))
@@ -325,13 +326,4 @@ func (r *resolver) fingerprint() string {
 func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s) // a string always marshals
 	return b
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

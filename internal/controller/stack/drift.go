@@ -3,7 +3,6 @@ package stack
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,12 +88,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope) (bool, error) {
 // driftUpdateName names a drift check after its Stack and the minute it started: a
 // schedule fires at most once a minute.
 func driftUpdateName(stack string, at time.Time) string {
-	suffix := "-drift-" + at.UTC().Format("20060102-1504")
-	const maxName = 253
-	if len(stack)+len(suffix) > maxName {
-		stack = strings.TrimRight(stack[:maxName-len(suffix)], "-.")
-	}
-	return stack + suffix
+	return shortName(stack, "-drift-"+at.UTC().Format("20060102-1504"))
 }
 
 // recordDriftStart records a drift check in flight. It leaves the retry bookkeeping of the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,16 +129,16 @@ func validate(p *pulumiv1.Program) error {
 		}
 		seen[name] = kind
 	}
-	for _, name := range sortedKeys(spec.Configuration) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Configuration)) {
 		declare("configuration", name)
 		if c := spec.Configuration[name]; c.Type == "" && c.Default == nil {
 			errs = append(errs, fmt.Errorf("configuration %q needs a type, a default, or both", name))
 		}
 	}
-	for _, name := range sortedKeys(spec.Variables) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Variables)) {
 		declare("variable", name)
 	}
-	for _, name := range sortedKeys(spec.Resources) {
+	for _, name := range slices.Sorted(maps.Keys(spec.Resources)) {
 		declare("resource", name)
 		if r := spec.Resources[name]; r.Get != nil && len(r.Properties) > 0 {
 			errs = append(errs, fmt.Errorf("resource %q sets both get and properties, which are mutually exclusive", name))
@@ -177,7 +178,7 @@ func checkNumbers(spec *pulumiv1.ProgramSpec) []error {
 				errs = append(errs, fmt.Errorf("%s: number %s is out of range (Pulumi numbers are 64-bit floats)", path, v))
 			}
 		case map[string]any:
-			for _, k := range sortedKeys(v) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				walk(path+"."+k, v[k])
 			}
 		case []any:
@@ -188,13 +189,4 @@ func checkNumbers(spec *pulumiv1.ProgramSpec) []error {
 	}
 	walk("spec", v)
 	return errs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
