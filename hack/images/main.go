@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 
 	"github.com/stackwright/stackwright/internal/image"
 )
@@ -83,10 +82,7 @@ func run(bin, out, version string, testing bool, pause, s3 string) error {
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true",
 	}
 	dirs := []image.Dir{{Path: dataDir, Mode: 0o755, UID: image.NonrootUID, GID: image.NonrootGID}}
-	specs := []struct {
-		file string
-		spec image.Spec
-	}{
+	specs := []archive{
 		{"stackwright-" + version + ".tar", image.Spec{
 			Ref:        "localhost/stackwright:" + version,
 			Files:      files,
@@ -116,24 +112,17 @@ func run(bin, out, version string, testing bool, pause, s3 string) error {
 		if err != nil {
 			return err
 		}
-		manager := specs[0].spec
-		manager.Ref = "localhost/stackwright-testing:" + version
-		manager.Files = append(slices.Clone(files), extra...)
-		manager.Labels = labels("stackwright-testing", version, "Stackwright with its test provider, for the end-to-end tests only: never deploy it")
-		specs = specs[:0]
-		specs = append(specs, struct {
-			file string
-			spec image.Spec
-		}{"stackwright-testing-" + version + ".tar", manager})
+		e2e := specs[0].spec
+		e2e.Ref = "localhost/stackwright-testing:" + version
+		e2e.Files = append(files, extra...)
+		e2e.Labels = labels("stackwright-testing", version, "Stackwright with its test provider, for the end-to-end tests only: never deploy it")
+		specs = []archive{{"stackwright-testing-" + version + ".tar", e2e}}
 	}
 	if pause != "" {
 		if err := checkStatic(pause); err != nil {
 			return err
 		}
-		specs = append(specs, struct {
-			file string
-			spec image.Spec
-		}{"pause.tar", image.Spec{
+		specs = append(specs, archive{"pause.tar", image.Spec{
 			Ref:        pauseRef,
 			Files:      []image.File{{Source: pause, Path: "/pause", Mode: 0o755}},
 			User:       pauseUser,
@@ -147,10 +136,7 @@ func run(bin, out, version string, testing bool, pause, s3 string) error {
 		if err != nil {
 			return err
 		}
-		specs = append(specs, struct {
-			file string
-			spec image.Spec
-		}{"versitygw.tar", spec})
+		specs = append(specs, archive{"versitygw.tar", spec})
 	}
 
 	for _, s := range specs {
@@ -169,6 +155,12 @@ func run(bin, out, version string, testing bool, pause, s3 string) error {
 		fmt.Printf("%s\t%s\tmanifest %s\tarchive %s\t%d bytes\n", a.Path, img.Ref, d, a.Digest, a.Size)
 	}
 	return nil
+}
+
+// archive is an image and the file in the output directory it is written to.
+type archive struct {
+	file string
+	spec image.Spec
 }
 
 // binaryFiles places the named static binaries of bin in the images' binary directory.

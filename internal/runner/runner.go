@@ -364,17 +364,17 @@ func (r *Runner) writePlan(ctx context.Context, u *v1alpha1.Update, plan []byte)
 // Secret of that name a tenant made beforehand would otherwise pass for u's outputs or plan.
 func (r *Runner) createOwned(ctx context.Context, u *v1alpha1.Update, sec *corev1.Secret, what string) error {
 	err := r.Client.Create(ctx, sec, client.FieldOwner(fieldManager))
-	if err == nil || !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return fmt.Errorf("failed to create %s Secret %s: %w", what, sec.Name, err)
-		}
+	switch {
+	case err == nil:
 		return nil
+	case !apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("failed to create %s Secret %s: %w", what, sec.Name, err)
 	}
 	existing := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(sec), existing); err != nil {
 		return fmt.Errorf("failed to get %s Secret %s: %w", what, sec.Name, err)
 	}
-	if owner := metav1.GetControllerOf(existing); owner == nil || owner.UID != u.UID {
+	if !metav1.IsControlledBy(existing, u) {
 		return fmt.Errorf("failed to create %s Secret %s: a Secret of that name exists and was not created for Update %s", what, sec.Name, u.Name)
 	}
 	existing.Data, existing.Annotations = sec.Data, sec.Annotations

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -184,7 +185,7 @@ func TestRunner_WriteOutputs_TakesOnlyTheUpdatesOwnSecret(t *testing.T) {
 	u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "u-1"}}
 	name := u.Name + "-outputs"
 	owned := func(uid types.UID) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Update", Name: u.Name, UID: uid, Controller: ptrTo(true)}}
+		return []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Update", Name: u.Name, UID: uid, Controller: ptr.To(true)}}
 	}
 	tests := []struct {
 		name     string
@@ -242,5 +243,3 @@ func TestRunner_WriteOutputs_TakesOnlyTheUpdatesOwnSecret(t *testing.T) {
 		})
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }

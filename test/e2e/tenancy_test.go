@@ -4,10 +4,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/executor/job"
 )
 
 // The adversarial suite: tenant A, whose user may act only in its own namespace, tries
@@ -156,7 +154,7 @@ stringData:
 	a.apply(t, s3CredentialsYAML+sleepStackYAML("stuck-1", 1, unschedulable))
 	victim := waitUpdatePhase(g, c, a.ns, "stuck-1", "")
 	// A plants the work Secret of stuck-1's queued Update before the manager creates it.
-	planted := jobName(victim.Name) + "-work"
+	planted := job.WorkSecretName(victim.Name)
 	a.apply(t, `apiVersion: v1
 kind: Secret
 metadata:
@@ -290,16 +288,4 @@ func runnerPods(g Gomega, c client.Client, ns string) int {
 		}
 	}
 	return n
-}
-
-// jobName is the runner Job's name for an Update (internal/executor/job's rule, which a
-// tenant can compute as well as the manager).
-func jobName(update string) string {
-	sum := sha256.Sum256([]byte(update))
-	suffix := "-" + hex.EncodeToString(sum[:])[:8]
-	name := update
-	if len(name)+len(suffix) > 63 {
-		name = strings.TrimRight(name[:63-len(suffix)], "-.")
-	}
-	return name + suffix
 }

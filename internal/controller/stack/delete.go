@@ -95,11 +95,7 @@ func (r *Reconciler) releaseDestroyed(ctx context.Context, s *scope) (bool, erro
 // refused in a terminating namespace, so the log says it as well.
 func (r *Reconciler) releaseWithoutDestroy(ctx context.Context, s *scope, why string) error {
 	msg := fmt.Sprintf("Namespace %s is being deleted and destroy cannot run (%s): the stack's resources were left in place; its state remains in the backend", s.stack.Namespace, why)
-	if err := r.releaseFinalizer(ctx, s, corev1.EventTypeWarning, EventResourcesKept, msg); err != nil {
-		return err
-	}
-	metrics.ObserveResourcesKept(s.stack.Namespace)
-	return nil
+	return r.releaseFinalizer(ctx, s, corev1.EventTypeWarning, EventResourcesKept, msg)
 }
 
 // releaseFinalizer removes the Stack's finalizer and then announces it with an event and a
@@ -120,7 +116,9 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, s *scope, eventType, 
 	}
 	logMsg := "Released finalizer"
 	if eventType == corev1.EventTypeWarning {
+		// Counted here, where only the reconcile that removed the finalizer gets to.
 		logMsg = "Released finalizer without destroy"
+		metrics.ObserveResourcesKept(s.stack.Namespace)
 	}
 	ctrl.LoggerFrom(ctx).Info(logMsg, "reason", reason, "detail", msg)
 	r.event(s.stack, eventType, reason, "%s", msg)

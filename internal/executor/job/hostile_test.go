@@ -37,7 +37,7 @@ func (s *scenario) heldUpdate(name string) (v1alpha1.Update, batchv1.Job) {
 		g.Expect(ups).To(HaveLen(1))
 		u = ups[0]
 		g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning))
-		g.Expect(env.Client.Get(s.t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: job.JobNameOf(u.Name)}, &j)).To(Succeed())
+		g.Expect(env.Client.Get(s.t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: job.JobName(u.Name)}, &j)).To(Succeed())
 	})
 	return u, j
 }
@@ -68,7 +68,7 @@ func (s *scenario) plantForRetries(first *v1alpha1.Update, plant func(update str
 // work document of its own.
 func plantWorkSecret(update string) client.Object {
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: job.WorkSecretNameOf(update), Labels: map[string]string{job.LabelManagedBy: job.ManagedBy}},
+		ObjectMeta: metav1.ObjectMeta{Name: job.WorkSecretName(update), Labels: map[string]string{job.LabelManagedBy: job.ManagedBy}},
 		StringData: map[string]string{job.WorkFile: `{"managerURL":"https://attacker.example.com"}`},
 	}
 }
@@ -77,7 +77,7 @@ func plantWorkSecret(update string) client.Object {
 // Stackwright's label, which the stand-in kubelet would run it by.
 func plantJob(update string) client.Object {
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: job.JobNameOf(update)},
+		ObjectMeta: metav1.ObjectMeta{Name: job.JobName(update)},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "attacker.example.com/runner"}},
 		}}},
@@ -129,13 +129,13 @@ func TestExecutor_PlantedRunnerObjects_UpdateFailsAndObjectUntouched(t *testing.
 		{
 			name: "Secret under the work Secret's name", what: "work Secret", plant: plantWorkSecret,
 			other: func(update string) client.Object {
-				return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: job.JobNameOf(update)}}
+				return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: job.JobName(update)}}
 			},
 		},
 		{
 			name: "Job under the runner Job's name", what: "runner Job", plant: plantJob,
 			other: func(update string) client.Object {
-				return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: job.WorkSecretNameOf(update)}}
+				return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: job.WorkSecretName(update)}}
 			},
 		},
 	} {

@@ -85,6 +85,10 @@ func (e *Executor) checkStarted(ctx context.Context, u *v1alpha1.Update, j *batc
 	if finished, _, _ := jobOutcome(j); finished {
 		return
 	}
+	// A runner whose Pod is ready has started: no need to list its Pods on every sweep.
+	if j.Status.Ready != nil && *j.Status.Ready > 0 {
+		return
+	}
 	var pods corev1.PodList
 	if err := e.reader.List(ctx, &pods, client.InNamespace(u.Namespace), client.MatchingLabels{LabelUpdateUID: string(u.UID)}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list runner Pods", "update", u.Name)

@@ -93,7 +93,7 @@ func TestExecutor_PendingTimeout_UnschedulableRunnerFreesItsSlot(t *testing.T) {
 	ctxT := t.Context()
 	j := &batchv1.Job{}
 	s.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctxT, client.ObjectKey{Namespace: s.Namespace, Name: job.JobNameOf(first.Name)}, j)).To(Succeed())
+		g.Expect(env.Client.Get(ctxT, client.ObjectKey{Namespace: s.Namespace, Name: job.JobName(first.Name)}, j)).To(Succeed())
 	})
 	queued, running := e.Pending()
 	if diff := cmp.Diff([]int{1, 1}, []int{queued, running}); diff != "" {
@@ -149,7 +149,7 @@ func TestExecutor_PendingTimeout_UnschedulableRunnerFreesItsSlot(t *testing.T) {
 	})
 	// The freed slot goes to the second Update.
 	s.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctxT, client.ObjectKey{Namespace: s.Namespace, Name: job.JobNameOf(second.Name)}, &batchv1.Job{})).To(Succeed())
+		g.Expect(env.Client.Get(ctxT, client.ObjectKey{Namespace: s.Namespace, Name: job.JobName(second.Name)}, &batchv1.Job{})).To(Succeed())
 		u2 := &v1alpha1.Update{}
 		g.Expect(env.Client.Get(ctxT, client.ObjectKeyFromObject(second), u2)).To(Succeed())
 		g.Expect(u2.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning))

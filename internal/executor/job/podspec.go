@@ -53,20 +53,26 @@ type PodOptions struct {
 	AllowedVolumeTypes []string
 }
 
-// jobName is the runner Job's name for u: a Job's name ends up in a label of its Pods,
-// so it must stay within 63 characters, and distinct Updates need distinct names.
-func jobName(u *v1alpha1.Update) string {
-	sum := sha256.Sum256([]byte(u.Name))
+// JobName is the runner Job's name for the Update named update: a Job's name ends up in
+// a label of its Pods, so it must stay within 63 characters, and distinct Updates need
+// distinct names. Anyone who sees an Update can compute it, which is why the executor
+// never takes an object of that name it did not create for the Update.
+func JobName(update string) string {
+	sum := sha256.Sum256([]byte(update))
 	suffix := "-" + hex.EncodeToString(sum[:])[:8]
-	name := u.Name
+	name := update
 	if len(name)+len(suffix) > 63 {
 		name = strings.TrimRight(name[:63-len(suffix)], "-.")
 	}
 	return name + suffix
 }
 
-// workSecretName is the name of u's work Secret.
-func workSecretName(u *v1alpha1.Update) string { return jobName(u) + "-work" }
+// WorkSecretName is the name of the work Secret of the Update named update.
+func WorkSecretName(update string) string { return JobName(update) + "-work" }
+
+func jobName(u *v1alpha1.Update) string { return JobName(u.Name) }
+
+func workSecretName(u *v1alpha1.Update) string { return WorkSecretName(u.Name) }
 
 // runnerIdentity is the status.runner of an Update that a runner Job performs.
 func runnerIdentity(u *v1alpha1.Update) string {

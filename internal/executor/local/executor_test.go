@@ -27,14 +27,52 @@ type recordingRunner struct {
 	running     map[string]bool // by Stack
 	maxParallel int
 	overlaps    []string // Stacks seen running twice at once
+	perNS       map[string]int
+	mostPerNS   map[string]int // most Updates of each namespace running at once
 	order       []string
 	release     chan struct{}
+}
+
+func newRecordingRunner(release chan struct{}) *recordingRunner {
+	return &recordingRunner{running: map[string]bool{}, perNS: map[string]int{}, mostPerNS: map[string]int{}, release: release}
 }
 
 func (r *recordingRunner) runningCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.running)
+}
+
+func (r *recordingRunner) ran() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.order)
+}
+
+// runAll starts e, lets the pool fill (so that its bounds are what is measured), releases
+// n runs one at a time, and stops e.
+func runAll(t *testing.T, e *Executor, r *recordingRunner, n int, submit func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.Start(ctx) }()
+	submit()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.runningCount() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for range n {
+		select {
+		case r.release <- struct{}{}:
+		case <-time.After(10 * time.Second):
+			cancel()
+			t.Fatalf("executor stalled; order so far %v", r.ran())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (r *recordingRunner) Claim(context.Context, *v1alpha1.Update, string) (bool, error) {
@@ -54,10 +92,13 @@ func (r *recordingRunner) Execute(_ context.Context, u *v1alpha1.Update) (engine
 	r.running[u.Spec.StackName] = true
 	r.order = append(r.order, u.Name)
 	r.maxParallel = max(r.maxParallel, len(r.running))
+	r.perNS[u.Namespace]++
+	r.mostPerNS[u.Namespace] = max(r.mostPerNS[u.Namespace], r.perNS[u.Namespace])
 	r.mu.Unlock()
 	<-r.release
 	r.mu.Lock()
 	delete(r.running, u.Spec.StackName)
+	r.perNS[u.Namespace]--
 	r.mu.Unlock()
 	u.Status.Phase = v1alpha1.UpdatePhaseSucceeded
 	return engine.Result{}, nil
@@ -80,31 +121,14 @@ func TestExecutor_Start_BoundsParallelismAndSerialisesEachStack(t *testing.T) {
 	for _, u := range updates {
 		b = b.WithObjects(u.DeepCopy())
 	}
-	r := &recordingRunner{running: map[string]bool{}, release: make(chan struct{})}
+	r := newRecordingRunner(make(chan struct{}))
 	e := New(b.Build(), r, 2)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.Start(ctx) }()
-	for _, u := range updates {
-		e.Submit(u)
-		e.Submit(u) // duplicates are ignored
-	}
-	// Let the pool fill before anything finishes, so the bound is what is measured.
-	deadline := time.Now().Add(10 * time.Second)
-	for r.runningCount() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	for range updates {
-		select {
-		case r.release <- struct{}{}:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("executor stalled; order so far %v", r.order)
+	runAll(t, e, r, len(updates), func() {
+		for _, u := range updates {
+			e.Submit(u)
+			e.Submit(u) // duplicates are ignored
 		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	})
 	if r.maxParallel != 2 {
 		t.Errorf("at most %d Updates ran at once; want exactly the pool size 2", r.maxParallel)
 	}
@@ -122,7 +146,7 @@ func TestExecutor_Start_BoundsParallelismAndSerialisesEachStack(t *testing.T) {
 }
 
 func TestExecutor_RunDetached_ResultReadOnceFinished(t *testing.T) {
-	r := &recordingRunner{running: map[string]bool{}, release: make(chan struct{}, 1)}
+	r := newRecordingRunner(make(chan struct{}, 1))
 	e := New(fake.NewClientBuilder().Build(), r, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -263,43 +287,6 @@ func TestExecutor_Start_ClaimAppliedButAnswerLostRunsOnce(t *testing.T) {
 	}
 }
 
-// namespaceRunner records how many Updates of each namespace run at once.
-type namespaceRunner struct {
-	mu      sync.Mutex
-	running map[string]int
-	most    map[string]int
-	order   []string
-	release chan struct{}
-}
-
-func (r *namespaceRunner) Claim(context.Context, *v1alpha1.Update, string) (bool, error) {
-	return true, nil
-}
-
-func (r *namespaceRunner) Run(ctx context.Context, u *v1alpha1.Update) error {
-	_, err := r.Execute(ctx, u)
-	return err
-}
-
-func (r *namespaceRunner) Execute(_ context.Context, u *v1alpha1.Update) (engine.Result, error) {
-	r.mu.Lock()
-	r.running[u.Namespace]++
-	r.most[u.Namespace] = max(r.most[u.Namespace], r.running[u.Namespace])
-	r.order = append(r.order, u.Namespace+"/"+u.Name)
-	r.mu.Unlock()
-	<-r.release
-	r.mu.Lock()
-	r.running[u.Namespace]--
-	r.mu.Unlock()
-	return engine.Result{}, nil
-}
-
-func (r *namespaceRunner) started() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.order)
-}
-
 // A namespace that queued first, and more, does not take every worker: the other
 // namespace's Update starts on the second worker, and the first never runs two at once.
 func TestExecutor_Start_MaxPerNamespaceLeavesWorkersToOtherNamespaces(t *testing.T) {
@@ -308,8 +295,8 @@ func TestExecutor_Start_MaxPerNamespaceLeavesWorkersToOtherNamespaces(t *testing
 		t.Fatal(err)
 	}
 	var updates []*v1alpha1.Update
-	for _, key := range []string{"a/u0", "a/u1", "a/u2", "b/u0"} {
-		ns, name, _ := strings.Cut(key, "/")
+	for _, name := range []string{"a0", "a1", "a2", "b0"} {
+		ns := name[:1]
 		updates = append(updates, &v1alpha1.Update{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			// A Stack each: only the namespace's limit holds them back.
@@ -320,35 +307,19 @@ func TestExecutor_Start_MaxPerNamespaceLeavesWorkersToOtherNamespaces(t *testing
 	for _, u := range updates {
 		b = b.WithObjects(u.DeepCopy())
 	}
-	r := &namespaceRunner{running: map[string]int{}, most: map[string]int{}, release: make(chan struct{})}
+	r := newRecordingRunner(make(chan struct{}))
 	e := New(b.Build(), r, 2)
 	e.MaxPerNamespace = 1
-	for _, u := range updates {
-		e.Submit(u)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.Start(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for r.started() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	for range updates {
-		select {
-		case r.release <- struct{}{}:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("executor stalled; order so far %v", r.order)
+	runAll(t, e, r, len(updates), func() {
+		for _, u := range updates {
+			e.Submit(u)
 		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	})
 	first := slices.Sorted(slices.Values(r.order[:2]))
-	if diff := cmp.Diff([]string{"a/u0", "b/u0"}, first); diff != "" {
+	if diff := cmp.Diff([]string{"a0", "b0"}, first); diff != "" {
 		t.Errorf("first two runs (-want +got): %s; b's Update must not wait behind a's backlog", diff)
 	}
-	if diff := cmp.Diff(map[string]int{"a": 1, "b": 1}, r.most); diff != "" {
+	if diff := cmp.Diff(map[string]int{"a": 1, "b": 1}, r.mostPerNS); diff != "" {
 		t.Errorf("most Updates running at once per namespace (-want +got): %s", diff)
 	}
 }
