@@ -140,12 +140,17 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 		in.Env[k] = s
 	}
 	if o.InManager {
-		if err := checkInManager(stack.Namespace, spec, in.Env, o); err != nil {
+		if err := checkReservedEnv(in.Env); err != nil {
 			return nil, err
 		}
 	}
 	if err := applyBackendDefaults(stack.Namespace, spec, in.Env, o); err != nil {
 		return nil, err
+	}
+	if o.InManager {
+		if err := checkFileBackend(stack.Namespace, in.Env[EnvBackendURL], o.StateRoot); err != nil {
+			return nil, err
+		}
 	}
 	in.Fingerprint = r.fingerprint()
 	return in, nil
@@ -242,7 +247,7 @@ func (r *resolver) file(path, field string) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(root, p)
 	}
-	if rel, err := filepath.Rel(root, p); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if !within(root, p) {
 		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: path %q is outside the permitted directory %s", field, path, root)
 	}
 	b, err := os.ReadFile(p)

@@ -26,7 +26,7 @@ import (
 // tenant's own Pod, so the Job executor lets them through.
 //
 // Entries ending in "*" are prefixes. docs/operations.md ("Tenancy and security") and the
-// guidance admission policy list the same names; a test holds them in step.
+// guidance admission policy list the same names; a test holds the policy in step.
 var ReservedEnv = []string{
 	"PATH", "HOME", "TMPDIR", "SHELL",
 	"LD_*", "DYLD_*",
@@ -49,33 +49,40 @@ func Reserved(key string) bool {
 	})
 }
 
-// checkInManager refuses, for a Stack whose engine runs in the manager, what would reach
-// beyond its own namespace there: a reserved environment variable from any of its
-// sources, and a file:// backend outside the namespace's own state directory (which would
-// be another tenant's state, opened with a passphrase the manager fills in).
-func checkInManager(namespace string, spec *pulumiv1.StackSpec, env map[string]string, o Options) error {
+// checkReservedEnv refuses, for a Stack whose engine runs in the manager, the variables
+// of ReservedEnv from any of its sources: there they would steer the manager's process.
+func checkReservedEnv(env map[string]string) error {
 	var bad []string
 	for k := range env {
 		if Reserved(k) {
 			bad = append(bad, k)
 		}
 	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
-		return fault.Stall(pulumiv1.ReasonSpecInvalid, "the environment sets %s, which steer the engine in the manager's process and are refused under the local executor (docs/operations.md, Tenancy and security)", strings.Join(bad, ", "))
-	}
-	if o.StateRoot == "" {
+	if len(bad) == 0 {
 		return nil
 	}
-	backend := env[EnvBackendURL]
-	if spec.Backend != "" {
-		backend = spec.Backend
+	slices.Sort(bad)
+	return fault.Stall(pulumiv1.ReasonSpecInvalid, "the environment sets %s, which steer the engine in the manager's process and are refused under the local executor (docs/operations.md, Tenancy and security)", strings.Join(bad, ", "))
+}
+
+// checkFileBackend refuses, for a Stack whose engine runs in the manager, a file://
+// backend outside its namespace's directory of stateRoot: that would be another tenant's
+// state, opened with a passphrase the manager fills in.
+func checkFileBackend(namespace, backend, stateRoot string) error {
+	if stateRoot == "" {
+		return nil
 	}
+	// The engine parses the URL, which reads the scheme case-insensitively.
+	if scheme, _, _ := strings.Cut(backend, ":"); !strings.EqualFold(scheme, "file") {
+		return nil
+	}
+	// The engine takes any spelling of the scheme (FILE://, file:/x); only the one this
+	// check reads the path of is let through.
 	rest, ok := strings.CutPrefix(backend, "file://")
 	if !ok {
-		return nil
+		return fault.Stall(pulumiv1.ReasonSpecInvalid, "backend %s: under the local executor a file backend must be written file://<path>, inside this namespace's state directory %s", backend, filepath.Join(filepath.Clean(stateRoot), namespace))
 	}
-	own := filepath.Join(filepath.Clean(o.StateRoot), namespace)
+	own := filepath.Join(filepath.Clean(stateRoot), namespace)
 	if !within(own, fileBackendPath(rest)) {
 		return fault.Stall(pulumiv1.ReasonSpecInvalid, "backend %s is outside this namespace's state directory %s: under the local executor a file:// backend must stay in it (or leave spec.backend empty to use it)", backend, own)
 	}
@@ -106,16 +113,15 @@ func within(dir, p string) bool {
 }
 
 // Passphrases keeps one generated secrets passphrase per namespace, so that no two
-// tenants' stacks share a key. A namespace that already has state in the default backend
-// from before passphrases were per namespace keeps the one shared passphrase it was
-// encrypted with (Shared), copied into its own file.
+// tenants' stacks share a key. An installation from before passphrases were per namespace
+// keeps its one shared passphrase (Shared) for every namespace, copied into each
+// namespace's file: any stack there, on the default backend or another self-managed one,
+// may be encrypted with it.
 type Passphrases struct {
 	// Dir holds one file per namespace, named after it.
 	Dir string
 	// Shared is the single passphrase file of earlier versions; "" if there was none.
 	Shared string
-	// StateRoot is the default file:// backend's directory, one subdirectory per namespace.
-	StateRoot string
 }
 
 // File returns the path of namespace's passphrase file, creating it on first use.
@@ -129,44 +135,43 @@ func (p *Passphrases) File(namespace string) (string, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("failed to read passphrase of namespace %s: %w", namespace, err)
 	}
-	value, err := p.initial(namespace)
+	value, err := p.initial()
 	if err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		return "", fmt.Errorf("failed to create %s: %w", p.Dir, err)
 	}
-	// O_EXCL: of two reconciles racing here, the first passphrase stays.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return path, nil
+	// Written whole under another name, then linked into place: a crash never leaves an
+	// empty passphrase behind, and of two reconciles racing here the first one's stays
+	// (a link, unlike a rename, fails when the name exists).
+	tmp, err := os.CreateTemp(p.Dir, ".new-")
+	if err != nil {
+		return "", fmt.Errorf("failed to write passphrase of namespace %s: %w", namespace, err)
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	_, err = tmp.Write(value)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
 	if err == nil {
-		_, err = f.Write(value)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+		err = os.Link(tmp.Name(), path)
 	}
-	if err != nil {
-		_ = os.Remove(path)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("failed to write passphrase of namespace %s: %w", namespace, err)
 	}
 	return path, nil
 }
 
-// initial is a namespace's first passphrase: the shared one when the namespace already
-// has state encrypted with it, else a new random one.
-func (p *Passphrases) initial(namespace string) ([]byte, error) {
-	if p.Shared != "" && p.StateRoot != "" {
-		if _, err := os.Stat(filepath.Join(p.StateRoot, namespace)); err == nil {
-			b, err := os.ReadFile(p.Shared)
-			if err == nil {
-				return b, nil
-			}
-			if !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("failed to read shared passphrase: %w", err)
-			}
+// initial is a namespace's first passphrase: the shared one of an installation from
+// earlier versions, else a new random one.
+func (p *Passphrases) initial() ([]byte, error) {
+	if p.Shared != "" {
+		b, err := os.ReadFile(p.Shared)
+		if err != nil {
+			return nil, fmt.Errorf("failed to read shared passphrase: %w", err)
 		}
+		return b, nil
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {

@@ -39,6 +39,8 @@ func TestResolve_InManager_RefusesWhatReachesPastTheNamespace(t *testing.T) {
 		{name: "escapedDotDotIsRefused", spec: pulumiv1.StackSpec{Backend: "file:///data/state/a/%2e%2e/b"}, wantErr: "is outside this namespace's state directory"},
 		{name: "prefixSiblingIsRefused", spec: pulumiv1.StackSpec{Backend: "file:///data/state/ab"}, wantErr: "is outside this namespace's state directory"},
 		{name: "stateRootItselfIsRefused", spec: pulumiv1.StackSpec{Backend: "file:///data/state"}, wantErr: "is outside this namespace's state directory"},
+		{name: "upperCaseSchemeIsRefused", spec: pulumiv1.StackSpec{Backend: "FILE:///data/state/b"}, wantErr: "a file backend must be written file://<path>"},
+		{name: "singleSlashSchemeIsRefused", spec: pulumiv1.StackSpec{Backend: "file:/data/state/b"}, wantErr: "a file backend must be written file://<path>"},
 		{name: "homeDirectoryIsRefused", spec: pulumiv1.StackSpec{Backend: "file://~"}, wantErr: "backend file://~ is outside"},
 		{name: "backendFromEnvironmentIsRefused", spec: pulumiv1.StackSpec{EnvRefs: map[string]pulumiv1.ResourceRef{EnvBackendURL: literal("file:///var/lib/stackwright")}}, wantErr: "backend file:///var/lib/stackwright is outside"},
 		{name: "pathIsRefused", spec: pulumiv1.StackSpec{EnvRefs: map[string]pulumiv1.ResourceRef{"PATH": literal("/tmp/evil")}}, wantErr: "the environment sets PATH,"},
@@ -96,46 +98,55 @@ func TestReserved_Names(t *testing.T) {
 	}
 }
 
+// readPassphrase returns the content of namespace's passphrase file, checking where it is.
+func readPassphrase(t *testing.T, p *Passphrases, namespace string) string {
+	t.Helper()
+	path, err := p.File(namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != filepath.Join(p.Dir, namespace) {
+		t.Errorf("File(%s) = %s, want it in %s", namespace, path, p.Dir)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestPassphrases_File_OnePerNamespace(t *testing.T) {
-	root := t.TempDir()
-	shared := filepath.Join(root, "passphrase")
-	state := filepath.Join(root, "state")
-	if err := os.WriteFile(shared, []byte("shared-secret"), 0o600); err != nil {
-		t.Fatal(err)
+	p := &Passphrases{Dir: filepath.Join(t.TempDir(), "passphrases")}
+	a, b := readPassphrase(t, p, "a"), readPassphrase(t, p, "b")
+	if a == b || len(a) < 40 {
+		t.Errorf("namespaces share a passphrase, or it is short: a=%q b=%q", a, b)
 	}
-	// Namespace "old" has state encrypted with the shared passphrase of earlier versions.
-	if err := os.MkdirAll(filepath.Join(state, "old"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	p := &Passphrases{Dir: filepath.Join(root, "passphrases"), Shared: shared, StateRoot: state}
-	read := func(ns string) string {
-		t.Helper()
-		path, err := p.File(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if path != filepath.Join(p.Dir, ns) {
-			t.Errorf("File(%s) = %s, want it in %s", ns, path, p.Dir)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	a, b, old := read("a"), read("b"), read("old")
-	if a == b || a == "shared-secret" || b == "shared-secret" {
-		t.Errorf("new namespaces share a passphrase: a=%q b=%q", a, b)
-	}
-	if old != "shared-secret" {
-		t.Errorf("namespace with earlier state got %q, want the shared passphrase", old)
-	}
-	if again := read("a"); again != a {
+	if again := readPassphrase(t, p, "a"); again != a {
 		t.Errorf("passphrase of a changed: %q, then %q", a, again)
+	}
+	if left, _ := filepath.Glob(filepath.Join(p.Dir, ".new-*")); len(left) > 0 {
+		t.Errorf("temporary files left behind: %v", left)
 	}
 	for _, bad := range []string{"", "..", "a/b"} {
 		if _, err := p.File(bad); err == nil {
 			t.Errorf("File(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+// An installation from before passphrases were per namespace may have encrypted any
+// namespace's stacks (on any self-managed backend) with its one passphrase: every
+// namespace keeps it.
+func TestPassphrases_File_UpgradedInstallKeepsTheSharedOne(t *testing.T) {
+	root := t.TempDir()
+	shared := filepath.Join(root, "passphrase")
+	if err := os.WriteFile(shared, []byte("shared-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := &Passphrases{Dir: filepath.Join(root, "passphrases"), Shared: shared}
+	for _, ns := range []string{"a", "b"} {
+		if got := readPassphrase(t, p, ns); got != "shared-secret" {
+			t.Errorf("namespace %s got %q, want the shared passphrase", ns, got)
 		}
 	}
 }

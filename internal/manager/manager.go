@@ -439,7 +439,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		AllowEnvRefs:   o.AllowEnvRefs,
 		FSRoot:         o.FSRefRoot,
 		DefaultBackend: cmp.Or(o.DefaultBackend, "file://"+dirs.state),
-		Passphrases:    &inputs.Passphrases{Dir: dirs.passphrases, Shared: dirs.sharedPassphrase, StateRoot: dirs.state},
+		Passphrases:    &inputs.Passphrases{Dir: dirs.passphrases, Shared: dirs.sharedPassphrase},
 		InManager:      true,
 		StateRoot:      dirs.state,
 	}
@@ -554,7 +554,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 type dataDirs struct {
 	artifacts, git, work, pulumiHome, state, passphrases string
 	// sharedPassphrase is the one passphrase of versions before passphrases were per
-	// namespace; namespaces with state from then keep it (inputs.Passphrases).
+	// namespace; such an installation keeps it (inputs.Passphrases).
 	sharedPassphrase string
 }
 

@@ -35,7 +35,7 @@ func (r stubRunner) Record(context.Context, *v1alpha1.Update, *v1alpha1.Update, 
 // planted marks the objects a test creates beforehand under a runner object's name.
 const planted = "planted"
 
-func TestCreateJob_ExistingObjects_OnlyTheUpdatesOwnAreUsed(t *testing.T) {
+func TestCreateJob_ExistingObjects_AreRefusedAndLeftAlone(t *testing.T) {
 	u := testUpdate("web-abc-1")
 	ownedBy := func(uid string) []metav1.OwnerReference {
 		return []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Update", Name: u.Name, UID: types.UID("uid-" + uid), Controller: ptr(true)}}
@@ -69,9 +69,9 @@ func TestCreateJob_ExistingObjects_OnlyTheUpdatesOwnAreUsed(t *testing.T) {
 			want: outcome{Secret: "ours", Job: "ours"},
 		},
 		{
-			name:     "work Secret left by an earlier start of this Update is rewritten and used",
+			name:     "a Secret with a forged owner reference to this Update is refused",
 			existing: []client.Object{secret(ownedBy("1"))},
-			want:     outcome{Secret: "ours", Job: "ours"},
+			want:     outcome{Reason: v1alpha1.ReasonPermanentFailure, Error: refused("work Secret", workSecretName(u)), Secret: planted, Job: "absent"},
 		},
 		{
 			name:     "a tenant's Secret under the work Secret's name is refused and left alone",
@@ -89,9 +89,9 @@ func TestCreateJob_ExistingObjects_OnlyTheUpdatesOwnAreUsed(t *testing.T) {
 			want:     outcome{Reason: v1alpha1.ReasonPermanentFailure, Error: refused("runner Job", jobName(u)), Secret: "absent", Job: planted},
 		},
 		{
-			name:     "runner Job left by an earlier start of this Update is used",
+			name:     "a Job with a forged owner reference to this Update is refused, and the work Secret deleted",
 			existing: []client.Object{job(ownedBy("1"))},
-			want:     outcome{Secret: "ours", Job: planted},
+			want:     outcome{Reason: v1alpha1.ReasonPermanentFailure, Error: refused("runner Job", jobName(u)), Secret: "absent", Job: planted},
 		},
 		{
 			name:     "a refused workspaceTemplate volume stalls the Stack, as its other refusals do",
@@ -140,7 +140,7 @@ func secretState(t *testing.T, c client.Client, u *v1alpha1.Update) string {
 		return planted
 	}
 	var w Work
-	if err := json.Unmarshal(s.Data[WorkFile], &w); err != nil || w.UpdateUID != string(u.UID) || !controlledBy(s, u) {
+	if err := json.Unmarshal(s.Data[WorkFile], &w); err != nil || w.UpdateUID != string(u.UID) || !metav1.IsControlledBy(s, u) {
 		t.Errorf("work Secret is neither planted nor ours: %v, %+v", err, s)
 	}
 	return "ours"
@@ -159,7 +159,7 @@ func jobState(t *testing.T, c client.Client, u *v1alpha1.Update) string {
 	if j.Annotations[planted] == "true" {
 		return planted
 	}
-	if !controlledBy(j, u) || j.Labels[LabelManagedBy] != ManagedBy {
+	if !metav1.IsControlledBy(j, u) || j.Labels[LabelManagedBy] != ManagedBy {
 		t.Errorf("runner Job is neither planted nor ours: %+v", j.ObjectMeta)
 	}
 	return "ours"

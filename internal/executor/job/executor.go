@@ -1,10 +1,8 @@
 package job
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -235,70 +233,30 @@ func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
 		return err
 	}
 	if err := e.client.Create(ctx, secret, client.FieldOwner(fieldManager)); err != nil {
-		if !apierrors.IsAlreadyExists(err) {
-			return apiFault(err, "failed to create work Secret %s", secret.Name)
-		}
-		if err := e.rewriteWorkSecret(ctx, u, secret); err != nil {
-			return err
-		}
+		return e.createFault(ctx, u, err, "work Secret", secret.Name)
 	}
 	if err := e.client.Create(ctx, job, client.FieldOwner(fieldManager)); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			err = e.checkControlled(ctx, u, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}}, "runner Job")
-		} else {
-			err = apiFault(err, "failed to create runner Job %s", job.Name)
-		}
-		if err != nil {
-			// The Update fails; its secrets must not wait for it to be pruned, nor reach a
-			// Job whose creation did happen although its answer was lost.
-			e.cleanup(ctx, u)
-			return err
-		}
+		// The Update fails; its secrets must not wait for it to be pruned, nor reach a Job
+		// whose creation did happen although its answer was lost.
+		e.cleanup(ctx, u)
+		return e.createFault(ctx, u, err, "runner Job", job.Name)
 	}
 	return nil
 }
 
-// checkControlled checks that obj, found under the name of one of u's runner objects, is
-// controlled by u: left by an earlier start of u. Anything else is refused rather than
-// adopted: a tenant may create Secrets and Jobs under the names Stackwright will use, and a
-// runner would mount a planted work Secret, or a planted Job pass for u's runner. obj,
-// which names what to read, is read through the uncached reader: Secrets are not cached,
-// nor Jobs without Stackwright's label.
-func (e *Executor) checkControlled(ctx context.Context, u *v1alpha1.Update, obj client.Object, what string) error {
-	if err := e.reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		return apiFault(err, "failed to get %s %s", what, obj.GetName())
+// createFault classifies a refused creation of one of u's runner objects. An object
+// already under its name is never Stackwright's: createJob runs once per Update, after
+// the claim that only one manager wins, and a restarted manager adopts the Jobs it finds
+// running instead of creating them again. Anyone who sees the Update can compute the names
+// and forge an owner reference, so such an object is refused, and left alone, rather than
+// mounted as the work Secret or taken for the runner.
+func (e *Executor) createFault(ctx context.Context, u *v1alpha1.Update, err error, what, name string) error {
+	if !apierrors.IsAlreadyExists(err) {
+		return apiFault(err, "failed to create %s %s", what, name)
 	}
-	if controlledBy(obj, u) {
-		return nil
-	}
-	err := fault.Stall(v1alpha1.ReasonPermanentFailure, "%s %s already exists and was not created by Stackwright for Update %s: Stackwright refuses to use it (delete it, or stop creating objects under that name)", what, obj.GetName(), u.Name)
-	ctrl.LoggerFrom(ctx).Error(err, "Refused an object not created by Stackwright", "object", what, "name", obj.GetName(), "update", u.Name)
-	return err
-}
-
-// rewriteWorkSecret makes an existing work Secret of u's hold want's data. Controlled by u
-// is no proof that Stackwright wrote it: an owner reference is anyone's to set, with the
-// Update's UID in sight while it waits for a slot.
-func (e *Executor) rewriteWorkSecret(ctx context.Context, u *v1alpha1.Update, want *corev1.Secret) error {
-	found := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}}
-	if err := e.checkControlled(ctx, u, found, "work Secret"); err != nil {
-		return err
-	}
-	if maps.EqualFunc(found.Data, want.Data, bytes.Equal) && len(found.StringData) == 0 {
-		return nil
-	}
-	// The resourceVersion read keeps a change made meanwhile from being overwritten unseen.
-	found.Data, found.StringData, found.Labels = want.Data, nil, want.Labels
-	if err := e.client.Update(ctx, found, client.FieldOwner(fieldManager)); err != nil {
-		return apiFault(err, "failed to update work Secret %s", found.Name)
-	}
-	return nil
-}
-
-// controlledBy reports whether obj's controller is u.
-func controlledBy(obj metav1.Object, u *v1alpha1.Update) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == u.UID
+	f := fault.Stall(v1alpha1.ReasonPermanentFailure, "%s %s already exists and was not created by Stackwright for Update %s: Stackwright refuses to use it (delete it, or stop creating objects under that name)", what, name, u.Name)
+	ctrl.LoggerFrom(ctx).Error(f, "Refused an object not created by Stackwright", "object", what, "name", name, "update", u.Name)
+	return f
 }
 
 // apiFault classifies an API server's refusal to create a runner's objects: one that
@@ -396,7 +354,7 @@ func (e *Executor) cleanup(ctx context.Context, u *v1alpha1.Update) {
 		}
 		return
 	}
-	if !controlledBy(s, u) {
+	if !metav1.IsControlledBy(s, u) {
 		return
 	}
 	// The UID precondition spares a Secret made anew under the name since the read.
