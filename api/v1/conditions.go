@@ -13,6 +13,12 @@ const (
 	StackFinalizer = "finalizer.stack.pulumi.com"
 )
 
+// InputsFinalizer is Stackwright's own: it keeps a Secret or ConfigMap that a
+// destroyOnFinalize Stack reads while the Stack holds StackFinalizer, so that deleting the
+// namespace leaves the destroy its inputs. Deleting the object itself (not its namespace)
+// is not held up.
+const InputsFinalizer = "stackwright.dev/stack-inputs"
+
 // Stackwright's own annotations of a Stack with spec.stackwright.approval: Manual.
 const (
 	// ApproveAnnotation approves a change: its value names the preview Update

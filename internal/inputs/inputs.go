@@ -332,3 +332,31 @@ func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s) // a string always marshals
 	return b
 }
+
+// References names the Secrets and ConfigMaps of the Stack's own namespace that Resolve
+// reads: what a destroy still needs once the Stack is deleted.
+func References(stack *pulumiv1.Stack) (secrets, configMaps []string) {
+	spec := &stack.Spec
+	add := func(ref pulumiv1.ResourceRef) {
+		if ref.Type == pulumiv1.ResourceSelectorSecret && ref.Secret != nil && (ref.Secret.Namespace == "" || ref.Secret.Namespace == stack.Namespace) {
+			secrets = append(secrets, ref.Secret.Name)
+		}
+	}
+	for _, ref := range spec.EnvRefs {
+		add(ref)
+	}
+	for _, ref := range spec.SecretsRef {
+		add(ref)
+	}
+	secrets = append(secrets, spec.EnvSecrets...)
+	if spec.AccessTokenSecret != "" {
+		secrets = append(secrets, spec.AccessTokenSecret)
+	}
+	configMaps = append(configMaps, spec.Envs...)
+	for _, ref := range spec.ConfigRef {
+		configMaps = append(configMaps, ref.Name)
+	}
+	slices.Sort(secrets)
+	slices.Sort(configMaps)
+	return slices.Compact(secrets), slices.Compact(configMaps)
+}

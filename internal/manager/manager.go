@@ -114,6 +114,12 @@ type Options struct {
 	RunnerAPIAddr        string
 	RunnerAPIService     string
 	RunnerAPIURL         string
+	// Namespace is the manager's own ($POD_NAMESPACE). With the Job executor, the
+	// destroys of Stacks in terminating namespaces run there, as
+	// DetachedRunnerServiceAccount; either empty means they cannot run (the Stacks are
+	// released with ResourcesKept).
+	Namespace                    string
+	DetachedRunnerServiceAccount string
 	// RunnerAllowedVolumeTypes are the volume types a Stack's workspaceTemplate may add
 	// to its runner Pods; nil means job.DefaultAllowedVolumeTypes.
 	RunnerAllowedVolumeTypes []string
@@ -175,6 +181,8 @@ func DefaultOptions() *Options {
 		RunnerJobTTL:                     10 * time.Minute,
 		RunnerAPIAddr:                    ":9443",
 		RunnerAPIService:                 "stackwright-runner-api",
+		Namespace:                        os.Getenv("POD_NAMESPACE"),
+		DetachedRunnerServiceAccount:     "stackwright-detached-runner",
 		MaxBackoff:                       24 * time.Hour,
 		StallAfter:                       3,
 		UpdateHistory:                    10,
@@ -215,6 +223,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RunnerPendingTimeout, "runner-pending-timeout", o.RunnerPendingTimeout, "How long a runner Pod may stay Pending (unschedulable, image not pulled, or never created) before its Job is deleted and its Update fails (TransientFailure, retried under the Stack's backoff), freeing its slot (job executor).")
 	fs.DurationVar(&o.RunnerJobTTL, "runner-job-ttl", o.RunnerJobTTL, "How long finished runner Jobs (and their Pods' logs) are kept.")
 	fs.StringVar(&o.RunnerAPIAddr, "runner-api-bind-address", o.RunnerAPIAddr, "Address of the HTTPS API runners fetch artifacts from and report results to (job executor).")
+	fs.StringVar(&o.DetachedRunnerServiceAccount, "detached-runner-service-account", o.DetachedRunnerServiceAccount, "ServiceAccount in the manager's namespace ($POD_NAMESPACE) that runs the destroy of a Stack whose namespace is being deleted, where no runner Pod can be created (job executor). Give it no rights: its API token is not mounted. Empty: such Stacks are released with their resources kept (ResourcesKept).")
 	fs.StringVar(&o.RunnerAPIService, "runner-api-service", o.RunnerAPIService, "Service in the manager's namespace ($POD_NAMESPACE) in front of the runner API; runners reach it by its cluster IP.")
 	fs.StringSliceVar(&o.RunnerAllowedVolumeTypes, "runner-allowed-volume-types", job.DefaultAllowedVolumeTypes(), "Volume types a Stack's spec.workspaceTemplate may add to its runner Pods (job executor), named as in a Pod's volumes (e.g. persistentVolumeClaim, nfs). Replaces the default list, the types the restricted Pod Security profile allows; types such as hostPath, nfs or iscsi reach storage with the node's identity.")
 	fs.StringVar(&o.RunnerAPIURL, "runner-api-url", o.RunnerAPIURL, "URL runners use for the runner API (overrides --runner-api-service).")
@@ -489,7 +498,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 			},
 			MaxRunning: o.MaxConcurrentUpdates, MaxRunningPerNamespace: o.MaxConcurrentUpdatesPerNamespace,
 			BindAddress: o.RunnerAPIAddr, URL: o.RunnerAPIURL,
-			Service: o.RunnerAPIService, Namespace: os.Getenv("POD_NAMESPACE"),
+			Service: o.RunnerAPIService, Namespace: o.Namespace, DetachedServiceAccount: o.DetachedRunnerServiceAccount,
 			CertDir: filepath.Join(o.DataDir, "tls"), LostGrace: o.RunnerLostGrace, PendingTimeout: o.RunnerPendingTimeout,
 		})
 		if err != nil {
@@ -498,10 +507,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		if err := jobs.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("failed to set up job executor: %w", err)
 		}
-		// No detached runs: no engine ever runs in the manager's process, which holds the
-		// manager's rights. A destroy that cannot get a runner Pod (a terminating
-		// namespace) releases its Stack with ResourcesKept instead.
+		// No engine ever runs in the manager's process, which holds the manager's rights:
+		// a destroy in a terminating namespace runs in a runner Pod in the manager's own
+		// namespace, or, where none may run there, releases its Stack with ResourcesKept.
 		exec, pending = jobs, jobs.Pending
+		if jobs.Detaches() {
+			detached = jobs
+		}
 	default:
 		return fmt.Errorf("unknown executor %q: want %q or %q", o.Executor, executorLocal, executorJob)
 	}

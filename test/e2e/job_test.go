@@ -48,6 +48,7 @@ func TestInstall_JobExecutor(t *testing.T) {
 		{"TenantCannotStarveOrSpoofAnother", testTenantCannotStarveOrSpoofAnother},
 		{"VolumeOutsideAllowListRefused", testVolumeOutsideAllowListRefused},
 		{"MetricsRefuseAnonymousScrape", testMetricsRefuseAnonymousScrape},
+		{"NamespaceDeletionDestroys", testNamespaceDeletionDestroys},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -91,3 +91,30 @@ func TestConfigMap_Create_OutsideAPodFailsClearly(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+// Explicit credentials in the environment replace the Pod's: no ServiceAccount directory
+// is read.
+func TestConfigMap_Create_ExplicitCredentials(t *testing.T) {
+	fakeAPIServer(t)
+	dir := os.Getenv(ServiceAccountDirEnvVar)
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(ServiceAccountDirEnvVar, t.TempDir())
+	t.Setenv(TokenEnvVar, "sa-token")
+	t.Setenv(CAEnvVar, string(ca))
+	resp, err := (&ConfigMap{}).Create(t.Context(), infer.CreateRequest[ConfigMapArgs]{
+		Name: "cm", Inputs: ConfigMapArgs{Name: "cm", Namespace: "team"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Output.UID != "uid-1" {
+		t.Errorf("state = %+v", resp.Output)
+	}
+	t.Setenv(TokenEnvVar, "wrong-token")
+	if _, err := (&ConfigMap{}).Create(t.Context(), infer.CreateRequest[ConfigMapArgs]{Inputs: ConfigMapArgs{Name: "cm", Namespace: "team"}}); err == nil {
+		t.Error("a wrong token was accepted: the explicit token was not used")
+	}
+}

@@ -21,6 +21,15 @@ const ServiceAccountDirEnvVar = "STACKWRIGHT_TESTING_SERVICEACCOUNT_DIR"
 
 const defaultServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
+// TokenEnvVar and CAEnvVar give the provider explicit credentials, a bearer token and the
+// API server's CA (PEM), the way a cloud provider takes its own from the Stack's
+// environment; resources then name their namespace. Without them it uses its Pod's
+// ServiceAccount.
+const (
+	TokenEnvVar = "STACKWRIGHT_TESTING_KUBE_TOKEN"
+	CAEnvVar    = "STACKWRIGHT_TESTING_KUBE_CA"
+)
+
 // kubeAPI is the API server as a Pod sees it: its address from the environment the kubelet
 // sets, its CA, and the Pod's ServiceAccount token.
 type kubeAPI struct {
@@ -39,21 +48,22 @@ func newKubeAPI() (*kubeAPI, error) {
 	if host == "" || port == "" {
 		return nil, fmt.Errorf("no in-cluster credentials: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (not running in a Pod?)")
 	}
-	token, err := os.ReadFile(filepath.Join(dir, "token"))
-	if err != nil {
-		return nil, fmt.Errorf("no in-cluster credentials: %w", err)
-	}
-	ns, err := os.ReadFile(filepath.Join(dir, "namespace"))
-	if err != nil {
-		return nil, fmt.Errorf("no in-cluster credentials: %w", err)
-	}
-	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
-	if err != nil {
-		return nil, fmt.Errorf("no in-cluster credentials: %w", err)
+	token, ns, ca := []byte(os.Getenv(TokenEnvVar)), []byte(nil), []byte(os.Getenv(CAEnvVar))
+	if len(token) == 0 {
+		var err error
+		if token, err = os.ReadFile(filepath.Join(dir, "token")); err != nil {
+			return nil, fmt.Errorf("no in-cluster credentials: %w", err)
+		}
+		if ns, err = os.ReadFile(filepath.Join(dir, "namespace")); err != nil {
+			return nil, fmt.Errorf("no in-cluster credentials: %w", err)
+		}
+		if ca, err = os.ReadFile(filepath.Join(dir, "ca.crt")); err != nil {
+			return nil, fmt.Errorf("no in-cluster credentials: %w", err)
+		}
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("no in-cluster credentials: %s/ca.crt holds no certificate", dir)
+		return nil, fmt.Errorf("no in-cluster credentials: no CA certificate (%s/ca.crt, or $%s with $%s)", dir, CAEnvVar, TokenEnvVar)
 	}
 	return &kubeAPI{
 		base:      "https://" + net.JoinHostPort(host, port),

@@ -54,15 +54,20 @@ func (r *Reconciler) chooseDestroy(ctx context.Context, s *scope) (bool, error) 
 	}
 	if why := runnerPodOnly(stack, last); why != "" {
 		// A destroy without the tokens the Stack asks for, or without its image, is not the
-		// destroy it asked for. No runner Pod can be created in a terminating namespace, so
-		// there it can never run: as with missing Secrets, holding the finalizer would only
-		// block the namespace forever.
-		if r.namespaceTerminating(ctx, stack.Namespace) {
+		// destroy it asked for. Where it can never run, as with missing Secrets, holding
+		// the finalizer would only block the namespace forever.
+		switch {
+		case !r.namespaceTerminating(ctx, stack.Namespace):
+			if !r.Options.RunnerPods {
+				markStalled(stack, pulumiv1.ReasonSpecInvalid, why+": run the manager with --executor=job")
+				return false, nil
+			}
+		case len(stack.Spec.IdentityTokens()) > 0:
+			// The tokens are issued to the Stack's ServiceAccount, for a Pod of its own
+			// namespace; the detached runner runs in the manager's.
+			return false, r.releaseWithoutDestroy(ctx, s, why+" of the Stack's namespace, and none can be created there")
+		case !r.Options.RunnerPods || r.Detached == nil:
 			return false, r.releaseWithoutDestroy(ctx, s, why+", and none can be created there")
-		}
-		if !r.Options.RunnerPods {
-			markStalled(stack, pulumiv1.ReasonSpecInvalid, why+": run the manager with --executor=job")
-			return false, nil
 		}
 	}
 	s.artifact = source.Artifact{Revision: last.Revision, Digest: last.Digest, Dir: last.Dir}
@@ -102,9 +107,13 @@ func (r *Reconciler) releaseWithoutDestroy(ctx context.Context, s *scope, why st
 // log line, only if this reconcile was the one that removed it: a reconcile working from a
 // cache that has not yet seen the removal finds the Stack gone and says nothing twice.
 func (r *Reconciler) releaseFinalizer(ctx context.Context, s *scope, eventType, reason, msg string) error {
-	// The status is written first: once the finalizer is gone the Stack may be too.
+	// The status is written first: once the finalizer is gone the Stack may be too. The
+	// inputs are released before it: nothing would release them after.
 	conditions.Remove(s.stack, pulumiv1.ConditionReconciling)
 	if err := s.patcher.Status(ctx, s.stack); err != nil {
+		return err
+	}
+	if err := r.releaseInputs(ctx, s.stack); err != nil {
 		return err
 	}
 	controllerutil.RemoveFinalizer(s.stack, pulumiv1.StackFinalizer)

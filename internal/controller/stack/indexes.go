@@ -12,6 +12,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/source/flux"
 )
 
@@ -78,8 +79,12 @@ func (r *Reconciler) enqueueGated() handler.EventHandler {
 	})
 }
 
-func secretRefs(spec *pulumiv1.StackSpec) []string {
-	var names []string
+// secretRefs are the Secrets a Stack reads for its inputs (whichever namespace they
+// name: a cross-namespace one stalls the Stack, and must be watched to release it), for
+// git, and publishes outputs to.
+func secretRefs(st *pulumiv1.Stack) []string {
+	spec := &st.Spec
+	names, _ := inputs.References(st)
 	add := func(ref *pulumiv1.ResourceRef) {
 		if ref != nil && ref.Type == pulumiv1.ResourceSelectorSecret && ref.Secret != nil {
 			names = append(names, ref.Secret.Name)
@@ -90,10 +95,6 @@ func secretRefs(spec *pulumiv1.StackSpec) []string {
 	}
 	for _, ref := range spec.SecretsRef {
 		add(&ref)
-	}
-	names = append(names, spec.EnvSecrets...)
-	if spec.AccessTokenSecret != "" {
-		names = append(names, spec.AccessTokenSecret)
 	}
 	if spec.GitAuthSecret != "" {
 		names = append(names, spec.GitAuthSecret)
@@ -117,12 +118,9 @@ func secretRefs(spec *pulumiv1.StackSpec) []string {
 	return dedupe(names)
 }
 
-func configMapRefs(spec *pulumiv1.StackSpec) []string {
-	names := append([]string(nil), spec.Envs...)
-	for _, ref := range spec.ConfigRef {
-		names = append(names, ref.Name)
-	}
-	if e := spec.OutputsExport(); e != nil && e.ConfigMapName != "" {
+func configMapRefs(st *pulumiv1.Stack) []string {
+	_, names := inputs.References(st)
+	if e := st.Spec.OutputsExport(); e != nil && e.ConfigMapName != "" {
 		names = append(names, e.ConfigMapName)
 	}
 	return dedupe(names)
@@ -152,8 +150,8 @@ func registerIndexes(ctx context.Context, idx client.FieldIndexer) error {
 			}
 			return nil
 		}},
-		{&pulumiv1.Stack{}, IndexSecretRefs, func(o client.Object) []string { return secretRefs(&o.(*pulumiv1.Stack).Spec) }},
-		{&pulumiv1.Stack{}, IndexConfigMapRefs, func(o client.Object) []string { return configMapRefs(&o.(*pulumiv1.Stack).Spec) }},
+		{&pulumiv1.Stack{}, IndexSecretRefs, func(o client.Object) []string { return secretRefs(o.(*pulumiv1.Stack)) }},
+		{&pulumiv1.Stack{}, IndexConfigMapRefs, func(o client.Object) []string { return configMapRefs(o.(*pulumiv1.Stack)) }},
 		{&pulumiv1.Stack{}, IndexPrerequisites, func(o client.Object) []string { return prerequisiteNames(&o.(*pulumiv1.Stack).Spec) }},
 		{&v1alpha1.Update{}, IndexUpdateStack, func(o client.Object) []string { return []string{o.(*v1alpha1.Update).Spec.StackName} }},
 		{&pulumiv1.Stack{}, IndexFluxSourceRef, func(o client.Object) []string {

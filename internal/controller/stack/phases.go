@@ -260,7 +260,7 @@ func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pu
 				// Runner Pods cannot be created there either, and the engine never runs in
 				// the manager's process under the Job executor: it holds the manager's
 				// rights, and the tenant's state, environment and program would steer it.
-				return false, r.releaseWithoutDestroy(ctx, s, "the job executor runs every destroy in a runner Pod, and none can be created there")
+				return false, r.releaseWithoutDestroy(ctx, s, "no runner Pod can be created there, and the manager has no ServiceAccount to run one in its own namespace (--detached-runner-service-account and $POD_NAMESPACE)")
 			}
 			r.Detached.RunDetached(u)
 			log.Info("Namespace terminating: running destroy without an Update object", "update", u.Name)

@@ -128,6 +128,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.op = operation(&s.stack.Spec)
 	return s.run(ctx,
+		// Whatever else happens, a namespace deletion must find the inputs the destroy needs.
+		r.protectInputs,
 		// An Update in flight is observed even when suspended: its result must not be lost.
 		r.observeUpdate,
 		r.checkSuspended,

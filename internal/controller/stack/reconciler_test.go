@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -277,42 +279,113 @@ func TestStackReconciler_Delete_FailedDestroyKeepsFinalizer(t *testing.T) {
 }
 
 // A terminating namespace refuses new objects, so the destroy runs without an Update
-// object; and once the Stack's references are gone too, the finalizer is released (with a
+// object. Deleting the namespace deletes the Stack's inputs with it, but the finalizer on
+// them keeps them until the destroy has read them; an input deleted by hand beforehand is
+// not held up, and its Stack, whose destroy can then never run, is released (with a
 // warning) instead of blocking the namespace forever.
-func TestStackReconciler_Delete_TerminatingNamespaceDoesNotDeadlock(t *testing.T) {
+func TestStackReconciler_Delete_TerminatingNamespaceKeepsInputsUntilDestroyed(t *testing.T) {
 	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("ns", map[string]pulumiv1.Resource{"f": fileResource("ns.txt", "x")}, nil))
-	destroyed := s.stack("destroyed", "ns")
+	withSecret := func(st *pulumiv1.Stack, secret string) *pulumiv1.Stack {
+		st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"unused": {
+			Type:             pulumiv1.ResourceSelectorSecret,
+			ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: secret, Key: "k"}},
+		}}
+		return st
+	}
+	kept, byHand := secretOf(s.ns, "kept", map[string]string{"k": "v"}), secretOf(s.ns, "by-hand", map[string]string{"k": "v"})
+	s.create(kept)
+	s.create(byHand)
+	destroyed := withSecret(s.stack("destroyed", "ns"), "kept")
 	s.create(destroyed)
-	stranded := s.stack("stranded", "ns")
-	stranded.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"unused": {
-		Type:             pulumiv1.ResourceSelectorSecret,
-		ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "doomed", Key: "k"}},
-	}}
-	stranded.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(t.TempDir())
-	sec := secretOf(s.ns, "doomed", map[string]string{"k": "v"})
-	s.create(sec)
+	strandedFiles := t.TempDir()
+	stranded := withSecret(s.stack("stranded", "ns"), "by-hand")
+	stranded.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(strandedFiles)
 	s.create(stranded)
 	destroyed, stranded = s.waitReady("destroyed"), s.waitReady("stranded")
+	for _, sec := range []*corev1.Secret{kept, byHand} {
+		s.eventually(func(g Gomega) {
+			g.Expect(s.kube.Get(sec)).To(Succeed())
+			g.Expect(sec.Finalizers).To(ContainElement(pulumiv1.InputsFinalizer))
+		})
+	}
+	// Deleting an input by hand is not held up.
+	s.g.Expect(env.Client.Delete(s.ctx(), byHand)).To(Succeed())
+	s.kube.WaitGone(byHand)
 
 	// envtest runs no namespace controller: the namespace stays Terminating and deletes
-	// nothing, so the test plays its part for the Secret.
+	// nothing, so the test plays its part for the Secret and the Stacks.
 	s.g.Expect(env.Client.Delete(s.ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
-	s.g.Expect(env.Client.Delete(s.ctx(), sec)).To(Succeed())
+	s.g.Expect(env.Client.Delete(s.ctx(), kept)).To(Succeed())
 	s.g.Expect(env.Client.Delete(s.ctx(), destroyed)).To(Succeed())
 	s.g.Expect(env.Client.Delete(s.ctx(), stranded)).To(Succeed())
 	s.waitGone(destroyed)
 	s.waitGone(stranded)
 	s.requireDestroyed("ns.txt")
+	// The input outlived the Stack's destroy, and not the Stack.
+	s.kube.WaitGone(kept)
+	_, err := os.Stat(filepath.Join(strandedFiles, "ns.txt"))
+	s.g.Expect(err).NotTo(HaveOccurred(), "the stranded Stack's resources were destroyed")
 	// Events are refused in a terminating namespace too; the log keeps the explanation.
-	var kept []string
+	var released []string
 	for _, line := range strings.Split(kubetest.Logs.String(), "\n") {
 		if strings.Contains(line, "Released finalizer without destroy") && strings.Contains(line, s.ns) {
-			kept = append(kept, line)
+			released = append(released, line)
 		}
 	}
-	s.g.Expect(kept).To(ConsistOf(And(ContainSubstring(`"name": "stranded"`), ContainSubstring("doomed"), ContainSubstring("not found"))))
+	s.g.Expect(released).To(ConsistOf(And(ContainSubstring(`"name": "stranded"`), ContainSubstring("by-hand"), ContainSubstring("not found"))))
+}
+
+// Only destroyOnFinalize Stacks protect their inputs, and a Stack's deletion releases
+// what no other Stack still needs.
+func TestStackReconciler_Protect_OnlyWhatADestroyNeeds(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	s.create(s.program("p", map[string]pulumiv1.Resource{"f": fileResource("p.txt", "x")}, nil))
+	shared, own := secretOf(s.ns, "shared", map[string]string{"k": "v"}), secretOf(s.ns, "own", map[string]string{"k": "v"})
+	unprotected := secretOf(s.ns, "unprotected", map[string]string{"k": "v"})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "envs", Namespace: s.ns}, Data: map[string]string{"A": "1"}}
+	for _, o := range []client.Object{shared, own, unprotected, cm} {
+		s.create(o)
+	}
+	ref := func(name string) pulumiv1.ResourceRef {
+		return pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorSecret, ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: name, Key: "k"}}}
+	}
+	first := s.stack("first", "p")
+	first.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"a": ref("shared"), "b": ref("own")}
+	first.Spec.Envs = []string{"envs"}
+	second := s.stack("second", "p")
+	second.Spec.EnvRefs["S"] = ref("shared")
+	second.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(t.TempDir())
+	keeper := s.stack("keeper", "p")
+	keeper.Spec.DestroyOnFinalize = false
+	keeper.Spec.EnvRefs["U"] = ref("unprotected")
+	keeper.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(t.TempDir())
+	for _, st := range []*pulumiv1.Stack{first, second, keeper} {
+		s.create(st)
+	}
+	first = s.waitReady("first")
+	s.waitReady("second")
+	s.waitReady("keeper")
+
+	finalizers := func(o client.Object) []string {
+		s.t.Helper()
+		s.g.Expect(s.kube.Get(o)).To(Succeed())
+		return o.GetFinalizers()
+	}
+	s.eventually(func(g Gomega) {
+		for _, o := range []client.Object{shared, own, cm} {
+			g.Expect(finalizers(o)).To(ContainElement(pulumiv1.InputsFinalizer), o.GetName())
+		}
+	})
+	s.g.Expect(finalizers(unprotected)).NotTo(ContainElement(pulumiv1.InputsFinalizer), "a Stack that keeps its resources needs no input kept")
+
+	s.g.Expect(env.Client.Delete(s.ctx(), first)).To(Succeed())
+	s.waitGone(first)
+	s.g.Expect(finalizers(own)).NotTo(ContainElement(pulumiv1.InputsFinalizer))
+	s.g.Expect(finalizers(cm)).NotTo(ContainElement(pulumiv1.InputsFinalizer))
+	s.g.Expect(finalizers(shared)).To(ContainElement(pulumiv1.InputsFinalizer), "the second Stack still needs it")
 }
 
 // Deleting a Stack without destroyOnFinalize leaves its resources in place.

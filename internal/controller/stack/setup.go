@@ -52,7 +52,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		src.SetGroupVersionKind(gvk)
 		b = b.Watches(src, r.enqueueReferrersBy(IndexFluxSourceRef, flux.ObjectIndexKey), builder.WithPredicates(flux.ArtifactChanged{}))
 	}
-	return b.Complete(r)
+	if err := b.Complete(r); err != nil {
+		return err
+	}
+	return r.setupInputProtection(mgr)
 }
 
 // prerequisiteChanged passes the events of a Stack that its dependents act on: creation,

@@ -55,8 +55,13 @@ type Options struct {
 	// URL is how runners reach the runner API; empty means https://<cluster IP of
 	// Service>:<port of BindAddress>.
 	URL string
-	// Service and Namespace name the runner API's Service, used when URL is empty.
-	Service, Namespace string
+	// Service names the runner API's Service in Namespace, used when URL is empty.
+	Service string
+	// Namespace is the manager's namespace, where the runners of detached Updates run.
+	Namespace string
+	// DetachedServiceAccount, in Namespace, is what the runners of detached Updates run
+	// as; empty means no detached Updates.
+	DetachedServiceAccount string
 	// CertDir keeps the runner API's certificate across restarts.
 	CertDir string
 	// LostGrace is how long a finished Job's Update may wait for its result (in flight
@@ -80,6 +85,13 @@ type Executor struct {
 	// queue holds the Updates submitted and those whose Jobs are started and not
 	// finished, which hold the slots.
 	queue *executor.Queue[struct{}]
+
+	mu sync.Mutex
+	// detached holds the detached Updates, by namespace and name, until their Stacks read
+	// their end.
+	detached map[types.NamespacedName]*detachedRun
+	// adopted is closed once the runners of a previous manager are adopted.
+	adopted chan struct{}
 }
 
 var _ executor.Executor = (*Executor)(nil)
@@ -98,9 +110,13 @@ func New(c client.Client, reader client.Reader, r Runner, store *artifact.Store,
 	}
 	e := &Executor{
 		client: c, reader: reader, runner: r, opts: o, cert: certPEM, url: o.URL, now: time.Now,
-		queue: executor.NewQueue[struct{}](executor.Limits{Max: o.MaxRunning, PerNamespace: o.MaxRunningPerNamespace}),
+		queue:    executor.NewQueue[struct{}](executor.Limits{Max: o.MaxRunning, PerNamespace: o.MaxRunningPerNamespace}),
+		detached: map[types.NamespacedName]*detachedRun{}, adopted: make(chan struct{}),
 	}
-	e.server = &server{client: c, reader: reader, store: store, cert: cert, addr: o.BindAddress, record: e.record, tokens: newTokenCache()}
+	e.server = &server{
+		client: c, reader: reader, store: store, cert: cert, addr: o.BindAddress, record: e.record, tokens: newTokenCache(),
+		detachedNamespace: o.Namespace, detachedOfJob: e.detachedOfJob,
+	}
 	return e, nil
 }
 
@@ -139,7 +155,12 @@ func (e *Executor) Start(ctx context.Context) error {
 		}
 		e.url = url
 	}
-	if err := e.adopt(ctx); err != nil {
+	err := e.adopt(ctx)
+	if err == nil {
+		err = e.adoptDetached(ctx)
+	}
+	close(e.adopted)
+	if err != nil {
 		return err
 	}
 	log := ctrl.LoggerFrom(ctx).WithName("job-executor")
@@ -181,6 +202,9 @@ func (e *Executor) retryLater(key types.NamespacedName) {
 // an Update; a crash after it leaves a Running Update without a Job, which the sweep
 // declares lost and the Stack retries.
 func (e *Executor) start(ctx context.Context, key types.NamespacedName) error {
+	if _, _, ok := e.detachedRunOf(key); ok {
+		return e.startDetached(ctx, key)
+	}
 	u := &v1alpha1.Update{}
 	if err := e.client.Get(ctx, key, u); err != nil {
 		e.release(key)
@@ -223,12 +247,7 @@ func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
 	}
 	// Locks that earlier runners of this Stack, proven gone, left behind may be healed.
 	req.StaleLockHosts = stale
-	work := &Work{
-		Namespace: u.Namespace, Update: u.Name, UpdateUID: string(u.UID),
-		ArtifactDigest: u.Spec.ArtifactDigest, ProjectDir: u.Spec.ProjectDir, Revision: u.Spec.Revision,
-		ManagerURL: e.url, Request: req,
-	}
-	job, secret, err := buildJob(u, stack, work, e.cert, e.opts.Pod, tmpl)
+	job, secret, err := buildJob(u, stack, e.newWork(u, req), e.cert, e.opts.Pod, tmpl, inStackNamespace(u))
 	if err != nil {
 		return err
 	}
@@ -242,6 +261,15 @@ func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
 		return e.createFault(ctx, u, err, "runner Job", job.Name)
 	}
 	return nil
+}
+
+// newWork is what the runner of u is handed.
+func (e *Executor) newWork(u *v1alpha1.Update, req engine.Request) *Work {
+	return &Work{
+		Namespace: u.Namespace, Update: u.Name, UpdateUID: string(u.UID),
+		ArtifactDigest: u.Spec.ArtifactDigest, ProjectDir: u.Spec.ProjectDir, Revision: u.Spec.Revision,
+		ManagerURL: e.url, Request: req,
+	}
 }
 
 // createFault classifies a refused creation of one of u's runner objects. An object
@@ -330,6 +358,11 @@ func (e *Executor) record(ctx context.Context, u *v1alpha1.Update, res *Result) 
 	// Reconciling, and sets Stalled on a failure, as for a run of the local executor.
 	c := st.Conditions[0]
 	u.MarkFinished(metav1.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
+	if e.isDetached(u) {
+		// Nothing of a detached Update is stored: a destroy has no outputs to publish.
+		e.finishDetached(ctx, u)
+		return nil
+	}
 	var out engine.Result
 	if st.Phase == v1alpha1.UpdatePhaseSucceeded {
 		out = engine.Result{Outputs: res.Outputs, Plan: res.Plan, Steps: res.Steps}

@@ -35,6 +35,10 @@ func (e *Executor) sweep(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, key := range e.queue.Running() {
+			if _, _, ok := e.detachedRunOf(key); ok {
+				e.checkDetached(ctx, key)
+				continue
+			}
 			e.checkRunner(ctx, key)
 		}
 	}
@@ -223,7 +227,7 @@ func (e *Executor) reconcileJob(ctx context.Context, req ctrl.Request) (ctrl.Res
 	if !failed {
 		reason = "its runner exited without its result reaching the manager"
 	} else if reason == "" {
-		reason = e.podFailure(ctx, u)
+		reason = e.podFailure(ctx, u.Namespace, u.UID)
 	}
 	e.markLost(ctx, u, reason)
 	return ctrl.Result{}, nil
@@ -276,10 +280,11 @@ func tail(msg string, n int) string {
 	return msg
 }
 
-// podFailure says how the runner Pod of u ended, from what the kubelet recorded.
-func (e *Executor) podFailure(ctx context.Context, u *v1alpha1.Update) string {
+// podFailure says how the runner Pod of the Update with UID uid, in namespace, ended, from
+// what the kubelet recorded.
+func (e *Executor) podFailure(ctx context.Context, namespace string, uid types.UID) string {
 	var pods corev1.PodList
-	if err := e.reader.List(ctx, &pods, client.InNamespace(u.Namespace), client.MatchingLabels{LabelUpdateUID: string(u.UID)}); err != nil || len(pods.Items) == 0 {
+	if err := e.reader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{LabelUpdateUID: string(uid)}); err != nil || len(pods.Items) == 0 {
 		return "its runner Pod was deleted or evicted before it reported a result"
 	}
 	p := pods.Items[0]

@@ -79,12 +79,32 @@ func runnerIdentity(u *v1alpha1.Update) string {
 	return "job/" + u.Namespace + "/" + jobName(u)
 }
 
-// buildJob returns the runner Job of u and its work Secret. Both are owned by u, so they
-// go when the Update is pruned. The Pod meets the restricted Pod Security profile and runs
-// as the Stack's ServiceAccount; everything Stackwright gives it comes through volumes the
-// kubelet mounts, so that ServiceAccount needs no rights.
-func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert []byte, o PodOptions, tmpl *workspaceOverlay) (*batchv1.Job, *corev1.Secret, error) {
-	owner := metav1.NewControllerRef(u, v1alpha1.GroupVersion.WithKind("Update"))
+// placement says where a runner Job and its work Secret go, and as whom its Pod runs.
+type placement struct {
+	namespace, name string
+	// owner, when set, controls both objects, so they go when it is deleted.
+	owner *metav1.OwnerReference
+	// serviceAccount, when set, replaces the Stack's (and its template's), and no token
+	// of it is mounted.
+	serviceAccount string
+	// labels and annotations are added to the Job's (labels: and its Pod's and Secret's).
+	labels, annotations map[string]string
+}
+
+// inStackNamespace places u's runner in the Stack's namespace, owned by u.
+func inStackNamespace(u *v1alpha1.Update) placement {
+	return placement{namespace: u.Namespace, name: jobName(u), owner: metav1.NewControllerRef(u, v1alpha1.GroupVersion.WithKind("Update"))}
+}
+
+// buildJob returns the runner Job of u and its work Secret, placed as at says. The Pod
+// meets the restricted Pod Security profile and runs as the Stack's ServiceAccount (or
+// at's); everything Stackwright gives it comes through volumes the kubelet mounts, so that
+// ServiceAccount needs no rights.
+func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert []byte, o PodOptions, tmpl *workspaceOverlay, at placement) (*batchv1.Job, *corev1.Secret, error) {
+	var owners []metav1.OwnerReference
+	if at.owner != nil {
+		owners = []metav1.OwnerReference{*at.owner}
+	}
 	labels := map[string]string{
 		LabelUpdate:              truncateLabel(u.Name),
 		LabelUpdateUID:           string(u.UID),
@@ -92,10 +112,10 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 		LabelManagedBy:           ManagedBy,
 		"app.kubernetes.io/name": "stackwright-runner",
 	}
+	maps.Copy(labels, at.labels)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: workSecretName(u), Namespace: u.Namespace, Labels: labels,
-			OwnerReferences: []metav1.OwnerReference{*owner},
+			Name: at.name + "-work", Namespace: at.namespace, Labels: labels, OwnerReferences: owners,
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{ManagerCertFile: managerCert},
@@ -128,6 +148,10 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 		}
 		env, nodeSelector, tolerations = tmpl.Env, tmpl.NodeSelector, tmpl.Tolerations
 		volumes, mounts = tmpl.Volumes, tmpl.VolumeMounts
+	}
+	var automountToken *bool
+	if at.serviceAccount != "" {
+		sa, automountToken = at.serviceAccount, ptr(false)
 	}
 	args := []string{"runner", "--work=" + path.Join(WorkDir, WorkFile)}
 	if len(env) > 0 {
@@ -219,8 +243,9 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 		runner.VolumeMounts = append(runner.VolumeMounts, corev1.VolumeMount{Name: bootstrapVolume, MountPath: BootstrapDir, ReadOnly: true})
 	}
 	pod := corev1.PodSpec{
-		RestartPolicy:      corev1.RestartPolicyNever,
-		ServiceAccountName: sa,
+		RestartPolicy:                corev1.RestartPolicyNever,
+		ServiceAccountName:           sa,
+		AutomountServiceAccountToken: automountToken,
 		// SIGTERM reaches the runner, which interrupts the engine so it can release the
 		// stack's lock; a minute is the engine's own grace.
 		TerminationGracePeriodSeconds: ptr(int64(70)),
@@ -239,8 +264,7 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 	}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: jobName(u), Namespace: u.Namespace, Labels: labels,
-			OwnerReferences: []metav1.OwnerReference{*owner},
+			Name: at.name, Namespace: at.namespace, Labels: labels, Annotations: at.annotations, OwnerReferences: owners,
 		},
 		Spec: batchv1.JobSpec{
 			// One attempt: a retry is a new Update, decided by the Stack controller with

@@ -53,7 +53,7 @@ func TestBuildJob_Defaults_RestrictedPodAsStackServiceAccount(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			u := testUpdate("web-abc-1")
 			stack := &pulumiv1.Stack{Spec: pulumiv1.StackSpec{ServiceAccountName: tc.sa}}
-			job, secret, err := buildJob(u, stack, &Work{Update: u.Name}, []byte("cert"), PodOptions{Image: "runner:1", Deadline: 600, TTL: 60, TokenExpiry: 4200}, nil)
+			job, secret, err := buildJob(u, stack, &Work{Update: u.Name}, []byte("cert"), PodOptions{Image: "runner:1", Deadline: 600, TTL: 60, TokenExpiry: 4200}, nil, inStackNamespace(u))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func TestBuildJob_WorkspaceTemplate_OverlaysHonouredParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := testUpdate("web-abc-1")
-	job, _, err := buildJob(u, &pulumiv1.Stack{}, &Work{}, nil, PodOptions{Image: "runner:1", Resources: DefaultResources()}, overlay)
+	job, _, err := buildJob(u, &pulumiv1.Stack{}, &Work{}, nil, PodOptions{Image: "runner:1", Resources: DefaultResources()}, overlay, inStackNamespace(u))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestBuildJob_WorkspaceTemplate_PKOExampleFieldsHonoured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, _, err := buildJob(testUpdate("web-abc-1"), &pulumiv1.Stack{}, &Work{}, nil, PodOptions{Image: "runner:1", PullPolicy: corev1.PullAlways, Resources: DefaultResources()}, overlay)
+	job, _, err := buildJob(testUpdate("web-abc-1"), &pulumiv1.Stack{}, &Work{}, nil, PodOptions{Image: "runner:1", PullPolicy: corev1.PullAlways, Resources: DefaultResources()}, overlay, inStackNamespace(testUpdate("web-abc-1")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestBuildJob_IdentityTokens_ProjectedAndAnnounced(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			u := testUpdate("web-abc-1")
 			stack := &pulumiv1.Stack{Spec: pulumiv1.StackSpec{Stackwright: &pulumiv1.StackwrightSpec{IdentityTokens: tc.tokens}}}
-			job, secret, err := buildJob(u, stack, &Work{Update: u.Name, Request: engine.Request{Env: tc.env}}, []byte("cert"), PodOptions{Image: "runner:1", TokenExpiry: 4200}, nil)
+			job, secret, err := buildJob(u, stack, &Work{Update: u.Name, Request: engine.Request{Env: tc.env}}, []byte("cert"), PodOptions{Image: "runner:1", TokenExpiry: 4200}, nil, inStackNamespace(u))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -399,7 +399,7 @@ func TestBuildJob_IdentityTokens_ConflictingVariablesRefused(t *testing.T) {
 				}
 			}
 			stack := &pulumiv1.Stack{Spec: pulumiv1.StackSpec{Stackwright: &pulumiv1.StackwrightSpec{IdentityTokens: tc.tokens}}}
-			_, _, err := buildJob(testUpdate("web-abc-1"), stack, &Work{Request: engine.Request{Env: tc.env}}, nil, PodOptions{}, overlay)
+			_, _, err := buildJob(testUpdate("web-abc-1"), stack, &Work{Request: engine.Request{Env: tc.env}}, nil, PodOptions{}, overlay, inStackNamespace(testUpdate("web-abc-1")))
 			f, ok := fault.As(err)
 			if !ok || !f.Stalled || f.Reason != pulumiv1.ReasonSpecInvalid || !strings.Contains(f.Error(), tc.want) {
 				t.Errorf("error = %v; want a SpecInvalid stall saying %q", err, tc.want)

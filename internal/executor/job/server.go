@@ -54,6 +54,10 @@ type server struct {
 	record   func(ctx context.Context, u *v1alpha1.Update, res *Result) error
 	tokens   *tokenCache
 	listener net.Listener
+	// detachedNamespace is where the runner Jobs of detached Updates are, and
+	// detachedOfJob finds the Update such a Job runs.
+	detachedNamespace string
+	detachedOfJob     func(*batchv1.Job) (*v1alpha1.Update, bool)
 }
 
 // identity is an authenticated runner: its Pod, and the Update that Pod runs.
@@ -390,11 +394,27 @@ func (s *server) authenticate(r *http.Request) (*identity, int, error) {
 		return nil, http.StatusForbidden, fmt.Errorf("pod %s/%s is not a runner", ns, pod.Name)
 	}
 	j := &batchv1.Job{}
-	if err := s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, j); err != nil {
+	jobs := client.Reader(s.client)
+	if ns == s.detachedNamespace {
+		// The manager's namespace may be outside the cache (--watch-namespaces).
+		jobs = s.reader
+	}
+	if err := jobs.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, j); err != nil {
 		return nil, http.StatusForbidden, fmt.Errorf("failed to get runner Job %s/%s: %w", ns, job.Name, err)
 	}
+	if j.UID != job.UID || j.Labels[LabelManagedBy] != ManagedBy {
+		return nil, http.StatusForbidden, fmt.Errorf("job %s/%s is not a Stackwright runner", ns, j.Name)
+	}
+	if ns == s.detachedNamespace && j.Labels[LabelDetached] == "true" {
+		// Only the manager creates Jobs in its own namespace.
+		u, ok := s.detachedOfJob(j)
+		if !ok {
+			return nil, http.StatusGone, fmt.Errorf("job %s/%s runs no detached Update of this manager", ns, j.Name)
+		}
+		return &identity{pod: pod, update: u}, 0, nil
+	}
 	owner := metav1.GetControllerOf(j)
-	if j.UID != job.UID || j.Labels[LabelManagedBy] != ManagedBy || owner == nil || owner.Kind != "Update" {
+	if owner == nil || owner.Kind != "Update" {
 		return nil, http.StatusForbidden, fmt.Errorf("job %s/%s is not a Stackwright runner", ns, j.Name)
 	}
 	u := &v1alpha1.Update{}

@@ -40,6 +40,9 @@ var (
 	kubelet *fakeKubelet
 )
 
+// managerNamespace is the manager's namespace ($POD_NAMESPACE in a cluster).
+const managerNamespace = "stackwright-system"
+
 // skipAnnotation on a Stack keeps the stand-in kubelet from running its runners.
 const skipAnnotation = "test.stackwright.dev/no-kubelet"
 
@@ -66,6 +69,16 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 	apiURL = "https://" + addr
 
 	opts := withOptions(dir, bin, addr)
+	// The manager's namespace, where the destroys of Stacks in terminating namespaces run,
+	// as a ServiceAccount of their own.
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: opts.DetachedRunnerServiceAccount, Namespace: opts.Namespace}},
+	} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			return nil, fmt.Errorf("failed to create %T %s: %w", o, o.GetName(), err)
+		}
+	}
 	mgr, err := manager.New(e.Config, opts)
 	if err != nil {
 		return nil, err
@@ -88,6 +101,7 @@ func withOptions(data, bin, addr string) *manager.Options {
 	opts.DataDir, opts.PulumiBin = data, bin
 	opts.Executor = "job"
 	opts.RunnerAPIAddr, opts.RunnerAPIURL = addr, "https://"+addr
+	opts.Namespace = managerNamespace
 	// The runners of this suite run on this machine, so a file:// backend is shared.
 	opts.DefaultBackend = "file://" + filepath.Join(data, "state")
 	opts.RetryBase, opts.RunnerLostGrace = time.Second, 2*time.Second

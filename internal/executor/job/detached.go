@@ -1,0 +1,357 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/executor"
+	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/runner"
+)
+
+// Detached runs. A Stack deleted with its namespace needs its destroy run, yet the API
+// server refuses every new object in a terminating namespace: neither its Update nor a
+// runner Job can be created there. The Update then lives in this executor's memory only,
+// and its runner Job in the manager's own namespace, as DetachedServiceAccount: a
+// ServiceAccount with no rights, whose API token is not mounted. The runner authenticates
+// to the runner API with its projected token as any other; what it may fetch and report is
+// checked against the detached Update whose Job it is.
+const (
+	// LabelDetached marks the runner Jobs (and their Pods and work Secrets) of detached
+	// Updates.
+	LabelDetached = "stackwright.dev/detached"
+	// annotationDetachedUpdate holds a detached runner Job's Update, without its status, as
+	// JSON: a restarted manager adopts the Job from it. An Update holds no secret.
+	annotationDetachedUpdate = "stackwright.dev/detached-update"
+	// adoptWait bounds how long the Stack controller's calls wait for the executor to
+	// adopt the detached runners a previous manager left.
+	adoptWait = 10 * time.Second
+)
+
+// detachedRun is a detached Update and the UID of its Job, once created.
+type detachedRun struct {
+	u   *v1alpha1.Update
+	job types.UID
+}
+
+var _ executor.Detacher = (*Executor)(nil)
+
+// Detaches reports whether the executor runs detached Updates: it needs the manager's
+// namespace and the ServiceAccount their runners run as.
+func (e *Executor) Detaches() bool {
+	return e.opts.Namespace != "" && e.opts.DetachedServiceAccount != ""
+}
+
+// RunDetached implements executor.Detacher. The Update gets a UID of its own making: its
+// runner's labels and report are matched against it.
+func (e *Executor) RunDetached(u *v1alpha1.Update) {
+	e.waitAdopted()
+	key := client.ObjectKeyFromObject(u)
+	e.mu.Lock()
+	if _, ok := e.detached[key]; ok {
+		e.mu.Unlock()
+		return
+	}
+	u = u.DeepCopy()
+	u.UID = uuid.NewUUID()
+	e.detached[key] = &detachedRun{u: u}
+	e.mu.Unlock()
+	e.queue.Push(executor.Item[struct{}]{Key: key})
+}
+
+// Detached implements executor.Detacher.
+func (e *Executor) Detached(namespace, name string) (*v1alpha1.Update, bool) {
+	e.waitAdopted()
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d, ok := e.detached[key]
+	if !ok {
+		return nil, false
+	}
+	if d.u.Status.Finished() {
+		delete(e.detached, key)
+	}
+	return d.u.DeepCopy(), true
+}
+
+// waitAdopted holds a caller until the runners of a previous manager are adopted, so that
+// a Stack is not told its detached Update vanished while its runner still runs.
+func (e *Executor) waitAdopted() {
+	select {
+	case <-e.adopted:
+	case <-time.After(adoptWait):
+	}
+}
+
+// detachedRunOf returns a copy of the detached Update under key, and its Job's UID.
+func (e *Executor) detachedRunOf(key types.NamespacedName) (*v1alpha1.Update, types.UID, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d, ok := e.detached[key]
+	if !ok {
+		return nil, "", false
+	}
+	return d.u.DeepCopy(), d.job, true
+}
+
+// detachedOfJob returns a copy of the detached Update that Job j runs.
+func (e *Executor) detachedOfJob(j *batchv1.Job) (*v1alpha1.Update, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, d := range e.detached {
+		if d.job != "" && d.job == j.UID && detachedJobName(d.u) == j.Name {
+			return d.u.DeepCopy(), true
+		}
+	}
+	return nil, false
+}
+
+// detachedJobName is the name of a detached Update's Job. Tenants' Updates meet in the
+// manager's namespace, and a rerun after a restart has the same name: the hashed suffix
+// covers the namespace and the UID.
+func detachedJobName(u *v1alpha1.Update) string {
+	return JobName("destroy-" + u.Namespace + "-" + u.Name + "-" + string(u.UID))
+}
+
+func (e *Executor) detachedIdentity(u *v1alpha1.Update) string {
+	return "job/" + e.opts.Namespace + "/" + detachedJobName(u)
+}
+
+// startDetached creates the runner Job of a detached Update, or fails the Update saying
+// why it cannot run.
+func (e *Executor) startDetached(ctx context.Context, key types.NamespacedName) error {
+	e.mu.Lock()
+	d, ok := e.detached[key]
+	if !ok || d.u.Status.Phase != "" {
+		e.mu.Unlock()
+		e.release(key)
+		return nil
+	}
+	d.u.MarkRunning(e.detachedIdentity(d.u), metav1.NewTime(e.now()))
+	u := d.u.DeepCopy()
+	e.mu.Unlock()
+	j, err := e.createDetachedJob(ctx, u)
+	if err != nil {
+		runner.Finish(u, engine.Result{}, err, "", e.now())
+		e.finishDetached(ctx, u)
+		return err
+	}
+	e.mu.Lock()
+	d.job = j.UID
+	e.mu.Unlock()
+	ctrl.LoggerFrom(ctx).Info("Started detached runner Job", "job", j.Name, "namespace", j.Namespace)
+	return nil
+}
+
+func (e *Executor) createDetachedJob(ctx context.Context, u *v1alpha1.Update) (*batchv1.Job, error) {
+	stack, req, err := e.runner.Request(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := parseWorkspaceTemplate(stack.Spec.WorkspaceTemplate, e.opts.Pod.AllowedVolumeTypes)
+	if err != nil {
+		return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "%v", err)
+	}
+	// Runners of the Stack that the namespace's deletion killed left their locks.
+	if req.StaleLockHosts, err = e.goneRunners(ctx, u); err != nil {
+		return nil, err
+	}
+	record, err := json.Marshal(&v1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Namespace: u.Namespace, Name: u.Name, UID: u.UID, Labels: u.Labels},
+		Spec:       u.Spec,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode Update %s: %w", u.Name, err)
+	}
+	at := placement{
+		namespace: e.opts.Namespace, name: detachedJobName(u), serviceAccount: e.opts.DetachedServiceAccount,
+		labels: map[string]string{LabelDetached: "true"}, annotations: map[string]string{annotationDetachedUpdate: string(record)},
+	}
+	j, secret, err := buildJob(u, stack, e.newWork(u, req), e.cert, e.opts.Pod, detachedOverlay(tmpl), at)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.client.Create(ctx, secret, client.FieldOwner(fieldManager)); err != nil {
+		return nil, e.createFault(ctx, u, err, "work Secret", secret.Name)
+	}
+	if err := e.client.Create(ctx, j, client.FieldOwner(fieldManager)); err != nil {
+		e.deleteDetachedWork(ctx, u)
+		return nil, e.createFault(ctx, u, err, "runner Job", j.Name)
+	}
+	// The Job owns its work Secret, so that the Secret goes with it (its TTL) should no
+	// manager live to delete it when the run is over.
+	secret.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))}
+	if err := e.client.Update(ctx, secret, client.FieldOwner(fieldManager)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to make runner Job own its work Secret", "secret", secret.Name)
+	}
+	return j, nil
+}
+
+// detachedOverlay keeps what of a Stack's workspaceTemplate a runner in the manager's
+// namespace may use: its image, pull policy, resources and literal environment. The rest
+// would be resolved among the manager's objects (a ServiceAccount, Secrets and ConfigMaps
+// by name, volumes) or place the Pod by the tenant's choice (node selector, tolerations).
+func detachedOverlay(t *workspaceOverlay) *workspaceOverlay {
+	if t == nil {
+		return nil
+	}
+	out := &workspaceOverlay{Image: t.Image, ImagePullPolicy: t.ImagePullPolicy, Resources: t.Resources}
+	for _, env := range t.Env {
+		if env.ValueFrom == nil {
+			out.Env = append(out.Env, env)
+		}
+	}
+	return out
+}
+
+// finishDetached records the end of a detached Update, deletes its work Secret and frees
+// its slot.
+func (e *Executor) finishDetached(ctx context.Context, u *v1alpha1.Update) {
+	key := client.ObjectKeyFromObject(u)
+	e.mu.Lock()
+	if d, ok := e.detached[key]; ok && d.u.UID == u.UID {
+		d.u = u.DeepCopy()
+	}
+	e.mu.Unlock()
+	e.deleteDetachedWork(ctx, u)
+	e.release(key)
+}
+
+// isDetached reports whether u is a detached Update of this executor.
+func (e *Executor) isDetached(u *v1alpha1.Update) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d, ok := e.detached[client.ObjectKeyFromObject(u)]
+	return ok && d.u.UID == u.UID
+}
+
+// deleteDetachedWork deletes the work Secret of a detached Update: it holds the Stack's
+// secrets, in the manager's namespace.
+func (e *Executor) deleteDetachedWork(ctx context.Context, u *v1alpha1.Update) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.opts.Namespace, Name: detachedJobName(u) + "-work"}}
+	if err := e.client.Delete(ctx, s); err != nil && !apierrors.IsNotFound(err) {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to delete work Secret", "secret", s.Name, "namespace", s.Namespace)
+	}
+}
+
+// checkDetached is checkRunner for a detached Update: its Job is read from the API server
+// (the manager's namespace may be outside the cache), and its end is recorded in memory.
+func (e *Executor) checkDetached(ctx context.Context, key types.NamespacedName) {
+	u, jobUID, ok := e.detachedRunOf(key)
+	if !ok {
+		e.release(key)
+		return
+	}
+	if u.Status.Phase != v1alpha1.UpdatePhaseRunning || jobUID == "" ||
+		(u.Status.StartTime != nil && e.now().Sub(u.Status.StartTime.Time) < e.opts.LostGrace) {
+		return
+	}
+	j := &batchv1.Job{}
+	err := e.reader.Get(ctx, client.ObjectKey{Namespace: e.opts.Namespace, Name: detachedJobName(u)}, j)
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && j.UID != jobUID):
+		e.detachedLost(ctx, u, "its runner Job was deleted before it reported a result")
+		return
+	case err != nil:
+		return
+	}
+	finished, failed, reason := jobOutcome(j)
+	if !finished {
+		e.checkDetachedStarted(ctx, u, j)
+		return
+	}
+	if end := jobEnd(j); end != nil && e.now().Sub(end.Time) < e.opts.LostGrace {
+		return
+	}
+	if !failed {
+		reason = "its runner exited without its result reaching the manager"
+	} else if reason == "" {
+		reason = e.podFailure(ctx, e.opts.Namespace, u.UID)
+	}
+	e.detachedLost(ctx, u, reason)
+}
+
+// checkDetachedStarted fails a detached Update whose runner Pod has not started within
+// PendingTimeout, as checkStarted does.
+func (e *Executor) checkDetachedStarted(ctx context.Context, u *v1alpha1.Update, j *batchv1.Job) {
+	if u.Status.StartTime == nil || e.now().Sub(u.Status.StartTime.Time) < e.opts.PendingTimeout || (j.Status.Ready != nil && *j.Status.Ready > 0) {
+		return
+	}
+	log := ctrl.LoggerFrom(ctx)
+	var pods corev1.PodList
+	if err := e.reader.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{LabelUpdateUID: string(u.UID)}); err != nil {
+		log.Error(err, "Failed to list runner Pods", "update", u.Name)
+		return
+	}
+	why, ok := notStarted(j, pods.Items, e.opts.PendingTimeout)
+	if !ok {
+		return
+	}
+	if err := e.client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &j.UID}); err != nil && !apierrors.IsNotFound(err) {
+		log.Error(err, "Failed to delete runner Job that did not start", "update", u.Name, "job", j.Name)
+		return
+	}
+	msg := fmt.Sprintf("runner %s did not start: %s; it will be retried", u.Status.Runner, why)
+	now := metav1.NewTime(e.now())
+	u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, msg, &now
+	u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonTransientFailure, Message: msg})
+	log.Info("Detached runner did not start; Job deleted", "update", u.Name, "job", j.Name, "reason", why)
+	e.finishDetached(ctx, u)
+}
+
+func (e *Executor) detachedLost(ctx context.Context, u *v1alpha1.Update, why string) {
+	msg := fmt.Sprintf("runner %s lost: %s; it will be retried", u.Status.Runner, why)
+	u.MarkRunnerLost(v1alpha1.UpdateResultFailed, msg, metav1.NewTime(e.now()))
+	ctrl.LoggerFrom(ctx).Info("Detached runner lost", "update", u.Name, "reason", why)
+	e.finishDetached(ctx, u)
+}
+
+// adoptDetached takes over the detached runners a previous manager started: their
+// Updates, kept only in its memory, are rebuilt from their Jobs, so that their results
+// are recorded and their Stacks do not start them again. What finished unrecorded is
+// started again by its Stack; its work Secret goes now.
+func (e *Executor) adoptDetached(ctx context.Context) error {
+	if !e.Detaches() {
+		return nil
+	}
+	var jobs batchv1.JobList
+	if err := e.reader.List(ctx, &jobs, client.InNamespace(e.opts.Namespace), client.MatchingLabels{LabelDetached: "true", LabelManagedBy: ManagedBy}); err != nil {
+		return fmt.Errorf("failed to list detached runner Jobs: %w", err)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		u := &v1alpha1.Update{}
+		if err := json.Unmarshal([]byte(j.Annotations[annotationDetachedUpdate]), u); err != nil || u.UID == "" || detachedJobName(u) != j.Name {
+			log.Info("Ignored a detached runner Job whose Update cannot be read", "job", j.Name)
+			continue
+		}
+		if finished, _, _ := jobOutcome(j); finished {
+			e.deleteDetachedWork(ctx, u)
+			continue
+		}
+		u.MarkRunning(e.detachedIdentity(u), j.CreationTimestamp)
+		key := client.ObjectKeyFromObject(u)
+		e.mu.Lock()
+		e.detached[key] = &detachedRun{u: u, job: j.UID}
+		e.mu.Unlock()
+		e.queue.Adopt(executor.Item[struct{}]{Key: key})
+		log.Info("Adopted detached runner Job", "job", j.Name, "update", key.String())
+	}
+	return nil
+}
