@@ -95,6 +95,12 @@ var (
 func init() {
 	crmetrics.Registry.MustRegister(driftChecks, driftDetected, updateDuration, updates, engineCPU, managerRuns, keptOnDelete, retries,
 		locksHealed, sourceDuration, sourceErrors)
+	// Every series at 0 from the start: a scrape then shows "no engine ran in the manager"
+	// rather than nothing, which a misspelt query would show as well. The values are the
+	// engine's operations (engine.Op*).
+	for _, op := range []string{"up", "preview", "refresh", "destroy", "drift"} {
+		managerRuns.WithLabelValues(op)
+	}
 }
 
 // SetPerStackLabels turns the series labelled with a Stack's name on or off

@@ -1,0 +1,109 @@
+package job
+
+import (
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/executor"
+	"github.com/stackwright/stackwright/internal/scheme"
+)
+
+// newDetachingExecutor is an executor of the manager in namespace "sw" whose detached
+// runners run as "detached", as a (re)started manager has it after adopting.
+func newDetachingExecutor(c client.Client) *Executor {
+	e := &Executor{
+		client: c, reader: c, runner: stubRunner{stack: &pulumiv1.Stack{}}, url: "https://manager", now: time.Now,
+		opts:     Options{Pod: PodOptions{Image: "runner:1"}, Namespace: "sw", DetachedServiceAccount: "detached", LostGrace: time.Second},
+		queue:    executor.NewQueue[struct{}](executor.Limits{Max: 2}),
+		detached: map[types.NamespacedName]*detachedRun{}, adopted: make(chan struct{}),
+	}
+	return e
+}
+
+// A detached destroy's runner Job goes to the manager's namespace, as the detached
+// ServiceAccount without its token, and carries its Update: a manager restarted while it
+// runs adopts it (the Stack finds its Update running, not vanished), records its result,
+// and deletes the work Secret.
+func TestExecutor_Detached_AdoptedAfterRestartAndRecorded(t *testing.T) {
+	sch, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(sch).Build()
+	first := newDetachingExecutor(c)
+	close(first.adopted)
+	u := testUpdate("web-destroy-1")
+	u.UID, u.Spec.Type = "", v1alpha1.UpdateTypeDestroy
+	first.RunDetached(u)
+	key := client.ObjectKeyFromObject(u)
+	if err := first.startDetached(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	running, ok := first.Detached(u.Namespace, u.Name)
+	if !ok || running.Status.Phase != v1alpha1.UpdatePhaseRunning || running.UID == "" {
+		t.Fatalf("detached Update = %+v, %v; want it running with a UID", running, ok)
+	}
+	var jobs batchv1.JobList
+	if err := c.List(t.Context(), &jobs); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 1 {
+		t.Fatalf("%d runner Jobs; want 1", len(jobs.Items))
+	}
+	j := jobs.Items[0]
+	pod := j.Spec.Template.Spec
+	if j.Namespace != "sw" || pod.ServiceAccountName != "detached" || pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken || j.Labels[LabelDetached] != "true" {
+		t.Errorf("runner Job %s/%s runs as %q (token mounted: %v), labels %v", j.Namespace, j.Name, pod.ServiceAccountName, pod.AutomountServiceAccountToken, j.Labels)
+	}
+	work := &corev1.Secret{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "sw", Name: j.Name + "-work"}, work); err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(work, &j) {
+		t.Errorf("work Secret owners = %v; want the Job", work.OwnerReferences)
+	}
+
+	// A new manager knows nothing but what the API server holds.
+	second := newDetachingExecutor(c)
+	if err := second.adoptDetached(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	close(second.adopted)
+	adopted, ok := second.Detached(u.Namespace, u.Name)
+	if !ok || adopted.UID != running.UID || adopted.Status.Phase != v1alpha1.UpdatePhaseRunning {
+		t.Fatalf("adopted Update = %+v, %v; want %s running", adopted, ok, running.UID)
+	}
+	if _, n := second.Pending(); n != 1 {
+		t.Errorf("%d runners hold a slot; want the adopted one", n)
+	}
+
+	res := &Result{UpdateUID: string(running.UID), Status: v1alpha1.UpdateStatus{
+		Phase: v1alpha1.UpdatePhaseSucceeded, Result: v1alpha1.UpdateResultSucceeded,
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionComplete, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded}},
+	}}
+	if err := second.record(t.Context(), adopted, res); err != nil {
+		t.Fatal(err)
+	}
+	done, ok := second.Detached(u.Namespace, u.Name)
+	if !ok || done.Status.Phase != v1alpha1.UpdatePhaseSucceeded {
+		t.Fatalf("recorded Update = %+v, %v; want it succeeded", done, ok)
+	}
+	if _, ok := second.Detached(u.Namespace, u.Name); ok {
+		t.Error("a finished detached Update is still there after its Stack read it")
+	}
+	if _, n := second.Pending(); n != 0 {
+		t.Errorf("%d runners hold a slot after the result; want 0", n)
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(work), &corev1.Secret{}); err == nil {
+		t.Error("the work Secret, which holds the Stack's secrets, outlived the run")
+	}
+}
