@@ -40,6 +40,8 @@ const (
 	// adoptWait bounds how long the Stack controller's calls wait for the executor to
 	// adopt the detached runners a previous manager left.
 	adoptWait = 10 * time.Second
+	// detachedKeep is how long a finished detached Update waits for its Stack to read it.
+	detachedKeep = time.Hour
 )
 
 // detachedRun is a detached Update and the UID of its Job, once created.
@@ -230,6 +232,18 @@ func (e *Executor) finishDetached(ctx context.Context, u *v1alpha1.Update) {
 	e.mu.Unlock()
 	e.deleteDetachedWork(ctx, u)
 	e.release(key)
+}
+
+// forgetFinished drops the detached Updates that ended longer than detachedKeep ago and
+// that no Stack came to read (its finalizer was removed by hand meanwhile).
+func (e *Executor) forgetFinished() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for key, d := range e.detached {
+		if end := d.u.Status.EndTime; end != nil && e.now().Sub(end.Time) > detachedKeep {
+			delete(e.detached, key)
+		}
+	}
 }
 
 // isDetached reports whether u is a detached Update of this executor.

@@ -4,8 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,5 +107,39 @@ func TestExecutor_Detached_AdoptedAfterRestartAndRecorded(t *testing.T) {
 	}
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(work), &corev1.Secret{}); err == nil {
 		t.Error("the work Secret, which holds the Stack's secrets, outlived the run")
+	}
+}
+
+func TestDetachedOverlay_KeepsWhatNamesNothingOfTheStacksNamespace(t *testing.T) {
+	limits := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+	for _, tc := range []struct {
+		name string
+		in   *workspaceOverlay
+		want *workspaceOverlay
+	}{
+		{name: "no template", in: nil, want: nil},
+		{
+			name: "image, pull policy, resources and literal env kept",
+			in: &workspaceOverlay{
+				ServiceAccountName: "tenant", Image: "tenant/pulumi:1", ImagePullPolicy: corev1.PullAlways, Resources: &limits,
+				Env: []corev1.EnvVar{
+					{Name: "LITERAL", Value: "1"},
+					{Name: "FROM_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "k"}}},
+				},
+				PodLabels: map[string]string{"a": "b"}, PodAnnotations: map[string]string{"c": "d"},
+				NodeSelector: map[string]string{"pool": "tenant"}, Tolerations: []corev1.Toleration{{Key: "k"}},
+				Volumes: []corev1.Volume{{Name: "state"}}, VolumeMounts: []corev1.VolumeMount{{Name: "state", MountPath: "/state"}},
+			},
+			want: &workspaceOverlay{
+				Image: "tenant/pulumi:1", ImagePullPolicy: corev1.PullAlways, Resources: &limits,
+				Env: []corev1.EnvVar{{Name: "LITERAL", Value: "1"}},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, detachedOverlay(tc.in)); diff != "" {
+				t.Errorf("detachedOverlay (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

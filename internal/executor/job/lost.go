@@ -34,6 +34,7 @@ func (e *Executor) sweep(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		e.forgetFinished()
 		for _, key := range e.queue.Running() {
 			if _, _, ok := e.detachedRunOf(key); ok {
 				e.checkDetached(ctx, key)
