@@ -1,19 +1,37 @@
 package executor
 
 import (
+	"context"
 	"time"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
-// Executor accepts Updates to run. The Update controller submits every Pending Update; an
-// executor must tolerate duplicates and Updates another replica already claimed.
+// Executor accepts Updates to run and says how their runners fare. The Update controller
+// submits every Pending Update, and asks about every Running one; an executor must
+// tolerate duplicates and Updates another replica already claimed. An executor starts and
+// stops work and records what a runner reports; that a runner is gone is the Update
+// controller's to record, from the Verdict.
 type Executor interface {
 	// Submit queues the Update for execution.
 	Submit(update *v1alpha1.Update)
-	// Owns reports whether runner (an Update's status.runner) names a run of this
-	// executor that is still alive. A Running Update whose runner nobody owns was lost.
-	Owns(runner string) bool
+	// Check looks at the runner of the Running Update u.
+	Check(ctx context.Context, u *v1alpha1.Update) Verdict
+}
+
+// Verdict is what an executor finds of a Running Update's runner. At most one of Lost and
+// NotStarted is set; with neither, the runner is alive.
+type Verdict struct {
+	// Lost says why the runner ended, or is gone, without its result: the Update failed,
+	// with reason RunnerLost, and its Stack retries.
+	Lost string
+	// NotStarted says why the runner never started; the executor stopped it, so no engine
+	// runs. The Update failed with reason TransientFailure: no run happened, so there is
+	// nothing for the next one to recover.
+	NotStarted string
+	// RecheckAfter asks to be asked again then (zero: when the Update or its runner
+	// changes).
+	RecheckAfter time.Duration
 }
 
 // Detacher runs Updates that exist only in memory. A Stack in a terminating namespace

@@ -550,14 +550,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		return fmt.Errorf("failed to set up Stack controller: %w", err)
 	}
 	programs := &programctrl.Reconciler{Client: mgr.GetClient(), Store: store, Recorder: mgr.GetEventRecorder("stackwright")}
-	if err := programs.SetupWithManager(mgr); err != nil {
+	if err := programs.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Program controller: %w", err)
 	}
-	updates := &updatectrl.Reconciler{Client: mgr.GetClient(), Executor: exec}
-	if err := updates.SetupWithManager(mgr, ctrlOpts); err != nil {
+	updates := &updatectrl.Reconciler{Client: mgr.GetClient(), Executor: exec, RunnerJobs: o.Executor == executorJob}
+	if err := updates.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Update controller: %w", err)
 	}
-	if err := policyctrl.SetupWithManager(mgr); err != nil {
+	if err := (&policyctrl.Controllers{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Policy controllers: %w", err)
 	}
 	return nil

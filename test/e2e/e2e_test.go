@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -422,20 +423,36 @@ spec:
 		_, err := os.Stat(filepath.Join(files, "before.txt"))
 		g.Expect(err).NotTo(HaveOccurred())
 	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the first run never started\n%s", describeNamespace(ns))
-	first := updates(g, c, ns)
-	g.Expect(first).To(HaveLen(1))
 	// SIGKILL, as the OOM killer or a node's loss would: no chance to release the lock.
-	// (Deleting the Pod would send SIGTERM, and the runner would cancel cleanly.)
-	g.Expect(killRunners("slow-")).To(Equal(1), "runner processes killed")
-
-	NewWithT(t).Eventually(func(g Gomega) {
-		var u v1alpha1.Update
-		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: first[0]}, &u)).To(Succeed())
-		g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
-		cond := meta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
-		g.Expect(cond).NotTo(BeNil())
-		g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonRunnerLost), cond.Message)
-	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the killed runner's Update did not end RunnerLost\n%s", describeNamespace(ns))
+	// (Deleting the Pod would send SIGTERM, and the runner would cancel cleanly.) Twice in
+	// a row: each lost run ends the same way, and counts as a failed run.
+	var lost []string
+	for attempt := 1; attempt <= 2; attempt++ {
+		NewWithT(t).Eventually(func(g Gomega) {
+			var list v1alpha1.UpdateList
+			g.Expect(c.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(attempt))
+			var running []string
+			for _, u := range list.Items {
+				if u.Status.Phase == v1alpha1.UpdatePhaseRunning && !slices.Contains(lost, u.Name) {
+					running = append(running, u.Name)
+				}
+			}
+			g.Expect(running).To(HaveLen(1))
+			g.Expect(killRunners("slow-")).To(Equal(1), "runner processes killed")
+			lost = append(lost, running[0])
+		}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "run %d never started\n%s", attempt, describeNamespace(ns))
+		NewWithT(t).Eventually(func(g Gomega) {
+			var u v1alpha1.Update
+			g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: lost[attempt-1]}, &u)).To(Succeed())
+			g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
+			g.Expect(u.Status.Result).To(Equal(v1alpha1.UpdateResultFailed))
+			cond := meta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonRunnerLost), cond.Message)
+		}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the killed runner's Update did not end RunnerLost\n%s", describeNamespace(ns))
+	}
+	g.Expect(scrapeManager(t, "kill")).To(ContainSubstring(`stackwright_updates_total{namespace="` + ns + `",operation="up",result="failed"} 2`))
 
 	NewWithT(t).Eventually(func(g Gomega) { waitStackReadyOnce(g, c, ns, "slow") }).
 		WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "Stack did not converge after the lost runner\n%s", describeNamespace(ns))

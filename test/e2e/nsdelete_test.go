@@ -143,7 +143,7 @@ spec:
 	}).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(Succeed(), "\n%s", describeNamespace(systemNamespace))
 
 	var engineRuns []string
-	for _, line := range strings.Split(scrapeManager(t), "\n") {
+	for _, line := range strings.Split(scrapeManager(t, "nsdel"), "\n") {
 		if strings.HasPrefix(line, "stackwright_manager_engine_runs_total{") {
 			engineRuns = append(engineRuns, line)
 		}
@@ -167,9 +167,10 @@ spec:
 
 // scrapeManager reads the manager's metrics as a scraper bound to the metrics-reader
 // ClusterRole would, over HTTPS to its Service's cluster IP (the test runs on the node).
-func scrapeManager(t *testing.T) string {
+// Each caller names its scraper.
+func scrapeManager(t *testing.T, name string) string {
 	t.Helper()
-	const scraper = "e2e-scraper"
+	scraper := "e2e-scraper-" + name
 	run(t, "kubectl", "create", "serviceaccount", scraper, "-n", systemNamespace)
 	run(t, "kubectl", "create", "clusterrolebinding", scraper, "--clusterrole=stackwright-metrics-reader", "--serviceaccount="+systemNamespace+":"+scraper)
 	t.Cleanup(func() {

@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -57,14 +58,20 @@ type Reconciler struct {
 	newObj func() object
 }
 
+// Controllers are the Policy and ClusterPolicy controllers.
+type Controllers struct {
+	Client client.Client
+}
+
 // SetupWithManager registers a controller for Policies and one for ClusterPolicies.
-func SetupWithManager(mgr ctrl.Manager) error {
+func (c *Controllers) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	for _, r := range []*Reconciler{
-		{Client: mgr.GetClient(), kind: "Policy", newObj: newPolicy},
-		{Client: mgr.GetClient(), kind: "ClusterPolicy", newObj: newClusterPolicy},
+		{Client: c.Client, kind: "Policy", newObj: newPolicy},
+		{Client: c.Client, kind: "ClusterPolicy", newObj: newClusterPolicy},
 	} {
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named(r.kind).
+			WithOptions(opts).
 			For(r.newObj().obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 			Complete(r); err != nil {
 			return fmt.Errorf("failed to set up the %s controller: %w", r.kind, err)

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/artifact"
@@ -77,7 +78,7 @@ func newProgramManager(e *kubetest.Env, dir string, c cache.Options) (ctrl.Manag
 		return nil, nil, err
 	}
 	r := &program.Reconciler{Client: mgr.GetClient(), Store: st}
-	if err := r.SetupWithManager(mgr); err != nil {
+	if err := r.SetupWithManager(context.Background(), mgr, controller.Options{}); err != nil {
 		return nil, nil, fmt.Errorf("failed to set up Program controller: %w", err)
 	}
 	return mgr, st, nil

@@ -3,12 +3,14 @@ package update_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -72,21 +74,71 @@ func TestReconciler_Reconcile_IgnoresUpdatesNotCreatedByTheirStack(t *testing.T)
 
 // A Running Update whose runner no executor owns (the manager restarted mid-run) is
 // failed, so that its Stack retries instead of waiting forever.
+// A Running Update whose runner is gone, or never started, fails once, here, with result
+// Failed (counted as a failed run) and a reason saying which; the Stack retries either.
 func TestReconciler_Reconcile_FailsRunningUpdateOfAGoneRunner(t *testing.T) {
 	t.Parallel()
-	s := env.Scenario(t)
-	u := newUpdate(t, s, "orphan", true, v1alpha1.UpdateStatus{Phase: v1alpha1.UpdatePhaseRunning, Runner: "host/1/gone"})
-	s.WaitCondition(u, v1alpha1.ConditionComplete, metav1.ConditionFalse, v1alpha1.ReasonRunnerLost)
-	want := v1alpha1.UpdateStatus{
-		Phase: v1alpha1.UpdatePhaseFailed, Runner: "host/1/gone", Result: v1alpha1.UpdateResultCancelled,
-		Message: "runner host/1/gone stopped while the update was running (the manager restarted); it will be retried",
+	for _, tc := range []struct {
+		name, runner, notStarted, reason, message string
+	}{
+		{
+			name: "lost", runner: "job/ns/lost", reason: v1alpha1.ReasonRunnerLost,
+			message: "runner job/ns/lost lost: its runner Job was deleted before it reported a result; it will be retried",
+		},
+		{
+			name: "not started", runner: "job/ns/pending", notStarted: "its runner Pod was not scheduled within 5m0s: no node",
+			reason:  v1alpha1.ReasonTransientFailure,
+			message: "runner job/ns/pending did not start: its runner Pod was not scheduled within 5m0s: no node; it will be retried",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := env.Scenario(t)
+			if tc.notStarted != "" {
+				exec.mu.Lock()
+				exec.notStarted[tc.runner] = tc.notStarted
+				exec.mu.Unlock()
+			}
+			u := newUpdate(t, s, "gone", true, v1alpha1.UpdateStatus{Phase: v1alpha1.UpdatePhaseRunning, Runner: tc.runner, StartTime: &metav1.Time{Time: time.Now()}})
+			s.WaitCondition(u, v1alpha1.ConditionComplete, metav1.ConditionFalse, tc.reason)
+			want := v1alpha1.UpdateStatus{Phase: v1alpha1.UpdatePhaseFailed, Runner: tc.runner, Result: v1alpha1.UpdateResultFailed, Message: tc.message}
+			if diff := cmp.Diff(want, u.Status, cmpopts.IgnoreFields(v1alpha1.UpdateStatus{}, "EndTime", "StartTime", "Conditions")); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			if u.Status.EndTime == nil {
+				t.Error("status.endTime is not set")
+			}
+			if got := failedRuns(t, s.Namespace); got != 1 {
+				t.Errorf("stackwright_updates_total{result=\"failed\"} = %v in the namespace; want 1", got)
+			}
+		})
 	}
-	if diff := cmp.Diff(want, u.Status, cmpopts.IgnoreFields(v1alpha1.UpdateStatus{}, "EndTime", "Conditions")); diff != "" {
-		t.Errorf("status (-want +got):\n%s", diff)
+}
+
+// failedRuns reads stackwright_updates_total{namespace, result="failed"} from the
+// manager's registry.
+func failedRuns(t *testing.T, namespace string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if u.Status.EndTime == nil {
-		t.Error("status.endTime is not set")
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != "stackwright_updates_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == namespace && labels["result"] == "failed" {
+				sum += m.GetCounter().GetValue()
+			}
+		}
 	}
+	return sum
 }
 
 // A Running Update whose runner is alive is left to it.

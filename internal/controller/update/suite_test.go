@@ -10,35 +10,37 @@ import (
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/update"
+	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
 
 // One manager runs the Update controller against a real API server. Its executor records
-// what it is handed instead of running engines: what runs an Update is the executors'
-// concern, tested with them; this suite is about what the controller hands over and what
-// it marks lost.
+// what it is handed and gives the verdicts a test sets instead of running engines: what
+// runs an Update, and how its runner is judged, are the executors' concern, tested with
+// them; this suite is about what the controller hands over and what it marks failed.
 var (
 	env  *kubetest.Env
-	exec = &recordingExecutor{alive: map[string]bool{}}
+	exec = &recordingExecutor{alive: map[string]bool{}, notStarted: map[string]string{}}
 )
 
 func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.Manager(setupManager)) }
 
-func setupManager(_ context.Context, e *kubetest.Env, _ string) (ctrl.Manager, error) {
+func setupManager(ctx context.Context, e *kubetest.Env, _ string) (ctrl.Manager, error) {
 	mgr, err := e.NewManager(ctrl.Options{})
 	if err != nil {
 		return nil, err
 	}
 	r := &update.Reconciler{Client: mgr.GetClient(), Executor: exec}
-	return mgr, r.SetupWithManager(mgr, controller.Options{})
+	return mgr, r.SetupWithManager(ctx, mgr, controller.Options{})
 }
 
-// recordingExecutor records submitted Updates by namespace/name and owns the runners
-// marked alive.
+// recordingExecutor records submitted Updates by namespace/name, finds alive the runners
+// marked so, never started those given a reason in notStarted, and lost the others.
 type recordingExecutor struct {
-	mu        sync.Mutex
-	submitted []string
-	alive     map[string]bool
+	mu         sync.Mutex
+	submitted  []string
+	alive      map[string]bool
+	notStarted map[string]string
 }
 
 func (e *recordingExecutor) Submit(u *v1alpha1.Update) {
@@ -47,10 +49,16 @@ func (e *recordingExecutor) Submit(u *v1alpha1.Update) {
 	e.submitted = append(e.submitted, u.Namespace+"/"+u.Name)
 }
 
-func (e *recordingExecutor) Owns(runner string) bool {
+func (e *recordingExecutor) Check(_ context.Context, u *v1alpha1.Update) executor.Verdict {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.alive[runner]
+	switch {
+	case e.alive[u.Status.Runner]:
+		return executor.Verdict{}
+	case e.notStarted[u.Status.Runner] != "":
+		return executor.Verdict{NotStarted: e.notStarted[u.Status.Runner]}
+	}
+	return executor.Verdict{Lost: "its runner Job was deleted before it reported a result"}
 }
 
 func (e *recordingExecutor) wasSubmitted(namespace, name string) bool {

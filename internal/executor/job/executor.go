@@ -3,19 +3,15 @@ package job
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -120,30 +116,19 @@ func New(c client.Client, reader client.Reader, r Runner, store *artifact.Store,
 	return e, nil
 }
 
-// SetupWithManager adds the executor, its runner API and the watch on runner Jobs.
+// SetupWithManager adds the executor and its runner API. The Update controller watches
+// the runner Jobs, and asks Check about them.
 func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(e); err != nil {
 		return err
 	}
-	if err := mgr.Add(e.server); err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("runnerjob").
-		For(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetLabels()[LabelManagedBy] == ManagedBy
-		}))).
-		Complete(ctrlFunc(e.reconcileJob))
+	return mgr.Add(e.server)
 }
 
 // Submit implements executor.Executor.
 func (e *Executor) Submit(u *v1alpha1.Update) {
 	e.queue.Push(executor.Item[struct{}]{Key: client.ObjectKeyFromObject(u)})
 }
-
-// Owns implements executor.Executor: the Job executor watches its own runners (their
-// Jobs) and declares them lost itself, with the reason the Job gives.
-func (e *Executor) Owns(r string) bool { return strings.HasPrefix(r, "job/") }
 
 // Start implements manager.Runnable. It counts the runners still running from before a
 // restart, then starts Jobs as slots free up, and sweeps for runners whose Job vanished.

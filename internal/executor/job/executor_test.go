@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -113,26 +114,37 @@ func TestExecutor_LostRunner_JobDeletedFailsUpdateAndStackRetries(t *testing.T) 
 	t.Parallel()
 	s := newScenario(t)
 	s.filesStack("lost", map[string]string{skipAnnotation: "true"})
-	var first v1alpha1.Update
-	s.Eventually(func(g Gomega) {
-		ups := s.updates()
-		g.Expect(ups).To(HaveLen(1))
-		first = ups[0]
-		g.Expect(first.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning))
-	})
-	var jobs batchv1.JobList
-	s.g.Expect(env.Client.List(t.Context(), &jobs, client.InNamespace(s.Namespace))).To(Succeed())
-	s.g.Expect(jobs.Items).To(HaveLen(1))
-	// The runner never reports; its Job goes (deleted by hand, or by a node's loss).
-	s.g.Expect(env.Client.Delete(t.Context(), &jobs.Items[0], client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-	s.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(&first), &first)).To(Succeed())
-		g.Expect(first.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
-		c := apimeta.FindStatusCondition(first.Status.Conditions, v1alpha1.ConditionComplete)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonRunnerLost))
-		g.Expect(c.Message).To(ContainSubstring("Job was deleted"))
-	})
+	// Lost twice in a row: each lost run fails once, the same way, and counts as a
+	// failed run.
+	var lost []string
+	for attempt := 1; attempt <= 2; attempt++ {
+		var u v1alpha1.Update
+		s.Eventually(func(g Gomega) {
+			ups := s.updates()
+			g.Expect(ups).To(HaveLen(attempt))
+			for _, up := range ups {
+				if !slices.Contains(lost, up.Name) {
+					u = up
+				}
+			}
+			g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning))
+		})
+		lost = append(lost, u.Name)
+		j := &batchv1.Job{}
+		s.g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: job.JobName(u.Name)}, j)).To(Succeed())
+		// The runner never reports; its Job goes (deleted by hand, or by a node's loss).
+		s.g.Expect(env.Client.Delete(t.Context(), j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		s.Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(&u), &u)).To(Succeed())
+			g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
+			g.Expect(u.Status.Result).To(Equal(v1alpha1.UpdateResultFailed))
+			c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonRunnerLost))
+			g.Expect(c.Message).To(ContainSubstring("Job was deleted"))
+		})
+	}
+	s.g.Expect(metricSum(t, "stackwright_updates_total", map[string]string{"namespace": s.Namespace, "result": "failed"})).To(Equal(2.0))
 	// The Stack retries with a new Update, which a working node runs.
 	st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "lost"}}
 	if err := s.Get(st); err != nil {
@@ -140,7 +152,7 @@ func TestExecutor_LostRunner_JobDeletedFailsUpdateAndStackRetries(t *testing.T) 
 	}
 	s.Patch(st, func() { delete(st.Annotations, skipAnnotation) })
 	s.waitReady("lost")
-	s.g.Expect(len(s.updates())).To(BeNumerically(">=", 2))
+	s.g.Expect(len(s.updates())).To(BeNumerically(">=", 3))
 }
 
 // A Stack's identity tokens reach its runner Job as the API server accepts it: one

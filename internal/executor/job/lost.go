@@ -19,12 +19,12 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/clip"
-	"github.com/stackwright/stackwright/internal/controller/patch"
+	"github.com/stackwright/stackwright/internal/executor"
 )
 
-// sweep declares lost the running Updates whose Job is gone (deleted by hand, or never
-// created because the manager crashed right after the claim), and fails those whose runner
-// Pod never started, so that neither holds a slot until the Job's deadline.
+// sweep frees the slots of Updates that ended without the executor hearing of it (their
+// Update deleted, or finished by the Update controller on a verdict of another replica),
+// and follows the detached Updates, which only this executor knows.
 func (e *Executor) sweep(ctx context.Context) {
 	t := time.NewTicker(e.opts.LostGrace)
 	defer t.Stop()
@@ -40,70 +40,99 @@ func (e *Executor) sweep(ctx context.Context) {
 				e.checkDetached(ctx, key)
 				continue
 			}
-			e.checkRunner(ctx, key)
+			u := &v1alpha1.Update{}
+			if err := e.client.Get(ctx, key, u); apierrors.IsNotFound(err) || (err == nil && u.Status.Finished()) {
+				e.release(key)
+			}
 		}
 	}
 }
 
-func (e *Executor) checkRunner(ctx context.Context, key types.NamespacedName) {
-	u := &v1alpha1.Update{}
-	if err := e.client.Get(ctx, key, u); err != nil {
-		if apierrors.IsNotFound(err) {
-			e.release(key)
-		}
-		return
+// Check implements executor.Executor. Its runner is lost when its Job is gone, or ended
+// more than LostGrace ago without the result reaching the manager; it never started when
+// its Pod is still Pending PendingTimeout after the claim (the scheduler finds no node for
+// the tenant's requests, affinity or tolerations, or its image cannot be pulled), and then
+// its Job is deleted first, so that a Pod scheduled later cannot run the engine beside
+// the retry. Either way its slot is freed. What it decides on is read from the API server
+// (the claim's time, the Job and its Pods), so a restarted manager decides the same.
+func (e *Executor) Check(ctx context.Context, u *v1alpha1.Update) executor.Verdict {
+	if !strings.HasPrefix(u.Status.Runner, "job/") {
+		return executor.Verdict{Lost: "the manager it ran in stopped while the update was running"}
 	}
-	if u.Status.Phase != v1alpha1.UpdatePhaseRunning || u.Status.Runner != runnerIdentity(u) {
-		// Not started yet (claim pending) or finished: nothing to check.
-		if u.Status.Finished() {
-			e.release(key)
-		}
-		return
+	if u.Status.Runner != runnerIdentity(u) {
+		return executor.Verdict{Lost: "it is not the runner Job of this Update"}
 	}
 	if u.Status.StartTime != nil && e.now().Sub(u.Status.StartTime.Time) < e.opts.LostGrace {
-		return
+		// The Job may not be in the cache yet.
+		return executor.Verdict{RecheckAfter: e.opts.LostGrace - e.now().Sub(u.Status.StartTime.Time)}
 	}
 	j := &batchv1.Job{}
 	err := e.reader.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: jobName(u)}, j)
 	switch {
 	case apierrors.IsNotFound(err):
-		e.markLost(ctx, u, "its runner Job was deleted before it reported a result")
-	case err == nil:
-		e.checkStarted(ctx, u, j)
+		e.release(client.ObjectKeyFromObject(u))
+		return executor.Verdict{Lost: "its runner Job was deleted before it reported a result"}
+	case err != nil:
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to get runner Job", "update", u.Name)
+		return executor.Verdict{RecheckAfter: e.opts.LostGrace}
+	case !metav1.IsControlledBy(j, u):
+		// createJob refused it, and failed the Update.
+		return executor.Verdict{}
 	}
+	finished, failed, reason := jobOutcome(j)
+	if !finished {
+		return e.checkStarted(ctx, u, j)
+	}
+	// The result may be on its way through the API server and the cache.
+	if end := jobEnd(j); end != nil && e.now().Sub(end.Time) < e.opts.LostGrace {
+		return executor.Verdict{RecheckAfter: e.opts.LostGrace - e.now().Sub(end.Time)}
+	}
+	if !failed {
+		reason = "its runner exited without its result reaching the manager"
+	} else if reason == "" {
+		reason = e.podFailure(ctx, u.Namespace, u.UID)
+	}
+	e.cleanup(ctx, u)
+	e.release(client.ObjectKeyFromObject(u))
+	return executor.Verdict{Lost: reason}
 }
 
-// checkStarted fails u when its runner Pod has not started within PendingTimeout of the
-// claim. A Pod the scheduler cannot place (no node fits the tenant's requests, affinity
-// or tolerations), or whose image cannot be pulled, stays Pending until the Job's
-// deadline, an hour, holding a slot the whole time: a tenant could hold them all. What it
-// decides on is read from the API server (the claim's time, the Pods' status), so a
-// restarted manager decides the same.
-func (e *Executor) checkStarted(ctx context.Context, u *v1alpha1.Update, j *batchv1.Job) {
-	if u.Status.StartTime == nil || e.now().Sub(u.Status.StartTime.Time) < e.opts.PendingTimeout {
-		return
-	}
-	// A Job that is not u's own is refused by createJob; a finished one is reconcileJob's.
-	if !metav1.IsControlledBy(j, u) {
-		return
-	}
-	if finished, _, _ := jobOutcome(j); finished {
-		return
-	}
-	// A runner whose Pod is ready has started: no need to list its Pods on every sweep.
+// runningRecheck is how often a started runner is looked at without any event: its Job's
+// changes are watched, so this only bounds what a missed event could cost.
+const runningRecheck = 5 * time.Minute
+
+// checkStarted judges a runner whose Job has not ended.
+func (e *Executor) checkStarted(ctx context.Context, u *v1alpha1.Update, j *batchv1.Job) executor.Verdict {
+	// A runner whose Pod is ready has started: no need to list its Pods.
 	if j.Status.Ready != nil && *j.Status.Ready > 0 {
-		return
+		return executor.Verdict{RecheckAfter: runningRecheck}
 	}
+	if u.Status.StartTime == nil {
+		return executor.Verdict{RecheckAfter: e.opts.PendingTimeout}
+	}
+	if left := e.opts.PendingTimeout - e.now().Sub(u.Status.StartTime.Time); left > 0 {
+		return executor.Verdict{RecheckAfter: left}
+	}
+	log := ctrl.LoggerFrom(ctx)
 	var pods corev1.PodList
 	if err := e.reader.List(ctx, &pods, client.InNamespace(u.Namespace), client.MatchingLabels{LabelUpdateUID: string(u.UID)}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to list runner Pods", "update", u.Name)
-		return
+		log.Error(err, "Failed to list runner Pods", "update", u.Name)
+		return executor.Verdict{RecheckAfter: e.opts.LostGrace}
 	}
 	why, ok := notStarted(j, pods.Items, e.opts.PendingTimeout)
 	if !ok {
-		return
+		return executor.Verdict{RecheckAfter: runningRecheck}
 	}
-	e.failUnstarted(ctx, u, j, why)
+	// Background propagation: the Job is gone at once, and the garbage collector deletes
+	// its Pod.
+	if err := e.client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &j.UID}); err != nil && !apierrors.IsNotFound(err) {
+		log.Error(err, "Failed to delete runner Job that did not start", "update", u.Name, "job", j.Name)
+		return executor.Verdict{RecheckAfter: e.opts.LostGrace}
+	}
+	log.Info("Runner did not start; Job deleted", "update", u.Name, "job", j.Name, "reason", why)
+	e.cleanup(ctx, u)
+	e.release(client.ObjectKeyFromObject(u))
+	return executor.Verdict{NotStarted: why}
 }
 
 // notStarted says why the runner of Job j has not started, from its Pods (anyone may
@@ -156,83 +185,6 @@ func containerStarted(statuses []corev1.ContainerStatus) bool {
 // maxReasonBytes bounds what a message quotes of the scheduler's or kubelet's: the
 // scheduler lists every node's reason, which on a large cluster is long.
 const maxReasonBytes = 512
-
-// failUnstarted deletes the Job of u, whose runner never started, then fails u so that its
-// Stack retries under its normal backoff. The Job goes first: its Pod, scheduled later,
-// would still run the engine, beside the retry. The failure is TransientFailure, not
-// RunnerLost: no engine ran, so there is no run for the next up to look for in the
-// backend's history (status.stackwright.lostUpdates), and a waiting cluster may catch up.
-func (e *Executor) failUnstarted(ctx context.Context, u *v1alpha1.Update, j *batchv1.Job, why string) {
-	log := ctrl.LoggerFrom(ctx)
-	// The cached copy may lag; the optimistic lock below must not lose to it after the
-	// Job is gone.
-	fresh := &v1alpha1.Update{}
-	if err := e.reader.Get(ctx, client.ObjectKeyFromObject(u), fresh); err != nil {
-		log.Error(err, "Failed to get Update", "update", u.Name)
-		return
-	}
-	if fresh.UID != u.UID || fresh.Status.Phase != v1alpha1.UpdatePhaseRunning || fresh.Status.Runner != runnerIdentity(fresh) {
-		return
-	}
-	// Background propagation: the Job is gone at once, and the garbage collector deletes
-	// its Pod.
-	if err := e.client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &j.UID}); err != nil && !apierrors.IsNotFound(err) {
-		log.Error(err, "Failed to delete runner Job that did not start", "update", u.Name, "job", j.Name)
-		return
-	}
-	u = fresh
-	p := patch.New(e.client, u, "Update", fieldManager)
-	msg := fmt.Sprintf("runner %s did not start: %s; it will be retried", u.Status.Runner, why)
-	now := metav1.NewTime(e.now())
-	u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, msg, &now
-	u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonTransientFailure, Message: msg})
-	// Should this write fail, the next sweep finds the Job gone and declares the runner
-	// lost: the Update fails either way.
-	if err := p.Status(ctx, u, patch.WithOptimisticLock()); err != nil {
-		log.Error(err, "Failed to fail Update whose runner did not start", "update", u.Name)
-		return
-	}
-	log.Info("Runner did not start; Job deleted", "update", u.Name, "job", j.Name, "reason", why)
-	e.cleanup(ctx, u)
-	e.release(client.ObjectKeyFromObject(u))
-}
-
-// reconcileJob follows a runner Job to its end. A runner that reports its result exits 0
-// after the manager has recorded it; a Job that ends any other way lost its runner.
-func (e *Executor) reconcileJob(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	j := &batchv1.Job{}
-	if err := e.client.Get(ctx, req.NamespacedName, j); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	finished, failed, reason := jobOutcome(j)
-	if !finished {
-		return ctrl.Result{}, nil
-	}
-	owner := metav1.GetControllerOf(j)
-	if owner == nil || owner.Kind != "Update" {
-		return ctrl.Result{}, nil
-	}
-	u := &v1alpha1.Update{}
-	if err := e.client.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: owner.Name}, u); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	key := client.ObjectKeyFromObject(u)
-	if u.UID != owner.UID || u.Status.Phase != v1alpha1.UpdatePhaseRunning || u.Status.Runner != runnerIdentity(u) || !e.ownsStack(ctx, u) {
-		e.release(key)
-		return ctrl.Result{}, nil
-	}
-	// The result may be on its way through the API server and the cache.
-	if end := jobEnd(j); end != nil && e.now().Sub(end.Time) < e.opts.LostGrace {
-		return ctrl.Result{RequeueAfter: e.opts.LostGrace - e.now().Sub(end.Time)}, nil
-	}
-	if !failed {
-		reason = "its runner exited without its result reaching the manager"
-	} else if reason == "" {
-		reason = e.podFailure(ctx, u.Namespace, u.UID)
-	}
-	e.markLost(ctx, u, reason)
-	return ctrl.Result{}, nil
-}
 
 // ownsStack reports whether u's Stack is this manager's: another shard's runners are that
 // shard's to watch.
@@ -319,34 +271,10 @@ func (e *Executor) podFailure(ctx context.Context, namespace string, uid types.U
 	return fmt.Sprintf("its runner Pod ended in phase %s: %s", p.Status.Phase, p.Status.Message)
 }
 
-// markLost fails an Update whose runner ended without a result. RunnerLost is transient:
-// the Stack retries under its normal backoff.
-func (e *Executor) markLost(ctx context.Context, u *v1alpha1.Update, why string) {
-	u = u.DeepCopy()
-	p := patch.New(e.client, u, "Update", fieldManager)
-	msg := fmt.Sprintf("runner %s lost: %s; it will be retried", u.Status.Runner, why)
-	u.MarkRunnerLost(v1alpha1.UpdateResultFailed, msg, metav1.NewTime(e.now()))
-	// The optimistic lock loses to a result recorded in the meantime.
-	if err := p.Status(ctx, u, patch.WithOptimisticLock()); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to mark Update lost", "update", u.Name)
-		return
-	}
-	ctrl.LoggerFrom(ctx).Info("Runner lost", "update", u.Name, "reason", why)
-	e.cleanup(ctx, u)
-	e.release(client.ObjectKeyFromObject(u))
-}
-
 func ptrValue[T any](p *T) T {
 	var zero T
 	if p == nil {
 		return zero
 	}
 	return *p
-}
-
-// ctrlFunc adapts a function to reconcile.Reconciler.
-type ctrlFunc func(context.Context, ctrl.Request) (ctrl.Result, error)
-
-func (f ctrlFunc) Reconcile(ctx context.Context, r ctrl.Request) (ctrl.Result, error) {
-	return f(ctx, r)
 }

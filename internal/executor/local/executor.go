@@ -119,8 +119,15 @@ func (e *Executor) retryLater(it executor.Item[job]) {
 	time.AfterFunc(executor.ClaimRetry, func() { e.queue.Push(it) })
 }
 
-// Owns implements executor.Executor: this process's runs are alive as long as it is.
-func (e *Executor) Owns(runner string) bool { return runner == e.identity }
+// Check implements executor.Executor: this process's runs are alive as long as it is, and
+// end by recording their result; any other runner of the local executor was a process of
+// a manager that has since stopped.
+func (e *Executor) Check(_ context.Context, u *v1alpha1.Update) executor.Verdict {
+	if u.Status.Runner == e.identity {
+		return executor.Verdict{}
+	}
+	return executor.Verdict{Lost: "the manager it ran in stopped while the update was running"}
+}
 
 // Start runs the workers until ctx is done, then waits for running Updates to record
 // their (cancelled) results. It implements manager.Runnable; it runs only on the leader.
