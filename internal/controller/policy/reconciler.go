@@ -2,7 +2,9 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -10,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/conditions"
 	"github.com/stackwright/stackwright/internal/controller/patch"
@@ -81,17 +84,23 @@ func (c *Controllers) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts
 }
 
 // Reconcile compiles the policy's module and records the verdict.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	start := time.Now()
 	o := r.newObj()
 	if err := r.Client.Get(ctx, req.NamespacedName, o.obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	p := patch.New(r.Client, o.obj, r.kind, FieldManager)
+	defer func() {
+		finalizeStatus(o)
+		if err := p.Status(ctx, o.obj); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Reconciled "+r.kind, "duration", time.Since(start).Round(time.Millisecond),
+			"generation", o.obj.GetGeneration(), "ready", conditions.IsTrue(o.obj, pulumiv1.ConditionReady))
+	}()
 	_, err := policy.Compile(ctx, o.obj.GetName(), o.spec.Rego)
 	markCompiled(o, err)
-	if err := p.Status(ctx, o.obj); err != nil {
-		return ctrl.Result{}, err
-	}
 	return ctrl.Result{}, nil
 }
 
@@ -102,5 +111,14 @@ func markCompiled(o object, err error) {
 	} else {
 		conditions.MarkReady(o.obj, ReasonCompiled, "the module compiles and defines "+v1alpha1.PolicyRule)
 	}
+}
+
+// finalizeStatus moves observedGeneration once the generation is settled (Ready or
+// Stalled), as every controller here does.
+func finalizeStatus(o object) {
+	if !conditions.Settled(o.obj) {
+		return
+	}
 	o.status.ObservedGeneration = o.obj.GetGeneration()
+	conditions.Remove(o.obj, pulumiv1.ConditionReconciling)
 }

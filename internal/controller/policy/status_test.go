@@ -27,6 +27,7 @@ func TestMarkCompiled_Conditions(t *testing.T) {
 			for _, o := range []object{newPolicy(), newClusterPolicy()} {
 				o.obj.SetGeneration(3)
 				markCompiled(o, tt.err)
+				finalizeStatus(o)
 				got := map[string]string{}
 				for _, c := range o.obj.GetConditions() {
 					got[c.Type] = string(c.Status) + " " + c.Reason

@@ -2,7 +2,7 @@ package update
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -35,10 +35,13 @@ type Reconciler struct {
 	// RunnerJobs watches the runner Jobs (the Job executor), so that a runner's end is
 	// looked at when it happens.
 	RunnerJobs bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	start := time.Now()
 	u := &v1alpha1.Update{}
 	if err := r.Client.Get(ctx, req.NamespacedName, u); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -48,63 +51,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.StackName}, &pulumiv1.Stack{}); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	p := patch.New(r.Client, u, "Update", fieldManager)
+	runner, gone := u.Status.Runner, false
+	defer func() {
+		log := ctrl.LoggerFrom(ctx)
+		// The optimistic lock loses to a runner that recorded its result meanwhile; the
+		// retry then finds the Update finished.
+		if err := p.Status(ctx, u, patch.WithOptimisticLock()); err != nil {
+			retErr = errors.Join(retErr, err)
+		} else if gone {
+			crashpoint.Hit(crashpoint.UpdateRunnerLostMarked)
+			metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), runDuration(u))
+			log.Info("Marked update failed: its runner is gone", "runner", runner, "message", u.Status.Message)
+		}
+		log.Info("Reconciled Update", "duration", time.Since(start).Round(time.Millisecond), "phase", u.Status.Phase, "requeueAfter", result.RequeueAfter)
+	}()
 	switch u.Status.Phase {
 	case "", v1alpha1.UpdatePhasePending:
 		if !ownedByItsStack(u) {
 			// Only the Stack controller decides what runs: an Update anyone could create
 			// by hand would let them destroy a stack they cannot edit.
-			ctrl.LoggerFrom(ctx).V(1).Info("Ignoring Update not created by its Stack", "update", u.Name, "stack", u.Spec.StackName)
+			ctrl.LoggerFrom(ctx).V(1).Info("Ignoring Update not created by its Stack", "stack", u.Spec.StackName)
 			return ctrl.Result{}, nil
 		}
 		r.Executor.Submit(u)
 	case v1alpha1.UpdatePhaseRunning:
 		v := r.Executor.Check(ctx, u)
-		if v.Lost != "" || v.NotStarted != "" {
-			return ctrl.Result{}, r.markRunnerGone(ctx, u, v)
-		}
+		gone = markRunnerGone(u, v, metav1.NewTime(r.now()))
 		return ctrl.Result{RequeueAfter: v.RecheckAfter}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // ownedByItsStack reports whether u's controller is the Stack it names.
 func ownedByItsStack(u *v1alpha1.Update) bool {
 	ref := metav1.GetControllerOf(u)
 	return ref != nil && ref.Kind == "Stack" && ref.APIVersion == pulumiv1.GroupVersion.String() && ref.Name == u.Spec.StackName
-}
-
-// markRunnerGone fails an Update whose runner is gone (its engine process died with it)
-// or never started, as the verdict says. Nothing runs any more; the Stack controller
-// retries with a new Update. The result is Failed either way, so that runners killed again
-// and again (out of memory, evicted) count in stackwright_updates_total{result="failed"}
-// like any failed run; the reason says which: RunnerLost, or TransientFailure for a runner
-// that never started (no engine ran, so there is no run for the next up to look for in the
-// backend's history).
-func (r *Reconciler) markRunnerGone(ctx context.Context, u *v1alpha1.Update, v executor.Verdict) error {
-	p := patch.New(r.Client, u, "Update", fieldManager)
-	now := metav1.Now()
-	runner := u.Status.Runner
-	var msg string
-	if v.Lost != "" {
-		msg = fmt.Sprintf("runner %s lost: %s; it will be retried", runner, v.Lost)
-		u.MarkRunnerLost(v1alpha1.UpdateResultFailed, msg, now)
-	} else {
-		msg = fmt.Sprintf("runner %s did not start: %s; it will be retried", runner, v.NotStarted)
-		u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, msg, &now
-		u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonTransientFailure, Message: msg})
-	}
-	// The optimistic lock loses to a runner that finished in the meantime.
-	if err := p.Status(ctx, u, patch.WithOptimisticLock()); err != nil {
-		return fmt.Errorf("failed to mark Update %s failed: %w", u.Name, err)
-	}
-	crashpoint.Hit(crashpoint.UpdateRunnerLostMarked)
-	var took time.Duration
-	if u.Status.StartTime != nil {
-		took = now.Sub(u.Status.StartTime.Time)
-	}
-	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), took)
-	ctrl.LoggerFrom(ctx).Info("Marked update failed: its runner is gone", "update", u.Name, "runner", runner, "message", msg)
-	return nil
 }
 
 // SetupWithManager registers the controller. Only creations and phase changes matter.
