@@ -97,9 +97,26 @@ type UpdateSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	Attempt int32 `json:"attempt,omitempty"`
 
+	// Inputs is what the Stack controller decided this operation on: the Stack's
+	// generation and the fingerprint of the ConfigMaps and Secrets it read (their UIDs
+	// and resourceVersions, never their content). An up or preview whose Stack or
+	// references have changed since fails before the engine runs, so that nothing is
+	// deployed under a desired-state key computed from other values; the Stack then
+	// decides again with them.
+	// +optional
+	Inputs *UpdateInputs `json:"inputs,omitempty"`
+
 	// Options tune the operation.
 	// +optional
 	Options *UpdateOptions `json:"options,omitempty"`
+}
+
+// UpdateInputs identifies the inputs an Update was decided on.
+type UpdateInputs struct {
+	// StackGeneration is the Stack's metadata.generation.
+	StackGeneration int64 `json:"stackGeneration"`
+	// Fingerprint identifies the referenced ConfigMaps and Secrets as they were read.
+	Fingerprint string `json:"fingerprint"`
 }
 
 // UpdateOptions tune an engine operation.

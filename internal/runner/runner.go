@@ -246,6 +246,9 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 	if err != nil {
 		return nil, engine.Request{}, err
 	}
+	if err := checkInputs(u, stack, in); err != nil {
+		return nil, engine.Request{}, err
+	}
 	req := engine.Request{
 		Operation:       engine.Operation(u.Spec.Type),
 		Stack:           stack.Spec.Stack,
@@ -273,6 +276,26 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 		}
 	}
 	return stack, req, nil
+}
+
+// checkInputs refuses to run an up or preview on inputs other than those its Stack decided
+// it on: its desired-state key would then name values that were never deployed under it
+// (a Secret edited while the Update waited for a slot). The failure is transient and runs
+// no engine; the Stack decides again, on the inputs as they are. A destroy removes what
+// the stack holds whatever its inputs, and the namespace's deletion, which marks every
+// input deleted, must not hold it up.
+func checkInputs(u *v1alpha1.Update, stack *pulumiv1.Stack, in *inputs.Inputs) error {
+	want := u.Spec.Inputs
+	if want == nil || (u.Spec.Type != v1alpha1.UpdateTypeUp && u.Spec.Type != v1alpha1.UpdateTypePreview) {
+		return nil
+	}
+	switch {
+	case stack.Generation != want.StackGeneration:
+		return fault.Retry(v1alpha1.ReasonTransientFailure, "the Stack's spec changed (generation %d, decided on %d) before this %s ran: the Stack decides again on the new spec", stack.Generation, want.StackGeneration, u.Spec.Type)
+	case in.Fingerprint != want.Fingerprint:
+		return fault.Retry(v1alpha1.ReasonTransientFailure, "a ConfigMap or Secret the Stack references changed before this %s ran: the Stack decides again on the new values", u.Spec.Type)
+	}
+	return nil
 }
 
 // readPlan reads the plan that u is held to: the one its preview saved, if that preview is

@@ -780,3 +780,65 @@ func TestStackReconciler_Reconcile_ESCEnvironmentStalls(t *testing.T) {
 		t.Errorf("%d Updates were created for a Stack that cannot run", n)
 	}
 }
+
+// A Secret edited while an up waits for its runner slot is not deployed under the key the
+// Stack decided on before the edit: that up fails before the engine runs, and the Stack
+// decides again, so the value deployed is the one its recorded key names.
+func TestStackReconciler_Reconcile_InputsEditedBeforeTheRunAreDecidedAgain(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	// The namespace's one runner slot (--max-concurrent-updates-per-namespace) is held by
+	// a Stack that sleeps, so the next up waits in the queue.
+	s.create(s.program("nap", map[string]pulumiv1.Resource{"nap": {
+		Type: "stackwright-testing:index:Sleep", Properties: map[string]apiextensionsv1.JSON{"seconds": jsonValue(5)},
+	}}, nil))
+	s.create(s.stack("holder", "nap"))
+	s.eventually(func(g Gomega) {
+		ups := s.updates("holder")
+		g.Expect(ups).NotTo(BeEmpty())
+		g.Expect(ups[0].Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning))
+	})
+
+	prog := s.program("greet", map[string]pulumiv1.Resource{"f": fileResource("greeting.txt", "${greeting}")}, nil)
+	prog.Program.Configuration = map[string]pulumiv1.Configuration{"greeting": {Type: "String"}}
+	s.create(prog)
+	creds := secretOf(s.ns, "creds", map[string]string{"greeting": "before"})
+	s.create(creds)
+	st := s.stack("greeter", "greet")
+	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"greeting": {
+		Type:             pulumiv1.ResourceSelectorSecret,
+		ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "creds", Key: "greeting"}},
+	}}
+	s.create(st)
+	var decided v1alpha1.Update
+	s.eventually(func(g Gomega) {
+		ups := s.updates("greeter")
+		g.Expect(ups).To(HaveLen(1))
+		decided = ups[0]
+	})
+	s.g.Expect(decided.Status.Phase).To(BeEmpty(), "the up did not wait for the slot")
+	s.patch(creds, func() { creds.StringData = map[string]string{"greeting": "after"} })
+
+	st = s.waitReady("greeter")
+	s.eventually(func(g Gomega) {
+		g.Expect(s.kube.Get(&decided)).To(Succeed())
+		g.Expect(decided.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
+	})
+	c := apimeta.FindStatusCondition(decided.Status.Conditions, v1alpha1.ConditionComplete)
+	s.g.Expect(c).NotTo(BeNil())
+	s.g.Expect(c.Reason).To(Equal(v1alpha1.ReasonTransientFailure))
+	s.g.Expect(c.Message).To(ContainSubstring("a ConfigMap or Secret the Stack references changed before this up ran"))
+	content, err := s.readFile("greeting.txt")
+	s.g.Expect(err).NotTo(HaveOccurred())
+	s.g.Expect(content).To(Equal("after"))
+	// Every up that succeeded ran on the inputs its key was computed from: the one key
+	// that deployed is the Stack's last successful one, not the one decided before the edit.
+	var succeeded []string
+	for _, u := range s.updates("greeter") {
+		if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
+			succeeded = append(succeeded, u.Spec.DesiredStateKey)
+		}
+	}
+	s.g.Expect(succeeded).To(ConsistOf(st.Status.Stackwright.LastSuccessfulKey))
+	s.g.Expect(succeeded).NotTo(ContainElement(decided.Spec.DesiredStateKey))
+}

@@ -68,6 +68,9 @@ func (r *Reconciler) buildUpdate(s *scope) *v1alpha1.Update {
 			},
 		},
 	}
+	if s.inputs != nil {
+		u.Spec.Inputs = &v1alpha1.UpdateInputs{StackGeneration: stack.Generation, Fingerprint: s.inputs.Fingerprint}
+	}
 	if sw := stack.Status.Stackwright; sw != nil && op == v1alpha1.UpdateTypeUp && sw.LastAttemptedKey == s.key {
 		u.Spec.Options.Recover = slices.Clone(sw.LostUpdates)
 	}
