@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -229,23 +230,22 @@ func TestQueue_Release_WakesAWaitingNext(t *testing.T) {
 	}
 }
 
+// In a synctest bubble, synctest.Wait returns once Next is blocked waiting, so the
+// wake-up is what the test sees, not an item that was there before Next looked.
 func TestQueue_Push_WakesAWaitingNext(t *testing.T) {
-	q := NewQueue[string](Limits{Max: 1})
-	got := make(chan string, 1)
-	go func() {
-		it, _ := q.Next(t.Context())
-		got <- it.Key.String()
-	}()
-	time.Sleep(10 * time.Millisecond)
-	q.Push(item("a/1"))
-	select {
-	case s := <-got:
-		if s != "a/1" {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewQueue[string](Limits{Max: 1})
+		got := make(chan string, 1)
+		go func() {
+			it, _ := q.Next(t.Context())
+			got <- it.Key.String()
+		}()
+		synctest.Wait()
+		q.Push(item("a/1"))
+		if s := <-got; s != "a/1" {
 			t.Errorf("Next() = %s, want a/1", s)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Next() still waiting after an item was queued")
-	}
+	})
 }
 
 func TestQueue_Next_ReturnsOnceTheContextIsDone(t *testing.T) {
@@ -295,25 +295,27 @@ func TestQueue_Next_DoneContextTakesNothing(t *testing.T) {
 }
 
 func TestQueue_SetLimits_RaisedLimitWakesAWaitingNext(t *testing.T) {
-	q := NewQueue[string](Limits{Max: 2, PerNamespace: 1})
-	q.Push(item("a/1"))
-	q.Push(item("a/2"))
-	q.TryNext()
-	got := make(chan string, 1)
-	go func() {
-		it, _ := q.Next(t.Context())
-		got <- it.Key.String()
-	}()
-	time.Sleep(10 * time.Millisecond)
-	q.SetLimits(Limits{Max: 2})
-	select {
-	case s := <-got:
-		if s != "a/2" {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewQueue[string](Limits{Max: 2, PerNamespace: 1})
+		q.Push(item("a/1"))
+		q.Push(item("a/2"))
+		q.TryNext()
+		got := make(chan string, 1)
+		go func() {
+			it, _ := q.Next(t.Context())
+			got <- it.Key.String()
+		}()
+		synctest.Wait()
+		select {
+		case s := <-got:
+			t.Fatalf("Next() = %s while the namespace's only slot was taken", s)
+		default:
+		}
+		q.SetLimits(Limits{Max: 2})
+		if s := <-got; s != "a/2" {
 			t.Errorf("Next() = %s, want a/2", s)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Next() still waiting after the limit was raised")
-	}
+	})
 }
 
 // Workers racing for slots never exceed the limits, and every item runs once.

@@ -56,7 +56,6 @@ func newFixture(t *testing.T) *fixture {
 		if err := env.Client.Status().Update(ctx, u); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond) // distinct creation timestamps order the history
 	}
 	f.stack(t, "gated", func(s *pulumiv1.Stack) {
 		s.Status.Stackwright = &pulumiv1.StackwrightStatus{Approval: &pulumiv1.ApprovalStatus{

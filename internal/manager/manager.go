@@ -123,6 +123,8 @@ type Options struct {
 	// RunnerAllowedVolumeTypes are the volume types a Stack's workspaceTemplate may add
 	// to its runner Pods; nil means job.DefaultAllowedVolumeTypes.
 	RunnerAllowedVolumeTypes []string
+	// Now is the Stack controller's clock; nil means time.Now. Not a flag: tests move it.
+	Now func() time.Time
 	// RunnerLostGrace is how long a finished runner may take to report; zero means 30s.
 	// Not a flag: tests shorten it.
 	RunnerLostGrace time.Duration
@@ -538,9 +540,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		// The program is in the Stack's image: only a runner Pod can run it.
 		sources[pulumiv1.SourceKindImage] = workspace.Resolver{}
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	stacks := &stackctrl.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources, Detached: detached,
-		Recorder: mgr.GetEventRecorder("stackwright"), Now: time.Now,
+		Recorder: mgr.GetEventRecorder("stackwright"), Now: o.Now,
 		Options: stackctrl.Options{
 			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, UpdateMaxAge: o.UpdateMaxAge, Inputs: in,
 			RunnerPods: o.Executor == executorJob,

@@ -50,6 +50,16 @@ func script(t *testing.T, then string) (path, pidFile string) {
 	return path, pidFile
 }
 
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s never appeared", path)
+}
+
 func readPid(t *testing.T, path string) int {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -79,9 +89,9 @@ func TestReaper_Wrap_NothingOutlivesTheCommand(t *testing.T) {
 		{name: "exitsLeavingAPlugin", then: "exit 3", wantCode: 3},
 		{name: "exitsCleanly", then: "exit 0"},
 		{name: "killedBySignal", then: "kill -KILL $$", wantCode: -1, wantSignal: syscall.SIGKILL},
-		{name: "interruptIsForwarded", then: "trap 'touch \"$0.int\"; exit 130' INT\nwhile :; do sleep 0.05; done",
+		{name: "interruptIsForwarded", then: "trap 'touch \"$0.int\"; exit 130' INT\ntouch \"$0.trapped\"\nwhile :; do sleep 0.05; done",
 			signal: syscall.SIGINT, wantCode: 130, wantFile: true},
-		{name: "terminateKillsAll", then: "trap '' INT TERM\nwhile :; do sleep 0.05; done",
+		{name: "terminateKillsAll", then: "trap '' INT TERM\ntouch \"$0.trapped\"\nwhile :; do sleep 0.05; done",
 			signal: syscall.SIGTERM, wantCode: -1, wantSignal: syscall.SIGKILL},
 	}
 	for _, tt := range tests {
@@ -94,8 +104,8 @@ func TestReaper_Wrap_NothingOutlivesTheCommand(t *testing.T) {
 			}
 			plugin := readPid(t, pidFile)
 			if tt.signal != 0 {
-				// The trap must be set before the signal comes.
-				time.Sleep(200 * time.Millisecond)
+				// The trap must be set before the signal comes: the script says when.
+				waitFile(t, path+".trapped")
 				if err := cmd.Process.Signal(tt.signal); err != nil {
 					t.Fatal(err)
 				}

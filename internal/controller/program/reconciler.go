@@ -52,6 +52,8 @@ type Reconciler struct {
 	Store  *artifact.Store
 	// Recorder emits events on transitions; SetupWithManager provides one when nil.
 	Recorder events.EventRecorder
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // SetupWithManager registers the controller. Only spec changes (a new generation) trigger
@@ -115,7 +117,11 @@ func (r *Reconciler) render(ctx context.Context, prog *pulumiv1.Program) error {
 		crashpoint.Hit(crashpoint.ProgramArtifactStored)
 	}
 	res := rendered{digest: digest, revision: programsource.Revision(prog), size: int64(len(tarball)), path: artifact.RelPath(digest)}
-	markReady(prog, res, metav1.Now())
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	markReady(prog, res, metav1.NewTime(now()))
 	return nil
 }
 

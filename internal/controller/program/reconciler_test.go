@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -128,8 +127,6 @@ func TestReconciler_Reconcile_SpecChangeChangesDigestAndRevision(t *testing.T) {
 	s.WaitCondition(first, pulumiv1.ConditionReady, metav1.ConditionTrue, "")
 	checkObserved(t, first, 1)
 
-	// lastUpdateTime has one-second resolution.
-	time.Sleep(1100 * time.Millisecond)
 	second := first.DeepCopy()
 	s.Patch(second, func() { second.Program = filesSpec(`"changed: ${message}"`) })
 	s.WaitCondition(second, pulumiv1.ConditionReady, metav1.ConditionTrue, "")

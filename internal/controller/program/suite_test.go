@@ -3,7 +3,9 @@ package program_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,7 +79,13 @@ func newProgramManager(e *kubetest.Env, dir string, c cache.Options) (ctrl.Manag
 	if err != nil {
 		return nil, nil, err
 	}
-	r := &program.Reconciler{Client: mgr.GetClient(), Store: st}
+	// A clock that moves a second at each reading: lastUpdateTime has one-second
+	// resolution, and a test must see it move without waiting.
+	var ticks atomic.Int64
+	start := time.Now()
+	r := &program.Reconciler{Client: mgr.GetClient(), Store: st, Now: func() time.Time {
+		return start.Add(time.Duration(ticks.Add(1)) * time.Second)
+	}}
 	if err := r.SetupWithManager(context.Background(), mgr, controller.Options{}); err != nil {
 		return nil, nil, fmt.Errorf("failed to set up Program controller: %w", err)
 	}

@@ -95,16 +95,18 @@ func TestStackReconciler_Prerequisites_StaleSuccessIsRerun(t *testing.T) {
 	s := newScenario(t)
 	s.create(s.program("chain", map[string]pulumiv1.Resource{"f": fileResource("${pulumi.stack}.txt", "x")}, nil))
 	s.create(s.prereqStack("base"))
-	first := s.waitReady("base").Status.LastUpdate.LastResyncTime.Time
+	base := s.waitReady("base")
 	// The window must outlast a reconcile under the load of the parallel tests, or the
-	// re-run success would itself be too old by the time top looks at it.
+	// re-run success would itself be too old by the time top looks at it. The success is
+	// aged by rewriting its time, as the clock would after the window.
 	const within = 10 * time.Second
-	time.Sleep(within + time.Second)
+	first := base.Status.LastUpdate.LastResyncTime.Add(-(within + time.Second))
+	base.Status.LastUpdate.LastResyncTime = &metav1.Time{Time: first}
+	s.g.Expect(env.Client.Status().Update(s.ctx(), base)).To(Succeed())
 
 	s.create(s.prereqStack("top", pulumiv1.PrerequisiteRef{
 		Name: "base", Requirement: &pulumiv1.RequirementSpec{SucceededWithinDuration: within.String()},
 	}))
-	var base *pulumiv1.Stack
 	s.eventually(func(g Gomega) {
 		base = s.get(g, "base")
 		g.Expect(base.ReconcileRequest()).NotTo(BeEmpty(), "base was not asked to run again")

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,6 +70,7 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 	opts.RetryBase = time.Second
 	// Every test has a namespace of its own, and the tests trust each other.
 	opts.NoTenantIsolation = true
+	opts.Now = clock.Now
 	if err := manager.Setup(ctx, mgr, opts); err != nil {
 		return nil, err
 	}
@@ -234,4 +236,20 @@ func jsonValue(v any) apiextensionsv1.JSON {
 func secretOf(ns, name string, data map[string]string) *corev1.Secret {
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: data}
 	return sec
+}
+
+// clock is the Stack controller's: the real time, moved forward by the one test running
+// alone that needs a schedule to come due without waiting for it.
+var clock offsetClock
+
+type offsetClock struct{ offset atomic.Int64 }
+
+func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// advance moves the clock forward by d until the test ends. Only a test that does not call
+// t.Parallel may: the parallel ones, whose backoffs and windows it would shorten, run only
+// after it.
+func (c *offsetClock) advance(t *testing.T, d time.Duration) {
+	c.offset.Add(int64(d))
+	t.Cleanup(func() { c.offset.Add(-int64(d)) })
 }

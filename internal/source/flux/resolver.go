@@ -73,6 +73,9 @@ type fetch struct {
 	done   chan struct{}
 	digest string
 	err    error
+	// joined counts the Resolves waiting on this download besides the one making it
+	// (under Resolver.mu), for the log line that ends it.
+	joined int
 }
 
 var _ source.Resolver = (*Resolver)(nil)
@@ -160,6 +163,7 @@ func (r *Resolver) obtain(ctx context.Context, obj *unstructured.Unstructured, p
 		return pub.digest, nil
 	}
 	if f, ok := r.inflight[key]; ok {
+		f.joined++
 		r.mu.Unlock()
 		select {
 		case <-f.done:
@@ -182,8 +186,10 @@ func (r *Resolver) obtain(ctx context.Context, obj *unstructured.Unstructured, p
 	if f.err == nil {
 		r.rememberLocked(key, f.digest)
 	}
+	joined := f.joined
 	r.mu.Unlock()
 	close(f.done)
+	ctrl.LoggerFrom(ctx).V(1).Info("Downloaded Flux artifact", "source", obj.GetKind()+"/"+obj.GetName(), "digest", f.digest, "waitingStacks", joined)
 	return f.digest, f.err
 }
 

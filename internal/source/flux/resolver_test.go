@@ -354,13 +354,26 @@ func TestResolver_Resolve_DownloadsOncePerDigest(t *testing.T) {
 			results[i], errs[i] = r.Resolve(ctx, fluxStack(ns, "stack"+string(rune('a'+i)), v1, "GitRepository", "infra", ""))
 		})
 	}
-	// Hold the first download until the rest of the fleet has had time to reach it.
+	// Hold the first download until the rest of the fleet waits on it.
 	select {
 	case <-srv.arrived:
 	case <-ctx.Done():
 		t.Fatal("no download started")
 	}
-	time.Sleep(500 * time.Millisecond)
+	joined := func() int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		n := 0
+		for _, f := range r.inflight {
+			n += f.joined
+		}
+		return n
+	}
+	for deadline := time.Now().Add(30 * time.Second); joined() < fleet-1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d Stacks wait on the download", joined(), fleet-1)
+		}
+	}
 	close(gate)
 	wg.Wait()
 	for i := range fleet {
