@@ -3,8 +3,9 @@ package v1alpha1
 import (
 	"fmt"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stackwright/stackwright/internal/controller/conditions"
 )
 
 // MarkRunning records that runner has started the Update. Reconciling=True is what kstatus
@@ -12,26 +13,19 @@ import (
 func (u *Update) MarkRunning(runner string, now metav1.Time) {
 	u.Status.Phase, u.Status.Runner, u.Status.StartTime = UpdatePhaseRunning, runner, &now
 	u.Status.ObservedGeneration = u.Generation
-	apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{
-		Type: ConditionReconciling, Status: metav1.ConditionTrue, Reason: ReasonRunning,
-		Message: fmt.Sprintf("Running %s on %s", u.Spec.Type, runner), ObservedGeneration: u.Generation,
-	})
+	conditions.Set(u, ConditionReconciling, metav1.ConditionTrue, ReasonRunning, fmt.Sprintf("Running %s on %s", u.Spec.Type, runner))
 }
 
 // MarkFinished records the Complete condition of a finished Update. A failed Update never
 // runs again (the Stack decides whether a new one does), so it is also Stalled, which
 // kstatus reads as Failed; a succeeded one reads as Current.
 func (u *Update) MarkFinished(complete metav1.Condition) {
-	complete.Type, complete.ObservedGeneration = ConditionComplete, u.Generation
-	apimeta.RemoveStatusCondition(&u.Status.Conditions, ConditionReconciling)
-	apimeta.SetStatusCondition(&u.Status.Conditions, complete)
+	conditions.Remove(u, ConditionReconciling)
+	conditions.Set(u, ConditionComplete, complete.Status, complete.Reason, complete.Message)
 	if complete.Status == metav1.ConditionTrue {
 		return
 	}
-	apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{
-		Type: ConditionStalled, Status: metav1.ConditionTrue, Reason: complete.Reason,
-		Message: complete.Message, ObservedGeneration: u.Generation,
-	})
+	conditions.Set(u, ConditionStalled, metav1.ConditionTrue, complete.Reason, complete.Message)
 }
 
 // MarkRunnerLost records that the Update's runner ended without reporting a result: the
@@ -51,6 +45,6 @@ func (u *Update) MarkRecovered(by string, version int64) {
 	}
 	msg := fmt.Sprintf("the run succeeded (%s), but runner %s was lost before it reported; Update %s recovered the result", where, u.Status.Runner, by)
 	u.Status.Phase, u.Status.Result, u.Status.Message = UpdatePhaseSucceeded, UpdateResultSucceeded, msg
-	apimeta.RemoveStatusCondition(&u.Status.Conditions, ConditionStalled)
+	conditions.Remove(u, ConditionStalled)
 	u.MarkFinished(metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonRecovered, Message: msg})
 }

@@ -76,7 +76,7 @@ type Inputs struct {
 // ConfigUnavailable (retryable) for missing objects and keys, CrossNamespaceReference and
 // SpecInvalid (stalled) for references that can never work.
 func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Options) (*Inputs, error) {
-	r := &resolver{ctx: ctx, c: c, ns: stack.Namespace, opts: o, objects: map[string]client.Object{}}
+	r := NewRefs(ctx, c, stack.Namespace, o, pulumiv1.ReasonConfigUnavailable)
 	spec := &stack.Spec
 	in := &Inputs{Config: map[string]ConfigValue{}, Env: map[string]string{}}
 
@@ -85,7 +85,7 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 	}
 	for _, k := range slices.Sorted(maps.Keys(spec.ConfigRef)) {
 		ref := spec.ConfigRef[k]
-		s, err := r.configMapKey(ref.Name, ref.Key)
+		s, err := r.configMapKey(ref.Name, ref.Key, "spec.configRef["+k+"]")
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +99,7 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 		in.Config[k] = ConfigValue{Value: jsonString(s), Secret: true}
 	}
 	for _, k := range slices.Sorted(maps.Keys(spec.SecretsRef)) {
-		s, err := r.ref(spec.SecretsRef[k], "spec.secretsRef["+k+"]")
+		s, err := r.Ref(spec.SecretsRef[k], "spec.secretsRef["+k+"]")
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +108,7 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 
 	// Later sources win, as in PKO: deprecated bulk imports first, then explicit refs.
 	for _, name := range spec.Envs {
-		cm, err := r.configMap(name)
+		cm, err := r.configMap(name, "spec.envs")
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +117,7 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 		}
 	}
 	for _, name := range spec.EnvSecrets {
-		sec, err := r.secret(name)
+		sec, err := r.Secret(name, "spec.envSecrets")
 		if err != nil {
 			return nil, err
 		}
@@ -126,14 +126,14 @@ func Resolve(ctx context.Context, c client.Reader, stack *pulumiv1.Stack, o Opti
 		}
 	}
 	if spec.AccessTokenSecret != "" {
-		s, err := r.secretKey(spec.AccessTokenSecret, accessTokenKey)
+		s, err := r.SecretKey(spec.AccessTokenSecret, accessTokenKey, "spec.accessTokenSecret")
 		if err != nil {
 			return nil, err
 		}
 		in.Env[EnvAccessToken] = s
 	}
 	for _, k := range slices.Sorted(maps.Keys(spec.EnvRefs)) {
-		s, err := r.ref(spec.EnvRefs[k], "spec.envRefs["+k+"]")
+		s, err := r.Ref(spec.EnvRefs[k], "spec.envRefs["+k+"]")
 		if err != nil {
 			return nil, err
 		}
@@ -193,15 +193,32 @@ func configRefValue(ref pulumiv1.ConfigMapRef, s string) (json.RawMessage, error
 	return json.RawMessage(s), nil
 }
 
-type resolver struct {
-	ctx     context.Context
-	c       client.Reader
-	ns      string
-	opts    Options
-	objects map[string]client.Object // by kind/name: each object is read once
+// Refs reads the objects a Stack's references name, in the Stack's namespace only and each
+// at most once per resolution. Resolve reads a Stack's inputs through it, and
+// internal/source/git its git credentials.
+type Refs struct {
+	ctx  context.Context
+	c    client.Reader
+	ns   string
+	opts Options
+	// missing is the reason of the retryable fault a missing object or key gives.
+	missing string
+	objects map[string]client.Object // by kind/name
+	secrets []string                 // names of the Secrets read, in order
 }
 
-func (r *resolver) ref(ref pulumiv1.ResourceRef, field string) (string, error) {
+// NewRefs returns a reader of namespace ns's objects, which reports a missing object or
+// key as a retryable fault with reason missing.
+func NewRefs(ctx context.Context, c client.Reader, ns string, o Options, missing string) *Refs {
+	return &Refs{ctx: ctx, c: c, ns: ns, opts: o, missing: missing, objects: map[string]client.Object{}}
+}
+
+// SecretNames names the Secrets read so far, in the order they were first read.
+func (r *Refs) SecretNames() []string { return slices.Clone(r.secrets) }
+
+// Ref reads the value a reference names; field is where it sits in the spec, for
+// messages. Env and FS references are refused unless Options allow them.
+func (r *Refs) Ref(ref pulumiv1.ResourceRef, field string) (string, error) {
 	switch ref.Type {
 	case pulumiv1.ResourceSelectorLiteral:
 		if ref.Literal == nil {
@@ -215,7 +232,7 @@ func (r *resolver) ref(ref pulumiv1.ResourceRef, field string) (string, error) {
 		if ref.Secret.Namespace != "" && ref.Secret.Namespace != r.ns {
 			return "", fault.Stall(pulumiv1.ReasonCrossNamespaceReference, "%s refers to Secret %s/%s: references must stay in the Stack's namespace %q", field, ref.Secret.Namespace, ref.Secret.Name, r.ns)
 		}
-		return r.secretKey(ref.Secret.Name, ref.Secret.Key)
+		return r.SecretKey(ref.Secret.Name, ref.Secret.Key, field)
 	case pulumiv1.ResourceSelectorEnv:
 		if ref.Env == nil {
 			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: type Env needs env.name", field)
@@ -238,7 +255,7 @@ func (r *resolver) ref(ref pulumiv1.ResourceRef, field string) (string, error) {
 	}
 }
 
-func (r *resolver) file(path, field string) (string, error) {
+func (r *Refs) file(path, field string) (string, error) {
 	if r.opts.FSRoot == "" {
 		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: references of type FS would read the manager's file system and are disabled (start the manager with --fs-ref-root to permit a directory)", field)
 	}
@@ -257,20 +274,21 @@ func (r *resolver) file(path, field string) (string, error) {
 	return string(b), nil
 }
 
-func (r *resolver) secretKey(name, key string) (string, error) {
-	sec, err := r.secret(name)
+// SecretKey reads one key of a Secret.
+func (r *Refs) SecretKey(name, key, field string) (string, error) {
+	sec, err := r.Secret(name, field)
 	if err != nil {
 		return "", err
 	}
 	v, ok := sec.Data[key]
 	if !ok {
-		return "", fault.Retry(pulumiv1.ReasonConfigUnavailable, "Secret %q has no key %q", name, key)
+		return "", fault.Retry(r.missing, "Secret %q has no key %q (%s)", name, key, field)
 	}
 	return string(v), nil
 }
 
-func (r *resolver) configMapKey(name, key string) (string, error) {
-	cm, err := r.configMap(name)
+func (r *Refs) configMapKey(name, key, field string) (string, error) {
+	cm, err := r.configMap(name, field)
 	if err != nil {
 		return "", err
 	}
@@ -280,33 +298,37 @@ func (r *resolver) configMapKey(name, key string) (string, error) {
 	if v, ok := cm.BinaryData[key]; ok {
 		return string(v), nil
 	}
-	return "", fault.Retry(pulumiv1.ReasonConfigUnavailable, "ConfigMap %q has no key %q", name, key)
+	return "", fault.Retry(r.missing, "ConfigMap %q has no key %q (%s)", name, key, field)
 }
 
-func (r *resolver) secret(name string) (*corev1.Secret, error) {
-	o, err := r.get(&corev1.Secret{}, "Secret", name)
+// Secret reads a Secret.
+func (r *Refs) Secret(name, field string) (*corev1.Secret, error) {
+	o, err := r.get(&corev1.Secret{}, "Secret", name, field)
 	if err != nil {
 		return nil, err
+	}
+	if !slices.Contains(r.secrets, name) {
+		r.secrets = append(r.secrets, name)
 	}
 	return o.(*corev1.Secret), nil
 }
 
-func (r *resolver) configMap(name string) (*corev1.ConfigMap, error) {
-	o, err := r.get(&corev1.ConfigMap{}, "ConfigMap", name)
+func (r *Refs) configMap(name, field string) (*corev1.ConfigMap, error) {
+	o, err := r.get(&corev1.ConfigMap{}, "ConfigMap", name, field)
 	if err != nil {
 		return nil, err
 	}
 	return o.(*corev1.ConfigMap), nil
 }
 
-func (r *resolver) get(obj client.Object, kind, name string) (client.Object, error) {
+func (r *Refs) get(obj client.Object, kind, name, field string) (client.Object, error) {
 	id := kind + "/" + name
 	if o, ok := r.objects[id]; ok {
 		return o, nil
 	}
 	if err := r.c.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fault.Retry(pulumiv1.ReasonConfigUnavailable, "%s %q not found in namespace %q", kind, name, r.ns)
+			return nil, fault.Retry(r.missing, "%s %q not found in namespace %q (%s)", kind, name, r.ns, field)
 		}
 		return nil, fmt.Errorf("failed to get %s %s/%s: %w", kind, r.ns, name, err)
 	}
@@ -314,7 +336,7 @@ func (r *resolver) get(obj client.Object, kind, name string) (client.Object, err
 	return obj, nil
 }
 
-func (r *resolver) fingerprint() string {
+func (r *Refs) fingerprint() string {
 	ids := make([]string, 0, len(r.objects))
 	for id, o := range r.objects {
 		ids = append(ids, id+"@"+string(o.GetUID())+"@"+o.GetResourceVersion())

@@ -3,15 +3,14 @@ package git
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/inputs"
 )
 
 // Keys of the deprecated spec.gitAuthSecret, as PKO reads them: sshPrivateKey (with an
@@ -85,75 +84,27 @@ func (c *credentials) sensitive() []string {
 	return []string{c.password, c.passphrase, string(c.privateKey)}
 }
 
-// secretReader reads Secrets of one namespace, each at most once per resolution.
+// secretReader reads a Stack's git credentials: Secrets and literals only, through the
+// inputs' reference reader (a missing Secret or key is SourceUnavailable).
 type secretReader struct {
-	ctx   context.Context
-	c     client.Reader
-	ns    string
-	cache map[string]*corev1.Secret
-	used  []string
-}
-
-func (r *secretReader) secret(name, field string) (*corev1.Secret, error) {
-	if s, ok := r.cache[name]; ok {
-		return s, nil
-	}
-	s := &corev1.Secret{}
-	if err := r.c.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: name}, s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fault.Retry(pulumiv1.ReasonSourceUnavailable, "Secret %q (%s) not found in namespace %q", name, field, r.ns)
-		}
-		return nil, fmt.Errorf("failed to get Secret %s/%s: %w", r.ns, name, err)
-	}
-	r.cache[name] = s
-	if !slices.Contains(r.used, name) {
-		r.used = append(r.used, name)
-	}
-	return s, nil
-}
-
-func (r *secretReader) key(name, key, field string) (string, error) {
-	s, err := r.secret(name, field)
-	if err != nil {
-		return "", err
-	}
-	v, ok := s.Data[key]
-	if !ok {
-		return "", fault.Retry(pulumiv1.ReasonSourceUnavailable, "Secret %q has no key %q (%s)", name, key, field)
-	}
-	return string(v), nil
+	*inputs.Refs
 }
 
 // ref reads a ResourceRef. Only Secret and Literal references are accepted: Env and FS
 // would read the manager's own environment and files, which Stack authors must not reach
 // (internal/inputs refuses them too unless the manager opts in, and git credentials have
 // no reason to come from there).
-func (r *secretReader) ref(ref *pulumiv1.ResourceRef, field string) (string, error) {
-	switch ref.Type {
-	case pulumiv1.ResourceSelectorLiteral:
-		if ref.Literal == nil {
-			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: type Literal needs literal.value", field)
-		}
-		return ref.Literal.Value, nil
-	case pulumiv1.ResourceSelectorSecret:
-		if ref.Secret == nil {
-			return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: type Secret needs secret.name and secret.key", field)
-		}
-		if ref.Secret.Namespace != "" && ref.Secret.Namespace != r.ns {
-			return "", fault.Stall(pulumiv1.ReasonCrossNamespaceReference, "%s refers to Secret %s/%s: references must stay in the Stack's namespace %q", field, ref.Secret.Namespace, ref.Secret.Name, r.ns)
-		}
-		return r.key(ref.Secret.Name, ref.Secret.Key, field)
-	case pulumiv1.ResourceSelectorEnv, pulumiv1.ResourceSelectorFS:
+func (r secretReader) ref(ref *pulumiv1.ResourceRef, field string) (string, error) {
+	if ref.Type == pulumiv1.ResourceSelectorEnv || ref.Type == pulumiv1.ResourceSelectorFS {
 		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: git credentials must come from a Secret or a literal, not from references of type %s (they would read the manager's own environment or files)", field, ref.Type)
-	default:
-		return "", fault.Stall(pulumiv1.ReasonSpecInvalid, "%s: unknown reference type %q", field, ref.Type)
 	}
+	return r.Ref(*ref, field)
 }
 
 // resolveCredentials reads the Stack's git credentials. gitAuth wins over the deprecated
 // gitAuthSecret: PKO's workspace applies gitAuth last, so that is what its clones used.
 func resolveCredentials(ctx context.Context, c client.Reader, stack *pulumiv1.Stack) (*credentials, error) {
-	r := &secretReader{ctx: ctx, c: c, ns: stack.Namespace, cache: map[string]*corev1.Secret{}}
+	r := secretReader{inputs.NewRefs(ctx, c, stack.Namespace, inputs.Options{}, pulumiv1.ReasonSourceUnavailable)}
 	spec := &stack.Spec.GitSource
 	var (
 		cred *credentials
@@ -170,12 +121,12 @@ func resolveCredentials(ctx context.Context, c client.Reader, stack *pulumiv1.St
 	if err != nil {
 		return nil, err
 	}
-	cred.secrets = r.used
+	cred.secrets = r.SecretNames()
 	return cred, nil
 }
 
 // gitAuth follows PKO's order when several modes are set: sshAuth, accessToken, basicAuth.
-func (r *secretReader) gitAuth(a *pulumiv1.GitAuthConfig) (*credentials, error) {
+func (r secretReader) gitAuth(a *pulumiv1.GitAuthConfig) (*credentials, error) {
 	switch {
 	case a.SSHAuth != nil:
 		const field = "spec.gitAuth.sshAuth"
@@ -221,9 +172,9 @@ func (r *secretReader) gitAuth(a *pulumiv1.GitAuthConfig) (*credentials, error) 
 	return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.gitAuth must set one of sshAuth, accessToken or basicAuth")
 }
 
-func (r *secretReader) gitAuthSecret(name string) (*credentials, error) {
+func (r secretReader) gitAuthSecret(name string) (*credentials, error) {
 	const field = "spec.gitAuthSecret"
-	s, err := r.secret(name, field)
+	s, err := r.Secret(name, field)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +185,7 @@ func (r *secretReader) gitAuthSecret(name string) (*credentials, error) {
 	case has(s, keyAccessToken):
 		return &credentials{method: authToken, field: field, username: tokenUsername, password: string(s.Data[keyAccessToken])}, nil
 	case has(s, keyUsername):
-		pass, err := r.key(name, keyPassword, field)
+		pass, err := r.SecretKey(name, keyPassword, field)
 		if err != nil {
 			return nil, err
 		}
@@ -245,8 +196,8 @@ func (r *secretReader) gitAuthSecret(name string) (*credentials, error) {
 
 // knownHosts reads the host keys next to the private key. Their absence is not an error
 // yet: it only matters for ssh:// URLs, which the caller knows about.
-func (r *secretReader) knownHosts(cred *credentials, secret string) error {
-	s, err := r.secret(secret, cred.field)
+func (r secretReader) knownHosts(cred *credentials, secret string) error {
+	s, err := r.Secret(secret, cred.field)
 	if err != nil {
 		return err
 	}
