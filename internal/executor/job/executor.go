@@ -184,8 +184,8 @@ func (e *Executor) retryLater(key types.NamespacedName) {
 
 // start claims the Update, then creates its work Secret and Job. The claim comes first:
 // it is the one write that only one manager can win, so a Job is never created twice for
-// an Update; a crash after it leaves a Running Update without a Job, which the sweep
-// declares lost and the Stack retries.
+// an Update; a crash after it leaves a Running Update without a Job, which Check finds
+// lost when the Update controller asks, and the Stack retries.
 func (e *Executor) start(ctx context.Context, key types.NamespacedName) error {
 	if _, _, ok := e.detachedRunOf(key); ok {
 		return e.startDetached(ctx, key)

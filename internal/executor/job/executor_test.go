@@ -119,6 +119,7 @@ func TestExecutor_LostRunner_JobDeletedFailsUpdateAndStackRetries(t *testing.T) 
 	var lost []string
 	for attempt := 1; attempt <= 2; attempt++ {
 		var u v1alpha1.Update
+		j := &batchv1.Job{}
 		s.Eventually(func(g Gomega) {
 			ups := s.updates()
 			g.Expect(ups).To(HaveLen(attempt))
@@ -128,10 +129,10 @@ func TestExecutor_LostRunner_JobDeletedFailsUpdateAndStackRetries(t *testing.T) 
 				}
 			}
 			g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning))
+			// The claim comes before the Job.
+			g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: job.JobName(u.Name)}, j)).To(Succeed())
 		})
 		lost = append(lost, u.Name)
-		j := &batchv1.Job{}
-		s.g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: job.JobName(u.Name)}, j)).To(Succeed())
 		// The runner never reports; its Job goes (deleted by hand, or by a node's loss).
 		s.g.Expect(env.Client.Delete(t.Context(), j, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		s.Eventually(func(g Gomega) {
