@@ -137,11 +137,21 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, s *scope, eventType, 
 // namespaceTerminating reports whether the namespace is being deleted. Errors count as no:
 // the caller then keeps waiting, which is the safe side.
 func (r *Reconciler) namespaceTerminating(ctx context.Context, name string) bool {
+	terminating, err := r.checkNamespaceTerminating(ctx, name)
+	return err == nil && terminating
+}
+
+// checkNamespaceTerminating reports whether the namespace is being deleted (or gone), for
+// callers to whom an unanswered question must not count as no.
+func (r *Reconciler) checkNamespaceTerminating(ctx context.Context, name string) (bool, error) {
 	ns := &corev1.Namespace{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
-		return false
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("failed to get Namespace %s: %w", name, err)
 	}
-	return !ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating
+	return !ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating, nil
 }
 
 // runnerPodOnly says why a Stack's runs need a runner Pod (the Job executor), or "" when

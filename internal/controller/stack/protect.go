@@ -162,8 +162,13 @@ func (r *inputReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if obj.GetDeletionTimestamp().IsZero() || !controllerutil.ContainsFinalizer(obj, pulumiv1.InputsFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	explicit := !r.namespaceTerminating(ctx, req.Namespace)
-	protected, err := r.releaseInput(ctx, r.kind, req.NamespacedName, "", explicit)
+	// Releasing a needed input on a question the API server did not answer could leave a
+	// destroy without it: an error waits for the retry instead.
+	terminating, err := r.checkNamespaceTerminating(ctx, req.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	protected, err := r.releaseInput(ctx, r.kind, req.NamespacedName, "", !terminating)
 	if err != nil || !protected {
 		return ctrl.Result{}, err
 	}
