@@ -7,7 +7,8 @@
 // namespace's state directory. The Stack controller resolves them to fingerprint the desired state
 // and to report missing references; the runner resolves them again to run.
 //
-// The fingerprint covers the identity and resourceVersion of every referenced ConfigMap and
-// Secret rather than their content: a content change always bumps the resourceVersion, and
-// no hash of secret material is ever stored where a weak secret could be guessed from it.
+// The fingerprint covers the identity and content of every referenced ConfigMap and Secret,
+// not their metadata: a label or a finalizer (input protection adds one) changes nothing
+// the engine sees. It is an HMAC under a key only the manager holds (Options.FingerprintKey,
+// kept in its data directory), so a stored fingerprint confirms no guess of a weak secret.
 package inputs

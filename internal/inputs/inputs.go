@@ -2,14 +2,18 @@ package inputs
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +59,10 @@ type Options struct {
 	InManager bool
 	// StateRoot is the directory of the manager's own file:// backend (InManager only).
 	StateRoot string
+	// FingerprintKey is the HMAC key the fingerprint hashes the referenced objects'
+	// content under. Without it the fingerprint falls back to their resourceVersions,
+	// which also move when only their metadata does (a label, a finalizer).
+	FingerprintKey []byte
 }
 
 // ConfigValue is one stack config value: JSON, where a JSON string is a plain string.
@@ -67,8 +75,9 @@ type ConfigValue struct {
 type Inputs struct {
 	Config map[string]ConfigValue
 	Env    map[string]string
-	// Fingerprint changes whenever a referenced ConfigMap or Secret changes. It holds no
-	// secret material.
+	// Fingerprint changes whenever the content of a referenced ConfigMap or Secret
+	// changes, or one is replaced by another of the same name. It is an HMAC under a key
+	// only the manager holds, so it confirms no guess of what the Secrets hold.
 	Fingerprint string
 }
 
@@ -337,17 +346,51 @@ func (r *Refs) get(obj client.Object, kind, name, field string) (client.Object, 
 }
 
 func (r *Refs) fingerprint() string {
-	ids := make([]string, 0, len(r.objects))
-	for id, o := range r.objects {
-		ids = append(ids, id+"@"+string(o.GetUID())+"@"+o.GetResourceVersion())
+	ids := slices.Sorted(maps.Keys(r.objects))
+	var h hash.Hash
+	if key := r.opts.FingerprintKey; len(key) > 0 {
+		h = hmac.New(sha256.New, key)
+	} else {
+		h = sha256.New()
 	}
-	slices.Sort(ids)
-	h := sha256.New()
 	for _, id := range ids {
-		h.Write([]byte(id))
-		h.Write([]byte{0})
+		o := r.objects[id]
+		writeField(h, []byte(id))
+		writeField(h, []byte(o.GetUID()))
+		if len(r.opts.FingerprintKey) == 0 {
+			writeField(h, []byte(o.GetResourceVersion()))
+			continue
+		}
+		switch o := o.(type) {
+		case *corev1.Secret:
+			writeField(h, []byte(o.Type))
+			writeMap(h, o.Data)
+		case *corev1.ConfigMap:
+			data := make(map[string][]byte, len(o.Data))
+			for k, v := range o.Data {
+				data[k] = []byte(v)
+			}
+			writeMap(h, data)
+			writeMap(h, o.BinaryData)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// writeField writes b length-prefixed, so that no two different sequences of fields
+// encode alike.
+func writeField(h hash.Hash, b []byte) {
+	var n [binary.MaxVarintLen64]byte
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
+	h.Write(b)
+}
+
+func writeMap(h hash.Hash, m map[string][]byte) {
+	writeField(h, []byte(strconv.Itoa(len(m))))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		writeField(h, []byte(k))
+		writeField(h, m[k])
+	}
 }
 
 func jsonString(s string) json.RawMessage {

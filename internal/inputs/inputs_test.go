@@ -239,3 +239,54 @@ func TestResolve_Fingerprint_ChangesWithReferencedObjectsOnly(t *testing.T) {
 		}
 	}
 }
+
+// Under a key, the fingerprint follows what the engine would see: the referenced objects'
+// content and identity, not their metadata. A finalizer or label added to a Secret (input
+// protection does) must not make every Stack reading it run again.
+func TestResolve_KeyedFingerprint_ContentNotMetadata(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds", UID: "uid-1"}, Data: map[string][]byte{"k": []byte("v1")}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "env", UID: "uid-2"}, Data: map[string]string{"A": "1"}}
+	st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: pulumiv1.StackSpec{
+		SecretsRef: map[string]pulumiv1.ResourceRef{"a": secretRef("creds", "k")}, Envs: []string{"env"},
+	}}
+	fingerprint := func(t *testing.T, key []byte, objs ...client.Object) string {
+		t.Helper()
+		in, err := Resolve(context.Background(), newReader(t, objs...), st, Options{FingerprintKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.Fingerprint
+	}
+	base := fingerprint(t, key, sec, cm)
+	for _, tc := range []struct {
+		name    string
+		key     []byte
+		objs    []client.Object
+		changed bool
+	}{
+		{name: "FinalizerAndLabelIgnored", key: key, objs: []client.Object{
+			func() client.Object {
+				s := sec.DeepCopy()
+				s.Finalizers, s.Labels, s.ResourceVersion = []string{"stackwright.dev/stack-inputs"}, map[string]string{"a": "b"}, "999"
+				return s
+			}(), cm,
+		}},
+		{name: "SecretValueCounts", key: key, changed: true, objs: []client.Object{
+			func() client.Object { s := sec.DeepCopy(); s.Data = map[string][]byte{"k": []byte("v2")}; return s }(), cm,
+		}},
+		{name: "ConfigMapKeyCounts", key: key, changed: true, objs: []client.Object{
+			sec, func() client.Object { c := cm.DeepCopy(); c.Data["B"] = "2"; return c }(),
+		}},
+		{name: "ReplacedObjectCounts", key: key, changed: true, objs: []client.Object{
+			func() client.Object { s := sec.DeepCopy(); s.UID = "uid-3"; return s }(), cm,
+		}},
+		{name: "OtherKeyDiffers", key: []byte("fedcba9876543210fedcba9876543210"), changed: true, objs: []client.Object{sec, cm}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fingerprint(t, tc.key, tc.objs...); (got != base) != tc.changed {
+				t.Errorf("fingerprint changed = %v; want %v", got != base, tc.changed)
+			}
+		})
+	}
+}

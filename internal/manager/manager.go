@@ -41,6 +41,7 @@ import (
 	"github.com/stackwright/stackwright/internal/executor/local"
 	"github.com/stackwright/stackwright/internal/gc"
 	"github.com/stackwright/stackwright/internal/inputs"
+	"github.com/stackwright/stackwright/internal/keyfile"
 	"github.com/stackwright/stackwright/internal/metrics"
 	"github.com/stackwright/stackwright/internal/policy"
 	"github.com/stackwright/stackwright/internal/runner"
@@ -418,6 +419,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to open artifact store: %w", err)
 	}
+	// Kept with the data: a new key changes every Stack's desired-state key once, and each
+	// runs an up that changes nothing.
+	fingerprintKey, err := keyfile.Load(filepath.Join(o.DataDir, "inputs.key"))
+	if err != nil {
+		return err
+	}
 	gitCache := git.NewCacheWithLimits(dirs.git, git.CacheLimits{
 		MaxFetchBytes: o.MaxGitFetchBytes, MaxListBytes: o.MaxGitListBytes, MaxNamespaceBytes: o.MaxGitCacheBytesPerNamespace,
 	})
@@ -453,11 +460,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		Passphrases:    &inputs.Passphrases{Dir: dirs.passphrases, Shared: dirs.sharedPassphrase},
 		InManager:      true,
 		StateRoot:      dirs.state,
+		FingerprintKey: fingerprintKey,
 	}
 	if o.Executor == executorJob {
 		// Runner Pods reach neither the manager's disk nor its passphrases, and what a
 		// tenant sets in its own Pod steers only that Pod.
-		in = inputs.Options{AllowEnvRefs: o.AllowEnvRefs, FSRoot: o.FSRefRoot, DefaultBackend: o.DefaultBackend}
+		in = inputs.Options{AllowEnvRefs: o.AllowEnvRefs, FSRoot: o.FSRefRoot, DefaultBackend: o.DefaultBackend, FingerprintKey: fingerprintKey}
 	}
 	limits := artifact.Limits{MaxBytes: o.MaxArtifactBytes}
 	run := &runner.Runner{

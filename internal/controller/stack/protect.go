@@ -36,16 +36,15 @@ const inputsRecheck = 30 * time.Second
 // inputKind is a kind of object a Stack reads its inputs from.
 type inputKind struct {
 	name, controller string
-	index            string
 	new              func() client.Object
 	// refs picks this kind's names out of inputs.References.
 	refs func(secrets, configMaps []string) []string
 }
 
 var inputKinds = []inputKind{
-	{name: "Secret", controller: "stack-inputs-secret", index: IndexSecretRefs, new: func() client.Object { return &corev1.Secret{} },
+	{name: "Secret", controller: "stack-inputs-secret", new: func() client.Object { return &corev1.Secret{} },
 		refs: func(s, _ []string) []string { return s }},
-	{name: "ConfigMap", controller: "stack-inputs-configmap", index: IndexConfigMapRefs, new: func() client.Object { return &corev1.ConfigMap{} },
+	{name: "ConfigMap", controller: "stack-inputs-configmap", new: func() client.Object { return &corev1.ConfigMap{} },
 		refs: func(_, c []string) []string { return c }},
 }
 
@@ -115,10 +114,12 @@ func (r *Reconciler) releaseInput(ctx context.Context, k inputKind, key client.O
 }
 
 // inputNeeded reports whether a Stack other than except may still destroy with the input:
-// it has destroyOnFinalize, holds its finalizer and reads the input.
+// it has destroyOnFinalize, holds its finalizer and reads the input. The Stacks are listed
+// from the API server, not the cache: a shard (--watch-label-selector) caches only its own,
+// and must not release an input another shard's Stack needs.
 func (r *Reconciler) inputNeeded(ctx context.Context, k inputKind, key client.ObjectKey, except types.UID) (bool, error) {
 	var stacks pulumiv1.StackList
-	if err := r.Client.List(ctx, &stacks, client.InNamespace(key.Namespace), client.MatchingFields{k.index: key.Name}); err != nil {
+	if err := r.APIReader.List(ctx, &stacks, client.InNamespace(key.Namespace)); err != nil {
 		return false, fmt.Errorf("failed to list Stacks reading %s %s: %w", k.name, key.Name, err)
 	}
 	for i := range stacks.Items {

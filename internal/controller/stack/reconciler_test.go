@@ -388,6 +388,35 @@ func TestStackReconciler_Protect_OnlyWhatADestroyNeeds(t *testing.T) {
 	s.g.Expect(finalizers(shared)).To(ContainElement(pulumiv1.InputsFinalizer), "the second Stack still needs it")
 }
 
+// Protecting an input changes its metadata, not its content: a Stack already deployed
+// with it does not run again when another Stack starts protecting it.
+func TestStackReconciler_Protect_DoesNotRerunStacksSharingTheInput(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	s.create(s.program("p", map[string]pulumiv1.Resource{"f": fileResource("${pulumi.stack}.txt", "x")}, nil))
+	shared := secretOf(s.ns, "shared", map[string]string{"k": "v"})
+	s.create(shared)
+	ref := pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorSecret, ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "shared", Key: "k"}}}
+	keeper := s.stack("keeper", "p")
+	keeper.Spec.DestroyOnFinalize = false
+	keeper.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"a": ref}
+	s.create(keeper)
+	s.waitReady("keeper")
+	s.g.Expect(s.updates("keeper")).To(HaveLen(1))
+
+	protector := s.stack("protector", "p")
+	protector.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"a": ref}
+	s.create(protector)
+	s.waitReady("protector")
+	s.eventually(func(g Gomega) {
+		g.Expect(s.kube.Get(shared)).To(Succeed())
+		g.Expect(shared.Finalizers).To(ContainElement(pulumiv1.InputsFinalizer))
+	})
+	// The Secret's change reaches the keeper within a reconcile; three seconds is many.
+	s.g.Consistently(func() []v1alpha1.Update { return s.updates("keeper") }).
+		WithTimeout(3*time.Second).WithPolling(200*time.Millisecond).Should(HaveLen(1), "the keeper ran again")
+}
+
 // Deleting a Stack without destroyOnFinalize leaves its resources in place.
 func TestStackReconciler_Delete_WithoutDestroyOnFinalizeKeepsResources(t *testing.T) {
 	t.Parallel()

@@ -226,7 +226,9 @@ func detachedOverlay(t *workspaceOverlay) *workspaceOverlay {
 func (e *Executor) finishDetached(ctx context.Context, u *v1alpha1.Update) {
 	key := client.ObjectKeyFromObject(u)
 	e.mu.Lock()
-	if d, ok := e.detached[key]; ok && d.u.UID == u.UID {
+	// The first end recorded stands: a report that arrives while the sweep declares the
+	// runner lost must not turn one into the other.
+	if d, ok := e.detached[key]; ok && d.u.UID == u.UID && !d.u.Status.Finished() {
 		d.u = u.DeepCopy()
 	}
 	e.mu.Unlock()

@@ -2,7 +2,6 @@ package git
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -22,6 +21,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/keyfile"
 )
 
 const (
@@ -282,35 +282,9 @@ func (c *Cache) newRemote(id, rawURL string, ep *transport.Endpoint, cred *crede
 // loadKey reads the cache's HMAC key, creating it on first use. It lives with the
 // repositories it names: losing it only means fetching again.
 func loadKey(dir string) ([]byte, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("failed to create git cache directory: %w", err)
-	}
-	path := filepath.Join(dir, "identity.key")
-	key, err := os.ReadFile(path)
-	if err == nil && len(key) == 32 {
-		return key, nil
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("failed to read git cache key: %w", err)
-	}
-	key = make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("failed to generate git cache key: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, "identity.key-*")
+	key, err := keyfile.Load(filepath.Join(dir, "identity.key"))
 	if err != nil {
-		return nil, fmt.Errorf("failed to write git cache key: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(key); err != nil {
-		_ = tmp.Close()
-		return nil, fmt.Errorf("failed to write git cache key: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("failed to write git cache key: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return nil, fmt.Errorf("failed to write git cache key: %w", err)
+		return nil, fmt.Errorf("failed to load git cache key: %w", err)
 	}
 	return key, nil
 }
