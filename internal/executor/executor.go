@@ -2,7 +2,10 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
@@ -32,6 +35,29 @@ type Verdict struct {
 	// RecheckAfter asks to be asked again then (zero: when the Update or its runner
 	// changes).
 	RecheckAfter time.Duration
+}
+
+// Apply fails u when the verdict says its runner is gone (its engine process died with it)
+// or never started, and reports whether it did. Nothing runs any more; the Stack
+// controller retries with a new Update. The result is Failed either way, so that runners
+// killed again and again (out of memory, evicted) count in
+// stackwright_updates_total{result="failed"} like any failed run; the reason says which:
+// RunnerLost, or TransientFailure for a runner that never started (no engine ran, so there
+// is no run for the next up to look for in the backend's history). The Update controller
+// applies it to stored Updates, the Job executor to the detached ones it keeps.
+func (v Verdict) Apply(u *v1alpha1.Update, now metav1.Time) bool {
+	runner := u.Status.Runner
+	switch {
+	case v.Lost != "":
+		u.MarkRunnerLost(v1alpha1.UpdateResultFailed, fmt.Sprintf("runner %s lost: %s; it will be retried", runner, v.Lost), now)
+	case v.NotStarted != "":
+		msg := fmt.Sprintf("runner %s did not start: %s; it will be retried", runner, v.NotStarted)
+		u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, msg, &now
+		u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonTransientFailure, Message: msg})
+	default:
+		return false
+	}
+	return true
 }
 
 // Detacher runs Updates that exist only in memory. A Stack in a terminating namespace

@@ -62,40 +62,8 @@ func digest(t *testing.T, img v1.Image) v1.Hash {
 func readArchive(t *testing.T, archive string) (v1.ImageIndex, string) {
 	t.Helper()
 	dir := t.TempDir()
-	f, err := os.Open(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("reading %s: %v", archive, err)
-		}
-		p := filepath.Join(dir, filepath.FromSlash(hdr.Name))
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		case tar.TypeReg:
-			out, err := os.Create(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(out, tr); err != nil {
-				t.Fatal(err)
-			}
-			if err := out.Close(); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			t.Fatalf("%s: unexpected entry type %c", hdr.Name, hdr.Typeflag)
-		}
+	if err := untar(archive, dir); err != nil {
+		t.Fatalf("unpacking %s: %v", archive, err)
 	}
 	idx, err := layout.ImageIndexFromPath(dir)
 	if err != nil {

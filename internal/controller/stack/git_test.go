@@ -82,7 +82,3 @@ func TestStackReconciler_Reconcile_GitBranchAndCommit(t *testing.T) {
 	// Three Stacks, two credentials, a handful of polls: far fewer listings than reconciles.
 	s.g.Expect(listings).To(BeNumerically("<", 20))
 }
-
-func secretRefOf(name, key string) pulumiv1.ResourceRef {
-	return pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorSecret, ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: name, Key: key}}}
-}

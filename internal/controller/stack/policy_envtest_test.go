@@ -138,10 +138,7 @@ func TestStackReconciler_Reconcile_PreviewRecordsNoSecretValue(t *testing.T) {
 	s.create(secretOf(s.ns, "db", map[string]string{"password": canary}))
 	s.create(s.policy("echo", v1alpha1.EnforcementAdvisory, echoInputs))
 	st := s.manualStack("canary", "canary")
-	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"password": {
-		Type:             pulumiv1.ResourceSelectorSecret,
-		ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "db", Key: "password"}},
-	}}
+	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"password": secretRefOf("db", "password")}
 	s.create(st)
 	preview := s.waitAwaiting("canary", "generation/1")
 

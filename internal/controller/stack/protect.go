@@ -3,7 +3,6 @@ package stack
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,10 +77,11 @@ func (r *Reconciler) protectInputs(ctx context.Context, s *scope) (bool, error) 
 // releaseInputs removes the finalizer from the inputs of a Stack about to release its
 // own, unless another Stack still needs them.
 func (r *Reconciler) releaseInputs(ctx context.Context, stack *pulumiv1.Stack) error {
+	needed := r.neededInputs(stack.Namespace, stack.UID)
 	secrets, configMaps := inputs.References(stack)
 	for _, k := range inputKinds {
 		for _, name := range k.refs(secrets, configMaps) {
-			if _, err := r.releaseInput(ctx, k, client.ObjectKey{Namespace: stack.Namespace, Name: name}, stack.UID, false); err != nil {
+			if _, err := r.releaseInput(ctx, k, client.ObjectKey{Namespace: stack.Namespace, Name: name}, needed); err != nil {
 				return err
 			}
 		}
@@ -89,10 +89,9 @@ func (r *Reconciler) releaseInputs(ctx context.Context, stack *pulumiv1.Stack) e
 	return nil
 }
 
-// releaseInput removes the finalizer from one input when no Stack but except needs it,
-// or, with explicitDelete, when it is being deleted while its namespace is not. It
-// reports whether the input is still protected.
-func (r *Reconciler) releaseInput(ctx context.Context, k inputKind, key client.ObjectKey, except types.UID, explicitDelete bool) (bool, error) {
+// releaseInput removes the finalizer from one input unless needed says a Stack still
+// needs it, and reports whether the input is still protected.
+func (r *Reconciler) releaseInput(ctx context.Context, k inputKind, key client.ObjectKey, needed func(context.Context, inputKind, string) (bool, error)) (bool, error) {
 	obj := k.new()
 	if err := r.Client.Get(ctx, key, obj); err != nil {
 		return false, client.IgnoreNotFound(err)
@@ -100,11 +99,8 @@ func (r *Reconciler) releaseInput(ctx context.Context, k inputKind, key client.O
 	if !controllerutil.ContainsFinalizer(obj, pulumiv1.InputsFinalizer) {
 		return false, nil
 	}
-	if !explicitDelete {
-		needed, err := r.inputNeeded(ctx, k, key, except)
-		if err != nil || needed {
-			return true, err
-		}
+	if keep, err := needed(ctx, k, key.Name); err != nil || keep {
+		return true, err
 	}
 	if err := r.patchInputFinalizer(ctx, obj, false); err != nil {
 		return true, fmt.Errorf("failed to release %s %s: %w", k.name, key.Name, err)
@@ -113,26 +109,39 @@ func (r *Reconciler) releaseInput(ctx context.Context, k inputKind, key client.O
 	return false, nil
 }
 
-// inputNeeded reports whether a Stack other than except may still destroy with the input:
-// it has destroyOnFinalize, holds its finalizer and reads the input. The Stacks are listed
-// from the API server, not the cache: a shard (--watch-label-selector) caches only its own,
-// and must not release an input another shard's Stack needs.
-func (r *Reconciler) inputNeeded(ctx context.Context, k inputKind, key client.ObjectKey, except types.UID) (bool, error) {
-	var stacks pulumiv1.StackList
-	if err := r.APIReader.List(ctx, &stacks, client.InNamespace(key.Namespace)); err != nil {
-		return false, fmt.Errorf("failed to list Stacks reading %s %s: %w", k.name, key.Name, err)
-	}
-	for i := range stacks.Items {
-		st := &stacks.Items[i]
-		if st.UID == except || !st.Spec.DestroyOnFinalize || !controllerutil.ContainsFinalizer(st, pulumiv1.StackFinalizer) {
-			continue
+// neededInputs returns whether a Stack of the namespace other than except may still
+// destroy with an input: it has destroyOnFinalize, holds its finalizer and reads the
+// input. The Stacks are listed once, on the first question, from the API server rather
+// than the cache: a shard (--watch-label-selector) caches only its own, and must not
+// release an input another shard's Stack needs.
+func (r *Reconciler) neededInputs(namespace string, except types.UID) func(context.Context, inputKind, string) (bool, error) {
+	var needed map[string]bool // by kind/name
+	return func(ctx context.Context, k inputKind, name string) (bool, error) {
+		if needed == nil {
+			var stacks pulumiv1.StackList
+			if err := r.APIReader.List(ctx, &stacks, client.InNamespace(namespace)); err != nil {
+				return false, fmt.Errorf("failed to list Stacks of namespace %s: %w", namespace, err)
+			}
+			needed = map[string]bool{}
+			for i := range stacks.Items {
+				st := &stacks.Items[i]
+				if st.UID == except || !st.Spec.DestroyOnFinalize || !controllerutil.ContainsFinalizer(st, pulumiv1.StackFinalizer) {
+					continue
+				}
+				secrets, configMaps := inputs.References(st)
+				for _, kind := range inputKinds {
+					for _, n := range kind.refs(secrets, configMaps) {
+						needed[kind.name+"/"+n] = true
+					}
+				}
+			}
 		}
-		if slices.Contains(k.refs(inputs.References(st)), key.Name) {
-			return true, nil
-		}
+		return needed[k.name+"/"+name], nil
 	}
-	return false, nil
 }
+
+// notNeeded is the answer for an input deleted by itself: its deletion is not held up.
+func notNeeded(context.Context, inputKind, string) (bool, error) { return false, nil }
 
 // patchInputFinalizer adds or removes the finalizer. The optimistic lock keeps the
 // finalizers that others add or remove meanwhile.
@@ -169,7 +178,11 @@ func (r *inputReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	protected, err := r.releaseInput(ctx, r.kind, req.NamespacedName, "", !terminating)
+	needed := notNeeded
+	if terminating {
+		needed = r.neededInputs(req.Namespace, "")
+	}
+	protected, err := r.releaseInput(ctx, r.kind, req.NamespacedName, needed)
 	if err != nil || !protected {
 		return ctrl.Result{}, err
 	}

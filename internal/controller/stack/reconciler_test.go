@@ -98,10 +98,7 @@ func TestStackReconciler_Reconcile_MissingReferencesWaitThenProceed(t *testing.T
 	t.Parallel()
 	s := newScenario(t)
 	st := s.stack("waiting", "later")
-	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"greeting": {
-		Type:             pulumiv1.ResourceSelectorSecret,
-		ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "creds", Key: "greeting"}},
-	}}
+	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"greeting": secretRefOf("creds", "greeting")}
 	s.create(st)
 
 	got := s.waitCondition("waiting", pulumiv1.ConditionReconciling, metav1.ConditionTrue, pulumiv1.ReasonSourceUnavailable)
@@ -189,10 +186,7 @@ func TestStackReconciler_Reconcile_SecretChangeRerunsWithoutLeaking(t *testing.T
 	sec := secretOf(s.ns, "db", map[string]string{"password": "first-Sup3rSecret-value"})
 	s.create(sec)
 	st := s.stack("secretive", "secretive")
-	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"password": {
-		Type:             pulumiv1.ResourceSelectorSecret,
-		ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "db", Key: "password"}},
-	}}
+	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"password": secretRefOf("db", "password")}
 	// The same value as an environment variable of the program (envRefs).
 	st.Spec.EnvRefs["STACKWRIGHT_CANARY"] = st.Spec.SecretsRef["password"]
 	s.create(st)
@@ -288,10 +282,7 @@ func TestStackReconciler_Delete_TerminatingNamespaceKeepsInputsUntilDestroyed(t 
 	s := newScenario(t)
 	s.create(s.program("ns", map[string]pulumiv1.Resource{"f": fileResource("ns.txt", "x")}, nil))
 	withSecret := func(st *pulumiv1.Stack, secret string) *pulumiv1.Stack {
-		st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"unused": {
-			Type:             pulumiv1.ResourceSelectorSecret,
-			ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: secret, Key: "k"}},
-		}}
+		st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"unused": secretRefOf(secret, "k")}
 		return st
 	}
 	kept, byHand := secretOf(s.ns, "kept", map[string]string{"k": "v"}), secretOf(s.ns, "by-hand", map[string]string{"k": "v"})
@@ -349,18 +340,15 @@ func TestStackReconciler_Protect_OnlyWhatADestroyNeeds(t *testing.T) {
 	for _, o := range []client.Object{shared, own, unprotected, cm} {
 		s.create(o)
 	}
-	ref := func(name string) pulumiv1.ResourceRef {
-		return pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorSecret, ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: name, Key: "k"}}}
-	}
 	first := s.stack("first", "p")
-	first.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"a": ref("shared"), "b": ref("own")}
+	first.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"a": secretRefOf("shared", "k"), "b": secretRefOf("own", "k")}
 	first.Spec.Envs = []string{"envs"}
 	second := s.stack("second", "p")
-	second.Spec.EnvRefs["S"] = ref("shared")
+	second.Spec.EnvRefs["S"] = secretRefOf("shared", "k")
 	second.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(t.TempDir())
 	keeper := s.stack("keeper", "p")
 	keeper.Spec.DestroyOnFinalize = false
-	keeper.Spec.EnvRefs["U"] = ref("unprotected")
+	keeper.Spec.EnvRefs["U"] = secretRefOf("unprotected", "k")
 	keeper.Spec.EnvRefs["STACKWRIGHT_TESTING_ROOT"] = literal(t.TempDir())
 	for _, st := range []*pulumiv1.Stack{first, second, keeper} {
 		s.create(st)
@@ -396,7 +384,7 @@ func TestStackReconciler_Protect_DoesNotRerunStacksSharingTheInput(t *testing.T)
 	s.create(s.program("p", map[string]pulumiv1.Resource{"f": fileResource("${pulumi.stack}.txt", "x")}, nil))
 	shared := secretOf(s.ns, "shared", map[string]string{"k": "v"})
 	s.create(shared)
-	ref := pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorSecret, ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "shared", Key: "k"}}}
+	ref := secretRefOf("shared", "k")
 	keeper := s.stack("keeper", "p")
 	keeper.Spec.DestroyOnFinalize = false
 	keeper.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"a": ref}
@@ -834,10 +822,7 @@ func TestStackReconciler_Reconcile_InputsEditedBeforeTheRunAreDecidedAgain(t *te
 	creds := secretOf(s.ns, "creds", map[string]string{"greeting": "before"})
 	s.create(creds)
 	st := s.stack("greeter", "greet")
-	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"greeting": {
-		Type:             pulumiv1.ResourceSelectorSecret,
-		ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: "creds", Key: "greeting"}},
-	}}
+	st.Spec.SecretsRef = map[string]pulumiv1.ResourceRef{"greeting": secretRefOf("creds", "greeting")}
 	s.create(st)
 	var decided v1alpha1.Update
 	s.eventually(func(g Gomega) {

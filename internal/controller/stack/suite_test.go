@@ -220,6 +220,11 @@ func flakyResource(failures, failDeletes int) pulumiv1.Resource {
 	}
 }
 
+// secretRefOf refers to key of the Secret name.
+func secretRefOf(name, key string) pulumiv1.ResourceRef {
+	return pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorSecret, ResourceSelector: pulumiv1.ResourceSelector{Secret: &pulumiv1.SecretSelector{Name: name, Key: key}}}
+}
+
 func literal(v string) pulumiv1.ResourceRef {
 	return pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorLiteral, ResourceSelector: pulumiv1.ResourceSelector{Literal: &pulumiv1.LiteralRef{Value: v}}}
 }

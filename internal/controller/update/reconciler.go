@@ -77,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.Executor.Submit(u)
 	case v1alpha1.UpdatePhaseRunning:
 		v := r.Executor.Check(ctx, u)
-		gone = markRunnerGone(u, v, metav1.NewTime(r.now()))
+		gone = v.Apply(u, metav1.NewTime(r.now()))
 		return ctrl.Result{RequeueAfter: v.RecheckAfter}, nil
 	}
 	return ctrl.Result{}, nil

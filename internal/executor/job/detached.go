@@ -265,7 +265,7 @@ func (e *Executor) deleteDetachedWork(ctx context.Context, u *v1alpha1.Update) {
 	}
 }
 
-// checkDetached is checkRunner for a detached Update: its Job is read from the API server
+// checkDetached is Check for a detached Update: its Job is read from the API server
 // (the manager's namespace may be outside the cache), and its end is recorded in memory.
 func (e *Executor) checkDetached(ctx context.Context, key types.NamespacedName) {
 	u, jobUID, ok := e.detachedRunOf(key)
@@ -278,63 +278,19 @@ func (e *Executor) checkDetached(ctx context.Context, key types.NamespacedName) 
 		return
 	}
 	j := &batchv1.Job{}
-	err := e.reader.Get(ctx, client.ObjectKey{Namespace: e.opts.Namespace, Name: detachedJobName(u)}, j)
-	switch {
+	var v executor.Verdict
+	switch err := e.reader.Get(ctx, client.ObjectKey{Namespace: e.opts.Namespace, Name: detachedJobName(u)}, j); {
 	case apierrors.IsNotFound(err) || (err == nil && j.UID != jobUID):
-		e.detachedLost(ctx, u, "its runner Job was deleted before it reported a result")
-		return
+		v = executor.Verdict{Lost: "its runner Job was deleted before it reported a result"}
 	case err != nil:
 		return
+	default:
+		v = e.judgeJob(ctx, u, j)
 	}
-	finished, failed, reason := jobOutcome(j)
-	if !finished {
-		e.checkDetachedStarted(ctx, u, j)
-		return
+	if v.Apply(u, metav1.NewTime(e.now())) {
+		ctrl.LoggerFrom(ctx).Info("Detached runner ended without its result", "update", u.Name, "message", u.Status.Message)
+		e.finishDetached(ctx, u)
 	}
-	if end := jobEnd(j); end != nil && e.now().Sub(end.Time) < e.opts.LostGrace {
-		return
-	}
-	if !failed {
-		reason = "its runner exited without its result reaching the manager"
-	} else if reason == "" {
-		reason = e.podFailure(ctx, e.opts.Namespace, u.UID)
-	}
-	e.detachedLost(ctx, u, reason)
-}
-
-// checkDetachedStarted fails a detached Update whose runner Pod has not started within
-// PendingTimeout, as checkStarted does.
-func (e *Executor) checkDetachedStarted(ctx context.Context, u *v1alpha1.Update, j *batchv1.Job) {
-	if u.Status.StartTime == nil || e.now().Sub(u.Status.StartTime.Time) < e.opts.PendingTimeout || (j.Status.Ready != nil && *j.Status.Ready > 0) {
-		return
-	}
-	log := ctrl.LoggerFrom(ctx)
-	var pods corev1.PodList
-	if err := e.reader.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{LabelUpdateUID: string(u.UID)}); err != nil {
-		log.Error(err, "Failed to list runner Pods", "update", u.Name)
-		return
-	}
-	why, ok := notStarted(j, pods.Items, e.opts.PendingTimeout)
-	if !ok {
-		return
-	}
-	if err := e.client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &j.UID}); err != nil && !apierrors.IsNotFound(err) {
-		log.Error(err, "Failed to delete runner Job that did not start", "update", u.Name, "job", j.Name)
-		return
-	}
-	msg := fmt.Sprintf("runner %s did not start: %s; it will be retried", u.Status.Runner, why)
-	now := metav1.NewTime(e.now())
-	u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, msg, &now
-	u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonTransientFailure, Message: msg})
-	log.Info("Detached runner did not start; Job deleted", "update", u.Name, "job", j.Name, "reason", why)
-	e.finishDetached(ctx, u)
-}
-
-func (e *Executor) detachedLost(ctx context.Context, u *v1alpha1.Update, why string) {
-	msg := fmt.Sprintf("runner %s lost: %s; it will be retried", u.Status.Runner, why)
-	u.MarkRunnerLost(v1alpha1.UpdateResultFailed, msg, metav1.NewTime(e.now()))
-	ctrl.LoggerFrom(ctx).Info("Detached runner lost", "update", u.Name, "reason", why)
-	e.finishDetached(ctx, u)
 }
 
 // adoptDetached takes over the detached runners a previous manager started: their

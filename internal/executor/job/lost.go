@@ -79,6 +79,23 @@ func (e *Executor) Check(ctx context.Context, u *v1alpha1.Update) executor.Verdi
 		// createJob refused it, and failed the Update.
 		return executor.Verdict{}
 	}
+	v := e.judgeJob(ctx, u, j)
+	if v.Lost != "" || v.NotStarted != "" {
+		e.cleanup(ctx, u)
+		e.release(client.ObjectKeyFromObject(u))
+	}
+	return v
+}
+
+// runningRecheck is how often a started runner is looked at without any event: its Job's
+// changes are watched, so this only bounds what a missed event could cost.
+const runningRecheck = 5 * time.Minute
+
+// judgeJob judges the runner of u from its Job j (in the Stack's namespace, or the
+// manager's for a detached Update): lost when j ended more than LostGrace ago without the
+// result reaching the manager, never started when its Pod is still Pending
+// PendingTimeout after the claim (j is then deleted), alive otherwise.
+func (e *Executor) judgeJob(ctx context.Context, u *v1alpha1.Update, j *batchv1.Job) executor.Verdict {
 	finished, failed, reason := jobOutcome(j)
 	if !finished {
 		return e.checkStarted(ctx, u, j)
@@ -90,16 +107,10 @@ func (e *Executor) Check(ctx context.Context, u *v1alpha1.Update) executor.Verdi
 	if !failed {
 		reason = "its runner exited without its result reaching the manager"
 	} else if reason == "" {
-		reason = e.podFailure(ctx, u.Namespace, u.UID)
+		reason = e.podFailure(ctx, j.Namespace, u.UID)
 	}
-	e.cleanup(ctx, u)
-	e.release(client.ObjectKeyFromObject(u))
 	return executor.Verdict{Lost: reason}
 }
-
-// runningRecheck is how often a started runner is looked at without any event: its Job's
-// changes are watched, so this only bounds what a missed event could cost.
-const runningRecheck = 5 * time.Minute
 
 // checkStarted judges a runner whose Job has not ended.
 func (e *Executor) checkStarted(ctx context.Context, u *v1alpha1.Update, j *batchv1.Job) executor.Verdict {
@@ -115,7 +126,7 @@ func (e *Executor) checkStarted(ctx context.Context, u *v1alpha1.Update, j *batc
 	}
 	log := ctrl.LoggerFrom(ctx)
 	var pods corev1.PodList
-	if err := e.reader.List(ctx, &pods, client.InNamespace(u.Namespace), client.MatchingLabels{LabelUpdateUID: string(u.UID)}); err != nil {
+	if err := e.reader.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{LabelUpdateUID: string(u.UID)}); err != nil {
 		log.Error(err, "Failed to list runner Pods", "update", u.Name)
 		return executor.Verdict{RecheckAfter: e.opts.LostGrace}
 	}
@@ -130,8 +141,6 @@ func (e *Executor) checkStarted(ctx context.Context, u *v1alpha1.Update, j *batc
 		return executor.Verdict{RecheckAfter: e.opts.LostGrace}
 	}
 	log.Info("Runner did not start; Job deleted", "update", u.Name, "job", j.Name, "reason", why)
-	e.cleanup(ctx, u)
-	e.release(client.ObjectKeyFromObject(u))
 	return executor.Verdict{NotStarted: why}
 }
 

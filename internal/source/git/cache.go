@@ -100,13 +100,8 @@ type Cache struct {
 	remotes map[string]*remote
 }
 
-// NewCache returns the cache rooted at dir, with DefaultCacheLimits. The directory is
-// created on first use.
-func NewCache(dir string) *Cache {
-	return NewCacheWithLimits(dir, DefaultCacheLimits)
-}
-
-// NewCacheWithLimits returns the cache rooted at dir; zero limits are no limit.
+// NewCacheWithLimits returns the cache rooted at dir, created on first use; zero limits are
+// no limit.
 func NewCacheWithLimits(dir string, limits CacheLimits) *Cache {
 	return &Cache{
 		dir:     dir,

@@ -223,7 +223,7 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 		resolver: &Resolver{
 			Client: fake.NewClientBuilder().WithObjects(objs...).Build(),
 			Store:  store,
-			Cache:  NewCache(cacheDir),
+			Cache:  NewCacheWithLimits(cacheDir, DefaultCacheLimits),
 			Now:    clock.Now,
 		},
 		clock:    clock,

@@ -1,4 +1,4 @@
-package update
+package executor
 
 import (
 	"testing"
@@ -9,10 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
-	"github.com/stackwright/stackwright/internal/executor"
 )
 
-func TestMarkRunnerGone_Verdicts(t *testing.T) {
+func TestVerdict_Apply_FailsGoneRunners(t *testing.T) {
 	t.Parallel()
 	start := metav1.NewTime(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
 	now := metav1.NewTime(start.Add(90 * time.Second))
@@ -25,16 +24,16 @@ func TestMarkRunnerGone_Verdicts(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		v    executor.Verdict
+		v    Verdict
 		want outcome
 	}{
-		{name: "AliveIsLeftRunning", v: executor.Verdict{RecheckAfter: time.Minute}, want: outcome{Phase: v1alpha1.UpdatePhaseRunning, Reason: v1alpha1.ReasonRunning}},
-		{name: "LostFailsRunnerLost", v: executor.Verdict{Lost: "its runner ran out of memory (limit of 2Gi) and was killed"}, want: outcome{
+		{name: "AliveIsLeftRunning", v: Verdict{RecheckAfter: time.Minute}, want: outcome{Phase: v1alpha1.UpdatePhaseRunning, Reason: v1alpha1.ReasonRunning}},
+		{name: "LostFailsRunnerLost", v: Verdict{Lost: "its runner ran out of memory (limit of 2Gi) and was killed"}, want: outcome{
 			Marked: true, Phase: v1alpha1.UpdatePhaseFailed, Result: v1alpha1.UpdateResultFailed, Reason: v1alpha1.ReasonRunnerLost,
 			Message:  "runner job/team/web-1-abc lost: its runner ran out of memory (limit of 2Gi) and was killed; it will be retried",
 			Duration: 90 * time.Second,
 		}},
-		{name: "NotStartedFailsTransient", v: executor.Verdict{NotStarted: "its runner Pod was not scheduled within 5m0s: 0/1 nodes are available"}, want: outcome{
+		{name: "NotStartedFailsTransient", v: Verdict{NotStarted: "its runner Pod was not scheduled within 5m0s: 0/1 nodes are available"}, want: outcome{
 			Marked: true, Phase: v1alpha1.UpdatePhaseFailed, Result: v1alpha1.UpdateResultFailed, Reason: v1alpha1.ReasonTransientFailure,
 			Message:  "runner job/team/web-1-abc did not start: its runner Pod was not scheduled within 5m0s: 0/1 nodes are available; it will be retried",
 			Duration: 90 * time.Second,
@@ -44,7 +43,10 @@ func TestMarkRunnerGone_Verdicts(t *testing.T) {
 			t.Parallel()
 			u := &v1alpha1.Update{Spec: v1alpha1.UpdateSpec{Type: v1alpha1.UpdateTypeUp}}
 			u.MarkRunning("job/team/web-1-abc", start)
-			got := outcome{Marked: markRunnerGone(u, tc.v, now), Phase: u.Status.Phase, Result: u.Status.Result, Message: u.Status.Message, Duration: runDuration(u)}
+			got := outcome{Marked: tc.v.Apply(u, now), Phase: u.Status.Phase, Result: u.Status.Result, Message: u.Status.Message}
+			if u.Status.EndTime != nil {
+				got.Duration = u.Status.EndTime.Sub(u.Status.StartTime.Time)
+			}
 			for _, c := range u.Status.Conditions {
 				if c.Type == v1alpha1.ConditionComplete || (c.Type == v1alpha1.ConditionReconciling && c.Status == metav1.ConditionTrue) {
 					got.Reason = c.Reason
