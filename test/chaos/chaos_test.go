@@ -78,7 +78,7 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("chaos-%d", i)
 		create(ctx, t, program(ns, names[i]))
-		create(ctx, t, stack(ns, names[i], filepath.Join(files, names[i])))
+		create(ctx, t, m.stack(ns, names[i], filepath.Join(files, names[i])))
 	}
 
 	m.start(t)
@@ -185,9 +185,14 @@ func newManager(t *testing.T, dir string, args ...string) *manager {
 	if err := repo.RequireBinaries(bin, "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"); err != nil {
 		t.Fatal(err)
 	}
+	// The API server outlives each test, and so do its Stacks: envtest deletes no
+	// namespace's contents. A manager that saw an earlier test's Stacks would run them
+	// too, and their runs would hit its crash points.
+	owner := strconv.FormatUint(rand.Uint64(), 36)
 	m := &manager{
 		binary: buildManager(t, root, dir), pulumiBin: bin, dataDir: filepath.Join(dir, "data"),
-		kubeconfig: writeKubeconfig(t, env.Config, dir), logPath: filepath.Join(dir, "manager.log"), args: args,
+		kubeconfig: writeKubeconfig(t, env.Config, dir), logPath: filepath.Join(dir, "manager.log"),
+		owner: owner, args: append([]string{"--watch-label-selector", ownerLabel + "=" + owner}, args...),
 	}
 	t.Cleanup(func() {
 		m.kill(t)
@@ -208,6 +213,8 @@ func newManager(t *testing.T, dir string, args ...string) *manager {
 // manager is `stackwright manager` run as a child process, as in a Pod.
 type manager struct {
 	binary, pulumiBin, dataDir, kubeconfig, logPath string
+	// owner is the value of ownerLabel on the Stacks this manager reconciles.
+	owner string
 	// args are added to every start; armed, when set, is the crash point the next start
 	// arms (crashpoint.Env).
 	args  []string
@@ -329,9 +336,13 @@ func program(ns, name string) *pulumiv1.Program {
 	return p
 }
 
-func stack(ns, name, files string) *pulumiv1.Stack {
+// ownerLabel marks a Stack as the one manager's whose owner value it carries.
+const ownerLabel = "chaos.stackwright.dev/manager"
+
+// stack is a Stack of m's.
+func (m *manager) stack(ns, name, files string) *pulumiv1.Stack {
 	return &pulumiv1.Stack{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{ownerLabel: m.owner}},
 		Spec: pulumiv1.StackSpec{
 			Stack: name, ProgramRef: &pulumiv1.ProgramReference{Name: name}, DestroyOnFinalize: true,
 			EnvRefs: map[string]pulumiv1.ResourceRef{"STACKWRIGHT_TESTING_ROOT": {
@@ -483,7 +494,7 @@ func TestManager_LeaderLeaseLost_StepsDownAndHandsOver(t *testing.T) {
 	names := []string{"lease-0", "lease-1", "lease-2", "lease-3"}
 	for _, name := range names {
 		create(ctx, t, program(ns, name))
-		create(ctx, t, stack(ns, name, filepath.Join(files, name)))
+		create(ctx, t, m.stack(ns, name, filepath.Join(files, name)))
 	}
 	m.start(t)
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {

@@ -195,7 +195,7 @@ func faultWhileRunning(t *testing.T, m *manager, prefix string, rounds int, sinc
 			name := fmt.Sprintf("%s-%d-%d", prefix, i, j)
 			names = append(names, name)
 			create(ctx, t, program(ns, name))
-			create(ctx, t, stack(ns, name, filepath.Join(files, name)))
+			create(ctx, t, m.stack(ns, name, filepath.Join(files, name)))
 		}
 		if i == 0 {
 			m.start(t)

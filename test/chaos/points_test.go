@@ -130,7 +130,7 @@ func crashAt(t *testing.T, m *manager, point, name, files string) string {
 	prog := program(ns, name)
 	prog.Program.Outputs = map[string]apiextensionsv1.JSON{"out": jsonValue("${out.path}")}
 	create(ctx, t, prog)
-	st := stack(ns, name, files)
+	st := m.stack(ns, name, files)
 	st.Spec.Stackwright = &pulumiv1.StackwrightSpec{Outputs: &pulumiv1.OutputsExport{ConfigMapName: name + "-outputs"}}
 	create(ctx, t, st)
 	content := func(want string) func() bool {
@@ -199,7 +199,11 @@ func requireRecovered(t *testing.T, ns string) {
 		}
 		return
 	}
-	t.Errorf("no Update recovered the run that completed before the crash")
+	var seen []string
+	for _, u := range updates.Items {
+		seen = append(seen, fmt.Sprintf("%s (%s, %s): %s", u.Name, u.Spec.Type, u.Status.Result, u.Status.Message))
+	}
+	t.Errorf("no Update recovered the run that completed before the crash; the namespace's Updates:\n%s", strings.Join(seen, "\n"))
 }
 
 // plantStaleLock leaves, in the namespace's default backend, the lock a pulumi of this host
