@@ -40,6 +40,10 @@ var docsWholeSubtrees = map[string][]string{
 		"spec.stackSelector", // metav1.LabelSelector
 		"status.conditions",  // metav1.Condition
 	},
+	"StackTemplate": {
+		"spec.namespaceSelector", // metav1.LabelSelector
+		"status.conditions",      // metav1.Condition
+	},
 }
 
 // docsPKOValues are the values the PKO column may start with, as the doc's legend defines them

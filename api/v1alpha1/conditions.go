@@ -58,3 +58,50 @@ const OutputsSecretSuffix = "-outputs"
 // SecretOutputsAnnotation on an outputs Secret lists, comma-separated, the outputs the
 // engine marked secret, so that readers can mask them.
 const SecretOutputsAnnotation = "stackwright.dev/secret-outputs"
+
+// Reasons of a StackTemplate's conditions.
+const (
+	// ReasonServing (Ready=True): the kind's CustomResourceDefinition is established and
+	// its instances are reconciled.
+	ReasonServing = "Serving"
+	// ReasonEstablishing (Reconciling=True): the CustomResourceDefinition is written and
+	// the API server has not established it yet.
+	ReasonEstablishing = "Establishing"
+	// ReasonAPIGroupNotAllowed (Stalled=True): the install does not let the manager serve
+	// the template's API group (--template-api-groups).
+	ReasonAPIGroupNotAllowed = "APIGroupNotAllowed"
+	// ReasonDefinitionConflict (Stalled=True): a CustomResourceDefinition of that name
+	// exists and Stackwright did not create it for this template: it is never taken over.
+	ReasonDefinitionConflict = "DefinitionConflict"
+	// ReasonTemplateInvalid (Stalled=True): the template cannot be served as written: its
+	// stack is not a Stack's spec, or the API server refused the CustomResourceDefinition
+	// built from it (the message says why).
+	ReasonTemplateInvalid = "TemplateInvalid"
+	// ReasonInstancesRemain (Reconciling=True, while the template is being deleted): the
+	// template waits until its last instance is gone (each destroys its stack first),
+	// then removes its CustomResourceDefinition.
+	ReasonInstancesRemain = "InstancesRemain"
+)
+
+// Reasons of an instance's conditions (an object of a kind a StackTemplate defines). The
+// instance also mirrors its Stack's own reasons (api/v1's Ready and Reconciling reasons).
+const (
+	// ReasonNamespaceNotAllowed (Stalled=True): the template's namespaceSelector does not
+	// select the instance's namespace; no Stack exists for it.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonTemplateNotReady (Reconciling=True): the template is not served at the moment
+	// (Stalled, or being deleted); the instance's Stack stays as it is.
+	ReasonTemplateNotReady = "TemplateNotReady"
+	// ReasonParametersInvalid (Stalled=True): a parameter a secret config key maps from is
+	// not a string, number or boolean.
+	ReasonParametersInvalid = "ParametersInvalid"
+	// ReasonStackConflict (Stalled=True): the platform namespace holds a Stack of the
+	// instance's name that is not the instance's; it is never taken over.
+	ReasonStackConflict = "StackConflict"
+	// ReasonOutputsConflict (Stalled=True): the Secret or ConfigMap the instance names for
+	// its outputs exists and is not the instance's; it is never taken over.
+	ReasonOutputsConflict = "OutputsConflict"
+	// ReasonDestroying (Reconciling=True): the instance is being deleted and waits for
+	// its Stack to be destroyed (or kept, as the template's destroyOnFinalize says).
+	ReasonDestroying = "Destroying"
+)

@@ -28,6 +28,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Update{}, &UpdateList{},
 		&Policy{}, &PolicyList{},
 		&ClusterPolicy{}, &ClusterPolicyList{},
+		&StackTemplate{}, &StackTemplateList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -8,3 +8,9 @@ func (u *Update) GetConditions() []metav1.Condition { return u.Status.Conditions
 
 // SetConditions replaces the Update's conditions.
 func (u *Update) SetConditions(c []metav1.Condition) { u.Status.Conditions = c }
+
+// GetConditions returns the StackTemplate's conditions.
+func (t *StackTemplate) GetConditions() []metav1.Condition { return t.Status.Conditions }
+
+// SetConditions replaces the StackTemplate's conditions.
+func (t *StackTemplate) SetConditions(c []metav1.Condition) { t.Status.Conditions = c }

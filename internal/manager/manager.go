@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/pflag"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -31,9 +33,11 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	instancectrl "github.com/stackwright/stackwright/internal/controller/instance"
 	policyctrl "github.com/stackwright/stackwright/internal/controller/policy"
 	programctrl "github.com/stackwright/stackwright/internal/controller/program"
 	stackctrl "github.com/stackwright/stackwright/internal/controller/stack"
+	templatectrl "github.com/stackwright/stackwright/internal/controller/stacktemplate"
 	updatectrl "github.com/stackwright/stackwright/internal/controller/update"
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/executor"
@@ -124,6 +128,10 @@ type Options struct {
 	// RunnerAllowedVolumeTypes are the volume types a Stack's workspaceTemplate may add
 	// to its runner Pods; nil means job.DefaultAllowedVolumeTypes.
 	RunnerAllowedVolumeTypes []string
+	// TemplateAPIGroups are the API groups StackTemplates may define kinds in; empty
+	// leaves StackTemplates unserved (their controllers need cluster-wide rights on
+	// CustomResourceDefinitions).
+	TemplateAPIGroups []string
 	// Now is the Stack controller's clock; nil means time.Now. Not a flag: tests move it.
 	Now func() time.Time
 	// RunnerLostGrace is how long a finished runner may take to report; zero means 30s.
@@ -212,6 +220,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Label selector of the Stacks this manager reconciles (default: all), to shard a fleet over several manager Deployments; give each shard its own --leader-election-id.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease; every shard of a fleet needs its own.")
 	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces whose Stacks, Programs and Updates are reconciled (default: all). The manager then needs no cluster-wide list or watch permission.")
+	fs.StringSliceVar(&o.TemplateAPIGroups, "template-api-groups", o.TemplateAPIGroups, "Comma-separated API groups in which StackTemplates may define kinds; Stackwright installs a CustomResourceDefinition for each template of these groups, and Stalls templates of any other (default: none, and StackTemplates are not served).")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for artifacts, work directories, PULUMI_HOME and the default file:// backend.")
 	fs.StringVar(&o.PulumiBin, "pulumi-bin", o.PulumiBin, "Directory holding the pulumi CLI, language hosts and providers (default: found on PATH).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Stacks reconciled in parallel (cheap: no engine runs happen in reconciles).")
@@ -329,6 +338,9 @@ func (o *Options) metricsOptions() metricsserver.Options {
 // Jobs are cached only when Stackwright made them (runner Jobs): a cluster's other Jobs
 // are none of its business and would cost memory.
 //
+// CustomResourceDefinitions are cached only when a StackTemplate made them: a cluster's
+// others can be many and large.
+//
 // A label selector confines the cached Stacks: everything else a manager does starts from a
 // Stack it sees (the Update and Job handlers check the Stack is in the cache).
 //
@@ -339,6 +351,7 @@ func (o *Options) cacheOptions() (cache.Options, error) {
 	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 		&batchv1.Job{}:     {Label: labels.SelectorFromSet(labels.Set{job.LabelManagedBy: job.ManagedBy})},
 		&v1alpha1.Update{}: {Transform: trimCachedUpdate},
+		&apiextensionsv1.CustomResourceDefinition{}: {Label: hasLabel(v1alpha1.TemplateLabel)},
 	}}
 	if o.WatchLabelSelector != "" {
 		sel, err := labels.Parse(o.WatchLabelSelector)
@@ -356,6 +369,15 @@ func (o *Options) cacheOptions() (cache.Options, error) {
 		opts.DefaultNamespaces[ns] = cache.Config{}
 	}
 	return opts, nil
+}
+
+// hasLabel selects the objects that carry the label key.
+func hasLabel(key string) labels.Selector {
+	r, err := labels.NewRequirement(key, selection.Exists, nil)
+	if err != nil {
+		panic(fmt.Sprintf("invalid label key %q: %v", key, err))
+	}
+	return labels.NewSelector().Add(*r)
 }
 
 // trimCachedUpdate drops from a cached Update what the manager never reads there: its
@@ -572,6 +594,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	}
 	if err := (&policyctrl.Controllers{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Policy controllers: %w", err)
+	}
+	if len(o.TemplateAPIGroups) == 0 {
+		return nil
+	}
+	instances := &instancectrl.Controller{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache()}
+	if err := instances.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+		return err
+	}
+	templates := &templatectrl.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), AllowedGroups: o.TemplateAPIGroups, Instances: instances}
+	if err := templates.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+		return fmt.Errorf("failed to set up StackTemplate controller: %w", err)
 	}
 	return nil
 }

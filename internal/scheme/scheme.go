@@ -3,6 +3,7 @@ package scheme
 import (
 	"fmt"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
@@ -13,7 +14,7 @@ import (
 // New returns a scheme with the Kubernetes built-ins and every Stackwright API group.
 func New() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, pulumiv1.AddToScheme, v1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, pulumiv1.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("failed to build scheme: %w", err)
 		}

@@ -1,0 +1,89 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels and annotations that tie a StackTemplate to what Stackwright makes for it.
+const (
+	// TemplateLabel names the StackTemplate on its CustomResourceDefinition and on each
+	// instance's Stack and parameter Secret. Stackwright never touches a
+	// CustomResourceDefinition or Stack without it.
+	TemplateLabel = "stackwright.dev/template"
+	// InstanceNamespaceLabel is the instance's namespace, on its Stack: the tenant whose
+	// runner slots the Stack's Updates use.
+	InstanceNamespaceLabel = "stackwright.dev/instance-namespace"
+	// InstanceUIDLabel is the instance's UID, on its Stack: a Stack is an instance's only
+	// while the UIDs match, so an instance deleted and created again never inherits the
+	// old one's Stack half-destroyed.
+	InstanceUIDLabel = "stackwright.dev/instance-uid"
+	// InstanceAnnotation is the instance's <namespace>/<name>, on its Stack.
+	InstanceAnnotation = "stackwright.dev/instance"
+	// InstanceFinalizer holds an instance until its Stack is gone.
+	InstanceFinalizer = "stackwright.dev/instance"
+	// TemplateFinalizer holds a StackTemplate until its last instance is gone, and then
+	// removes its CustomResourceDefinition.
+	TemplateFinalizer = "stackwright.dev/template"
+)
+
+// InstanceSpec is the spec of every kind a StackTemplate defines: the parameters (their
+// schema is the template's) and where the outputs go.
+type InstanceSpec struct {
+	// Parameters, as the template's schema allows.
+	// +optional
+	Parameters *apiextensionsv1.JSON `json:"parameters,omitempty"`
+
+	// WriteConnectionSecretToRef names a Secret in the instance's namespace that receives
+	// every output the template publishes, secret or not. Stackwright creates and owns it.
+	// +optional
+	WriteConnectionSecretToRef *LocalObjectReference `json:"writeConnectionSecretToRef,omitempty"`
+
+	// WriteOutputsToConfigMapRef names a ConfigMap in the instance's namespace that
+	// receives the non-secret outputs the template publishes. Stackwright creates and owns
+	// it.
+	// +optional
+	WriteOutputsToConfigMapRef *LocalObjectReference `json:"writeOutputsToConfigMapRef,omitempty"`
+}
+
+// LocalObjectReference names an object in the referrer's namespace.
+type LocalObjectReference struct {
+	// Name of the object.
+	Name string `json:"name"`
+}
+
+// InstanceStatus is the status of every kind a StackTemplate defines.
+type InstanceStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling and Stalled (kstatus), mirrored from the instance's
+	// Stack, and Stalled for what stops the instance before it has one.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// TemplateRevision is the template revision the instance's Stack was rendered from.
+	// +optional
+	TemplateRevision int64 `json:"templateRevision,omitempty"`
+
+	// LastUpdate is the last operation of the instance's stack.
+	// +optional
+	LastUpdate *InstanceUpdate `json:"lastUpdate,omitempty"`
+
+	// Outputs are the non-secret outputs the template publishes.
+	// +optional
+	Outputs map[string]apiextensionsv1.JSON `json:"outputs,omitempty"`
+}
+
+// InstanceUpdate is the last operation of an instance's stack, as its Stack records it.
+type InstanceUpdate struct {
+	// Type is up, preview, refresh or destroy.
+	Type string `json:"type,omitempty"`
+	// State is succeeded or failed.
+	State string `json:"state,omitempty"`
+	// Message is the operation's summary.
+	Message string `json:"message,omitempty"`
+	// Time is when it ended.
+	Time *metav1.Time `json:"time,omitempty"`
+}

@@ -1,0 +1,203 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StackTemplateSpec is a self-service API that a platform team publishes: a namespaced kind
+// whose instances, created by tenants in their own namespaces, each become a Stack in the
+// platform namespace, run under the template's identity.
+type StackTemplateSpec struct {
+	// API is the kind the template defines. Stackwright installs its CustomResourceDefinition
+	// (<plural>.<group>), which tenants use with plain kubectl. It cannot change: another
+	// kind is another template.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.api is immutable: another kind is another template"
+	API TemplateAPI `json:"api"`
+
+	// Parameters is the OpenAPI v3 schema of an instance's spec.parameters: what a tenant
+	// may set, with its types, defaults, enums and ranges. It must be a structural schema
+	// (the API server says why when it is not). Unset, an instance takes no parameters.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Parameters *apiextensionsv1.JSON `json:"parameters,omitempty"`
+
+	// Namespace is the platform namespace: each instance's Stack lives there, and every
+	// reference of Stack (its program, backend credentials, envRefs, Secrets,
+	// ServiceAccount) is looked up there. Tenants need no rights in it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// Stack is the Stack each instance becomes: a pulumi.com/v1 Stack's spec, every field
+	// as a Stack has it (a field the Stack kind does not know Stalls the template). Its
+	// stack is a prefix: an instance's stack is <stack>.<namespace>.<name> (shortened with
+	// a hash when longer than 100 characters). Config gains the mapped parameters, and the
+	// outputs are exported to a Secret in the platform namespace for Stackwright to publish
+	// from. It is kept schemaless here, so that the template's CRD does not carry a second
+	// copy of the Stack's (which embeds a Pod's); the manager checks it.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Stack apiextensionsv1.JSON `json:"stack"`
+
+	// Config maps parameters to stack config.
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	Config []TemplateConfig `json:"config,omitempty"`
+
+	// Outputs names the stack outputs a tenant receives: all of them in the Secret its
+	// instance names (spec.writeConnectionSecretToRef), the non-secret ones also in the
+	// ConfigMap it names (spec.writeOutputsToConfigMapRef) and in its status. Outputs not
+	// listed never leave the platform namespace.
+	// +optional
+	// +listType=set
+	Outputs []string `json:"outputs,omitempty"`
+
+	// NamespaceSelector selects the namespaces whose instances are served, by the
+	// namespaces' labels. Unset, or empty, selects every namespace. An instance elsewhere
+	// gets Stalled with reason NamespaceNotAllowed and no Stack.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// UpdateStrategy says how existing instances follow a change of the template.
+	// +optional
+	UpdateStrategy TemplateUpdateStrategy `json:"updateStrategy,omitempty"`
+}
+
+// TemplateAPI names the kind a StackTemplate defines.
+type TemplateAPI struct {
+	// Group is the kind's API group. The manager serves only the groups its install
+	// allows (--template-api-groups); a template of any other group is Stalled.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$`
+	Group string `json:"group"`
+
+	// Version is the kind's only version.
+	// +optional
+	// +kubebuilder:default=v1alpha1
+	// +kubebuilder:validation:Pattern=`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`
+	Version string `json:"version,omitempty"`
+
+	// Kind is the kind's name, e.g. PostgresDatabase.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	Kind string `json:"kind"`
+
+	// Plural is the resource's name in URLs and kubectl, e.g. postgresdatabases.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Plural string `json:"plural"`
+
+	// ShortNames are kubectl's abbreviations of the kind.
+	// +optional
+	ShortNames []string `json:"shortNames,omitempty"`
+
+	// Categories add the kind to kubectl get <category>; "stackwright" is always one.
+	// +optional
+	Categories []string `json:"categories,omitempty"`
+}
+
+// TemplateConfig sets one stack config key from a parameter.
+type TemplateConfig struct {
+	// Key is the config key, e.g. bucket:size (a key without a namespace gets the project's).
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key"`
+
+	// Parameter is the parameter's path under spec.parameters, its fields separated by
+	// dots, e.g. size or tags.owner. Unset in an instance (and without a default in the
+	// schema), the key is not set.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
+	Parameter string `json:"parameter"`
+
+	// Secret makes the key secret config: the engine encrypts it in the state, and its
+	// value never appears in the Stack's spec (it is passed through a Secret in the
+	// platform namespace).
+	// +optional
+	Secret bool `json:"secret,omitempty"`
+}
+
+// TemplateUpdateStrategyType names how instances follow a template change.
+// +kubebuilder:validation:Enum=AllAtOnce
+type TemplateUpdateStrategyType string
+
+// UpdateStrategyAllAtOnce: every instance's Stack is rendered again from the new template
+// at once; each Stack then runs its up as the Stack controller's queue allows.
+const UpdateStrategyAllAtOnce TemplateUpdateStrategyType = "AllAtOnce"
+
+// TemplateUpdateStrategy says how existing instances follow a change of the template.
+type TemplateUpdateStrategy struct {
+	// Type is AllAtOnce, the only strategy so far.
+	// +optional
+	// +kubebuilder:default=AllAtOnce
+	Type TemplateUpdateStrategyType `json:"type,omitempty"`
+}
+
+// StackTemplateStatus says whether the template's kind is served.
+type StackTemplateStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready=True once the kind's CustomResourceDefinition is established and
+	// its instances are reconciled; Stalled=True when the template cannot be served as
+	// written (a group the install does not allow, a CustomResourceDefinition Stackwright
+	// did not create, a schema the API server refuses).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Revision is the template's revision: its generation when the kind was last served.
+	// Each instance records the revision its Stack was rendered from.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+
+	// CustomResourceDefinition is the name of the kind's CustomResourceDefinition.
+	// +optional
+	CustomResourceDefinition string `json:"customResourceDefinition,omitempty"`
+
+	// Instances counts the kind's instances; InstancesBehind those whose Stack was
+	// rendered from an older revision.
+	// +optional
+	Instances int32 `json:"instances,omitempty"`
+	// +optional
+	InstancesBehind int32 `json:"instancesBehind,omitempty"`
+}
+
+// StackTemplate is a self-service API published by the platform team: Stackwright installs
+// a CustomResourceDefinition for the kind it names, and turns each instance into a Stack in
+// the platform namespace, so that tenants request infrastructure without holding its
+// credentials, state or program.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories=stackwright
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.api.kind`
+// +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.api.group`
+// +kubebuilder:printcolumn:name="Instances",type=integer,JSONPath=`.status.instances`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type StackTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   StackTemplateSpec   `json:"spec"`
+	Status StackTemplateStatus `json:"status,omitempty"`
+}
+
+// StackTemplateList is a list of StackTemplates.
+//
+// +kubebuilder:object:root=true
+type StackTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []StackTemplate `json:"items"`
+}

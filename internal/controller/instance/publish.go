@@ -1,0 +1,105 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
+)
+
+// publish copies the outputs the template lists from the Stack's exported objects in the
+// platform namespace to the instance's namespace: every listed one into the Secret the
+// instance names, the non-secret ones into its ConfigMap and its status. Outputs the
+// template does not list never leave the platform namespace.
+func (c *Controller) publish(ctx context.Context, t *v1alpha1.StackTemplate, in *instance, st *pulumiv1.Stack) error {
+	all, public, err := c.exported(ctx, st)
+	if err != nil || all == nil {
+		return err
+	}
+	sel := map[string][]byte{}
+	pub := map[string]string{}
+	for _, k := range t.Spec.Outputs {
+		if v, ok := all[k]; ok {
+			sel[k] = v
+		}
+		if v, ok := public[k]; ok {
+			pub[k] = v
+		}
+	}
+	in.status.Outputs = publicOutputs(st, t.Spec.Outputs, pub)
+	if ref := in.spec.WriteConnectionSecretToRef; ref != nil {
+		sec := &corev1.Secret{}
+		sec.Namespace, sec.Name = in.obj.GetNamespace(), ref.Name
+		if err := c.writeOwned(ctx, in, "Secret", sec, func() { sec.Type = corev1.SecretTypeOpaque; sec.Data = sel }, func() bool {
+			return maps.EqualFunc(sec.Data, sel, func(a, b []byte) bool { return string(a) == string(b) })
+		}); err != nil {
+			return err
+		}
+	}
+	if ref := in.spec.WriteOutputsToConfigMapRef; ref != nil {
+		cm := &corev1.ConfigMap{}
+		cm.Namespace, cm.Name = in.obj.GetNamespace(), ref.Name
+		if err := c.writeOwned(ctx, in, "ConfigMap", cm, func() { cm.Data = pub }, func() bool { return maps.Equal(cm.Data, pub) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// exported reads the Stack's outputs as its controller published them in the platform
+// namespace: all of them (the Secret) and the non-secret ones (the ConfigMap). Nil until
+// the Stack has published any.
+func (c *Controller) exported(ctx context.Context, st *pulumiv1.Stack) (map[string][]byte, map[string]string, error) {
+	key := client.ObjectKey{Namespace: st.Namespace, Name: outputsName(st.Name)}
+	sec := &corev1.Secret{}
+	if err := c.Client.Get(ctx, key, sec); err != nil {
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Client.Get(ctx, key, cm); err != nil {
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(sec, st) || !metav1.IsControlledBy(cm, st) {
+		return nil, nil, nil
+	}
+	return sec.Data, cm.Data, nil
+}
+
+// writeOwned creates obj (set by fill), owned by the instance, or brings the one the
+// instance owns to it; one the instance does not own is never taken over.
+func (c *Controller) writeOwned(ctx context.Context, in *instance, kind string, obj client.Object, fill func(), same func() bool) error {
+	key := client.ObjectKeyFromObject(obj)
+	err := c.Client.Get(ctx, key, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		fill()
+		if err := controllerutil.SetControllerReference(in.obj, obj, c.Client.Scheme()); err != nil {
+			return fmt.Errorf("failed to own %s %s: %w", kind, key, err)
+		}
+		if err := c.Client.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("failed to create %s %s: %w", kind, key, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to get %s %s: %w", kind, key, err)
+	case !metav1.IsControlledBy(obj, in.obj):
+		conditions.MarkStalled(in, v1alpha1.ReasonOutputsConflict, fmt.Sprintf("%s %s exists and is not this instance's: rename it, or name another in the spec", kind, key.Name))
+		return nil
+	case same():
+		return nil
+	}
+	fill()
+	if err := c.Client.Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("failed to update %s %s: %w", kind, key, err)
+	}
+	return nil
+}

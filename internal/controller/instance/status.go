@@ -1,0 +1,114 @@
+package instance
+
+import (
+	"fmt"
+	"strconv"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
+)
+
+// Annotations on an instance's Stack recording what it was rendered from.
+const (
+	// templateRevisionAnnotation is the template revision the Stack's spec came from.
+	templateRevisionAnnotation = "stackwright.dev/template-revision"
+	// instanceGenerationAnnotation is the instance generation the Stack's spec came from.
+	instanceGenerationAnnotation = "stackwright.dev/instance-generation"
+)
+
+// instance is a typed view of an instance, which is unstructured (its kind is a
+// template's): the spec as read, and the status to write back.
+type instance struct {
+	obj    *unstructured.Unstructured
+	spec   v1alpha1.InstanceSpec
+	status v1alpha1.InstanceStatus
+}
+
+func parse(u *unstructured.Unstructured) (*instance, error) {
+	in := &instance{obj: u}
+	if m, ok := u.Object["spec"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &in.spec); err != nil {
+			return nil, fmt.Errorf("failed to read spec of %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+	}
+	if m, ok := u.Object["status"].(map[string]any); ok {
+		// A status this controller did not write is replaced, not trusted.
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(m, &in.status)
+	}
+	return in, nil
+}
+
+// store writes the typed status back into the object.
+func (in *instance) store() error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&in.status)
+	if err != nil {
+		return fmt.Errorf("failed to encode status of %s %s/%s: %w", in.obj.GetKind(), in.obj.GetNamespace(), in.obj.GetName(), err)
+	}
+	in.obj.Object["status"] = m
+	return nil
+}
+
+func (in *instance) GetGeneration() int64 { return in.obj.GetGeneration() }
+
+func (in *instance) GetConditions() []metav1.Condition { return in.status.Conditions }
+
+func (in *instance) SetConditions(c []metav1.Condition) { in.status.Conditions = c }
+
+// parameters are the instance's spec.parameters as a map.
+func (in *instance) parameters() (map[string]any, error) {
+	m, _, err := unstructured.NestedMap(in.obj.Object, "spec", "parameters")
+	if err != nil {
+		return nil, fmt.Errorf("failed to read spec.parameters: %w", err)
+	}
+	return m, nil
+}
+
+// mirror sets the instance's conditions and last update from its Stack: Ready only once
+// the Stack is Ready at the spec rendered from the instance's current generation.
+func mirror(in *instance, st *pulumiv1.Stack) {
+	if rev, err := strconv.ParseInt(st.Annotations[templateRevisionAnnotation], 10, 64); err == nil {
+		in.status.TemplateRevision = rev
+	}
+	if lu := st.Status.LastUpdate; lu != nil {
+		in.status.LastUpdate = &v1alpha1.InstanceUpdate{Type: lu.Type, State: string(lu.State), Message: lu.Message, Time: lu.LastResyncTime}
+	}
+	current := st.Annotations[instanceGenerationAnnotation] == strconv.FormatInt(in.GetGeneration(), 10) &&
+		st.Status.ObservedGeneration == st.Generation
+	ready := conditions.Get(st, pulumiv1.ConditionReady)
+	switch {
+	case current && conditions.IsTrue(st, pulumiv1.ConditionStalled):
+		c := conditions.Get(st, pulumiv1.ConditionStalled)
+		conditions.MarkStalled(in, c.Reason, c.Message)
+	case current && ready != nil && ready.Status == "True":
+		conditions.MarkReady(in, ready.Reason, ready.Message)
+	default:
+		reason, msg := pulumiv1.ReasonNotReadyInProgress, "the stack is being reconciled"
+		if c := conditions.Get(st, pulumiv1.ConditionReconciling); c != nil && c.Status == "True" {
+			reason, msg = c.Reason, c.Message
+		}
+		conditions.MarkReconciling(in, reason, msg)
+	}
+}
+
+// publicOutputs are the listed outputs the Stack's status holds that are not secret.
+func publicOutputs(st *pulumiv1.Stack, listed []string, public map[string]string) map[string]apiextensionsv1.JSON {
+	out := map[string]apiextensionsv1.JSON{}
+	for _, k := range listed {
+		if _, ok := public[k]; !ok {
+			continue
+		}
+		if v, ok := st.Status.Outputs[k]; ok {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

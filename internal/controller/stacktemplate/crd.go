@@ -1,0 +1,145 @@
+package stacktemplate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// definition builds the CustomResourceDefinition of t's kind: spec.parameters with the
+// template's schema, the two output references, and the status every instance has.
+func definition(t *v1alpha1.StackTemplate) (*apiextensionsv1.CustomResourceDefinition, error) {
+	params := apiextensionsv1.JSONSchemaProps{Type: "object"}
+	if p := t.Spec.Parameters; p != nil && len(p.Raw) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(p.Raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&params); err != nil {
+			return nil, fmt.Errorf("spec.parameters is not an OpenAPI v3 schema: %w", err)
+		}
+	}
+	if params.Type != "object" {
+		return nil, fmt.Errorf("spec.parameters must be a schema of type object, not %q", params.Type)
+	}
+	// An empty object by default, so that the API server applies the parameters' own
+	// defaults to an instance that sets none.
+	params.Default = &apiextensionsv1.JSON{Raw: []byte("{}")}
+	api := t.Spec.API
+	gvk := t.GVK()
+	spec := apiextensionsv1.JSONSchemaProps{
+		Type:        "object",
+		Description: fmt.Sprintf("What the instance asks of StackTemplate %s.", t.Name),
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"parameters":                 params,
+			"writeConnectionSecretToRef": localRef("A Secret in the instance's namespace that receives every output the template publishes; Stackwright creates and owns it."),
+			"writeOutputsToConfigMapRef": localRef("A ConfigMap in the instance's namespace that receives the non-secret outputs the template publishes; Stackwright creates and owns it."),
+		},
+	}
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: t.DefinitionName(), Labels: map[string]string{v1alpha1.TemplateLabel: t.Name}},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: api.Group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{
+				Kind: api.Kind, ListKind: api.Kind + "List", Plural: api.Plural, Singular: strings.ToLower(api.Kind),
+				ShortNames: api.ShortNames, Categories: categories(api.Categories),
+			},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: gvk.Version, Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type:        "object",
+					Description: fmt.Sprintf("%s is a self-service kind of StackTemplate %s: each one becomes a stack run by the platform team's Stackwright.", api.Kind, t.Name),
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"apiVersion": {Type: "string"},
+						"kind":       {Type: "string"},
+						"metadata":   {Type: "object"},
+						"spec":       spec,
+						"status":     statusSchema(),
+					},
+				}},
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
+					{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
+					{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].reason`},
+					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+				},
+			}},
+		},
+	}, nil
+}
+
+func categories(c []string) []string {
+	if slices.Contains(c, "stackwright") {
+		return c
+	}
+	return append(slices.Clone(c), "stackwright")
+}
+
+func localRef(desc string) apiextensionsv1.JSONSchemaProps {
+	return apiextensionsv1.JSONSchemaProps{
+		Type: "object", Description: desc, Required: []string{"name"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"name": {Type: "string", MinLength: ptr.To[int64](1), MaxLength: ptr.To[int64](253), Description: "Name of the object."},
+		},
+	}
+}
+
+// statusSchema is v1alpha1.InstanceStatus's schema.
+func statusSchema() apiextensionsv1.JSONSchemaProps {
+	str := func(desc string) apiextensionsv1.JSONSchemaProps {
+		return apiextensionsv1.JSONSchemaProps{Type: "string", Description: desc}
+	}
+	integer := func(desc string) apiextensionsv1.JSONSchemaProps {
+		return apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int64", Description: desc}
+	}
+	timestamp := func(desc string) apiextensionsv1.JSONSchemaProps {
+		return apiextensionsv1.JSONSchemaProps{Type: "string", Format: "date-time", Description: desc}
+	}
+	condition := apiextensionsv1.JSONSchemaProps{
+		Type: "object", Required: []string{"type", "status", "reason", "message", "lastTransitionTime"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"type":               str("Ready, Reconciling or Stalled."),
+			"status":             {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"True"`)}, {Raw: []byte(`"False"`)}, {Raw: []byte(`"Unknown"`)}}},
+			"reason":             str("Why, in one word."),
+			"message":            str("Why, in words."),
+			"lastTransitionTime": timestamp("When the status last changed."),
+			"observedGeneration": integer("The generation the condition describes."),
+		},
+	}
+	return apiextensionsv1.JSONSchemaProps{
+		Type:        "object",
+		Description: "What became of the instance.",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"observedGeneration": integer("The generation the status describes."),
+			"conditions": {
+				Type: "array", Description: "Ready, Reconciling and Stalled (kstatus), mirrored from the instance's stack.",
+				Items:        &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &condition},
+				XListType:    ptr.To("map"),
+				XListMapKeys: []string{"type"},
+			},
+			"templateRevision": integer("The template revision the instance's stack was rendered from."),
+			"lastUpdate": {
+				Type: "object", Description: "The last operation of the instance's stack.",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"type":    str("up, preview, refresh or destroy."),
+					"state":   str("succeeded or failed."),
+					"message": str("The operation's summary."),
+					"time":    timestamp("When it ended."),
+				},
+			},
+			"outputs": {
+				Type: "object", Description: "The non-secret outputs the template publishes.",
+				AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{
+					XPreserveUnknownFields: ptr.To(true),
+				}},
+			},
+		},
+	}
+}
