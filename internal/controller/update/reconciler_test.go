@@ -108,9 +108,9 @@ func TestReconciler_Reconcile_FailsRunningUpdateOfAGoneRunner(t *testing.T) {
 			if u.Status.EndTime == nil {
 				t.Error("status.endTime is not set")
 			}
-			if got := failedRuns(t, s.Namespace); got != 1 {
-				t.Errorf("stackwright_updates_total{result=\"failed\"} = %v in the namespace; want 1", got)
-			}
+			// Counted once the status write succeeded, so moments after it is visible.
+			NewWithT(t).Eventually(func() float64 { return failedRuns(t, s.Namespace) }).WithTimeout(10*time.Second).Should(Equal(1.0),
+				"stackwright_updates_total{result=\"failed\"} in the namespace")
 		})
 	}
 }
