@@ -32,10 +32,7 @@ import (
 func TestManager_StackTemplate_InstanceBecomesAStackInThePlatformNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	group := fmt.Sprintf("t%d.test.stackwright.dev", rand.Uint32())
-	opts := testOptions(t)
-	opts.TemplateAPIGroups = []string{group}
-	startManager(t, env.Config, opts)
+	group := startTemplateManager(t)
 
 	platform, tenant, outsider := env.Namespace(t), env.Namespace(t), env.Namespace(t)
 	ns := &corev1.Namespace{}
@@ -150,6 +147,17 @@ func TestManager_StackTemplate_InstanceBecomesAStackInThePlatformNamespace(t *te
 	g.Expect(st.Spec.DestroyOnFinalize).To(BeTrue())
 }
 
+// startTemplateManager starts a manager that serves templates of a group of its own, and
+// returns the group.
+func startTemplateManager(t *testing.T) string {
+	t.Helper()
+	group := fmt.Sprintf("t%d.test.stackwright.dev", rand.Uint32())
+	opts := testOptions(t)
+	opts.TemplateAPIGroups = []string{group}
+	startManager(t, env.Config, opts)
+	return group
+}
+
 // waitInstance waits until the instance's condition is True.
 func waitInstance(t *testing.T, inst *unstructured.Unstructured, cond, why string) {
 	t.Helper()
@@ -187,10 +195,7 @@ func conditionField(u *unstructured.Unstructured, typ, field string) string {
 func TestManager_StackTemplate_RefusesGroupsAndDefinitionsNotItsOwn(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	group := fmt.Sprintf("t%d.test.stackwright.dev", rand.Uint32())
-	opts := testOptions(t)
-	opts.TemplateAPIGroups = []string{group}
-	startManager(t, env.Config, opts)
+	group := startTemplateManager(t)
 
 	taken := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,17 +101,8 @@ func (c *Controller) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 
 // instanceOf reads the instance a Stack belongs to from its annotation.
 func instanceOf(o client.Object) (string, string, bool) {
-	ns, name, ok := cutKey(o.GetAnnotations()[v1alpha1.InstanceAnnotation])
-	return ns, name, ok && o.GetLabels()[v1alpha1.TemplateLabel] != ""
-}
-
-func cutKey(s string) (string, string, bool) {
-	for i := range len(s) {
-		if s[i] == '/' {
-			return s[:i], s[i+1:], i > 0 && i < len(s)-1
-		}
-	}
-	return "", "", false
+	ns, name, ok := strings.Cut(o.GetAnnotations()[v1alpha1.InstanceAnnotation], "/")
+	return ns, name, ok && ns != "" && name != "" && o.GetLabels()[v1alpha1.TemplateLabel] != ""
 }
 
 // instancesOf lists a served template's instances from the cache.
