@@ -22,6 +22,18 @@ type Executor interface {
 	Check(ctx context.Context, u *v1alpha1.Update) Verdict
 }
 
+// TenantOf names the namespace whose fair share an Update's run counts against; "" means
+// the Update's own namespace.
+type TenantOf func(ctx context.Context, u *v1alpha1.Update) string
+
+// Tenant calls f, nil meaning the Update's own namespace.
+func (f TenantOf) Tenant(ctx context.Context, u *v1alpha1.Update) string {
+	if f == nil {
+		return ""
+	}
+	return f(ctx, u)
+}
+
 // Verdict is what an executor finds of a Running Update's runner. At most one of Lost and
 // NotStarted is set; with neither, the runner is alive.
 type Verdict struct {

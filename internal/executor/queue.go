@@ -28,8 +28,12 @@ func (l Limits) normalized() Limits {
 
 // Item is an entry of a Queue.
 type Item[T any] struct {
-	// Key names the Update; its namespace is the tenant the item is counted against.
+	// Key names the Update.
 	Key types.NamespacedName
+	// Tenant is the namespace the item is counted against; empty means Key's. The Stack
+	// of a template's instance lives in the platform namespace, yet its runs are the
+	// instance's tenant's.
+	Tenant string
 	// Group names items that never run at the same time (the local executor's Stack);
 	// empty means none.
 	Group string
@@ -54,8 +58,9 @@ type Queue[T any] struct {
 	// fifo holds each namespace's queued items in submission order.
 	fifo map[string][]Item[T]
 	// turns lists the namespaces with queued items, the one served longest ago first.
-	turns   []string
-	queued  map[types.NamespacedName]bool
+	turns []string
+	// queued holds the tenant of each queued item.
+	queued  map[types.NamespacedName]string
 	running map[types.NamespacedName]Item[T]
 	perNS   map[string]int
 	busy    map[string]bool
@@ -65,7 +70,7 @@ type Queue[T any] struct {
 func NewQueue[T any](l Limits) *Queue[T] {
 	return &Queue[T]{
 		limits: l.normalized(), wake: make(chan struct{}),
-		fifo: map[string][]Item[T]{}, queued: map[types.NamespacedName]bool{},
+		fifo: map[string][]Item[T]{}, queued: map[types.NamespacedName]string{},
 		running: map[types.NamespacedName]Item[T]{}, perNS: map[string]int{}, busy: map[string]bool{},
 	}
 }
@@ -84,18 +89,18 @@ func (q *Queue[T]) SetLimits(l Limits) {
 func (q *Queue[T]) Push(it Item[T]) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.queued[it.Key] {
+	if _, ok := q.queued[it.Key]; ok {
 		return false
 	}
 	if _, ok := q.running[it.Key]; ok {
 		return false
 	}
-	ns := it.Key.Namespace
+	ns := it.tenant()
 	if len(q.fifo[ns]) == 0 {
 		q.turns = append(q.turns, ns)
 	}
 	q.fifo[ns] = append(q.fifo[ns], it)
-	q.queued[it.Key] = true
+	q.queued[it.Key] = ns
 	q.broadcast()
 	return true
 }
@@ -109,7 +114,7 @@ func (q *Queue[T]) Adopt(it Item[T]) {
 	if _, ok := q.running[it.Key]; ok {
 		return
 	}
-	if q.queued[it.Key] {
+	if _, ok := q.queued[it.Key]; ok {
 		q.dropQueued(it.Key)
 	}
 	q.markRunning(it)
@@ -153,8 +158,10 @@ func (q *Queue[T]) Release(key types.NamespacedName) bool {
 		return false
 	}
 	delete(q.running, key)
-	if q.perNS[key.Namespace]--; q.perNS[key.Namespace] <= 0 {
-		delete(q.perNS, key.Namespace)
+	if ns := it.tenant(); q.perNS[ns] <= 1 {
+		delete(q.perNS, ns)
+	} else {
+		q.perNS[ns]--
 	}
 	if it.Group != "" {
 		delete(q.busy, it.Group)
@@ -214,18 +221,25 @@ func (q *Queue[T]) take() (Item[T], bool) {
 	return Item[T]{}, false
 }
 
+func (it Item[T]) tenant() string {
+	if it.Tenant != "" {
+		return it.Tenant
+	}
+	return it.Key.Namespace
+}
+
 func (q *Queue[T]) markRunning(it Item[T]) {
 	q.running[it.Key] = it
-	q.perNS[it.Key.Namespace]++
+	q.perNS[it.tenant()]++
 	if it.Group != "" {
 		q.busy[it.Group] = true
 	}
 }
 
-// dropQueued removes the queued item with key; its namespace keeps its turn if it has
-// more queued.
+// dropQueued removes the queued item with key; its tenant keeps its turn if it has more
+// queued.
 func (q *Queue[T]) dropQueued(key types.NamespacedName) {
-	ns := key.Namespace
+	ns := q.queued[key]
 	items := slices.DeleteFunc(q.fifo[ns], func(it Item[T]) bool { return it.Key == key })
 	delete(q.queued, key)
 	if len(items) > 0 {

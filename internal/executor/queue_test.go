@@ -13,11 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// item parses "namespace/name" or "namespace/name@group".
+// item parses "namespace/name", optionally followed by "@group" and then ">tenant".
 func item(s string) Item[string] {
-	key, group, _ := strings.Cut(s, "@")
+	rest, tenant, _ := strings.Cut(s, ">")
+	key, group, _ := strings.Cut(rest, "@")
 	ns, name, _ := strings.Cut(key, "/")
-	return Item[string]{Key: types.NamespacedName{Namespace: ns, Name: name}, Group: group, Value: s}
+	return Item[string]{Key: types.NamespacedName{Namespace: ns, Name: name}, Group: group, Tenant: tenant, Value: s}
 }
 
 func keyOf(s string) types.NamespacedName { return item(s).Key }
@@ -98,6 +99,25 @@ func TestQueue_Next_ServesNamespacesInTurnWithinLimits(t *testing.T) {
 			name:    "adopted items hold their slots until released",
 			limits:  Limits{Max: 2, PerNamespace: 1},
 			adopted: []string{"a/0"},
+			pushed:  []string{"a/1", "b/1"},
+			want:    []string{"b/1", "-b/1"},
+		},
+		{
+			name:   "tenant: runs in one platform namespace count against their tenants, not against it",
+			limits: Limits{Max: 2, PerNamespace: 1},
+			pushed: []string{"p/1>a", "p/2>a", "p/3>b"},
+			want:   []string{"p/1", "p/3", "-p/1", "p/2", "-p/3", "-p/2"},
+		},
+		{
+			name:   "tenant: an instance's run shares its tenant's limit with the tenant's own Stacks",
+			limits: Limits{Max: 2, PerNamespace: 1},
+			pushed: []string{"a/1", "p/1>a", "b/1"},
+			want:   []string{"a/1", "b/1", "-a/1", "p/1", "-b/1", "-p/1"},
+		},
+		{
+			name:    "tenant: an adopted run holds its tenant's slot",
+			limits:  Limits{Max: 2, PerNamespace: 1},
+			adopted: []string{"p/0>a"},
 			pushed:  []string{"a/1", "b/1"},
 			want:    []string{"b/1", "-b/1"},
 		},

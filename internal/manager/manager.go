@@ -494,6 +494,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		Client: mgr.GetClient(), Engine: eng, Store: store, WorkRoot: dirs.work, Inputs: in,
 		Limits: limits, Policies: policy.NewEvaluator(),
 	}
+	var tenantOf executor.TenantOf
+	if len(o.TemplateAPIGroups) > 0 {
+		// Instances' Stacks live in platform namespaces; their runs are their tenants'.
+		tenantOf = instancectrl.TenantOf(mgr.GetClient())
+	}
 	var (
 		exec     executor.Executor
 		detached executor.Detacher
@@ -505,6 +510,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		localExec := local.New(mgr.GetClient(), run, o.MaxConcurrentUpdates)
 		localExec.Deadline = o.RunnerDeadline
 		localExec.MaxPerNamespace = o.MaxConcurrentUpdatesPerNamespace
+		localExec.Tenant = tenantOf
 		if err := mgr.Add(localExec); err != nil {
 			return fmt.Errorf("failed to add local executor: %w", err)
 		}
@@ -528,7 +534,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 				Resources: job.DefaultResources(), TokenExpiry: int64(max(o.RunnerDeadline, time.Hour).Seconds()) + 600,
 				AllowedVolumeTypes: o.RunnerAllowedVolumeTypes,
 			},
-			MaxRunning: o.MaxConcurrentUpdates, MaxRunningPerNamespace: o.MaxConcurrentUpdatesPerNamespace,
+			MaxRunning: o.MaxConcurrentUpdates, MaxRunningPerNamespace: o.MaxConcurrentUpdatesPerNamespace, Tenant: tenantOf,
 			BindAddress: o.RunnerAPIAddr, URL: o.RunnerAPIURL,
 			Service: o.RunnerAPIService, Namespace: o.Namespace, DetachedServiceAccount: o.DetachedRunnerServiceAccount,
 			CertDir: filepath.Join(o.DataDir, "tls"), LostGrace: o.RunnerLostGrace, PendingTimeout: o.RunnerPendingTimeout,

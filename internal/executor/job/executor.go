@@ -43,6 +43,9 @@ type Options struct {
 	// MaxRunningPerNamespace bounds them per namespace, so one tenant cannot take every
 	// slot; 0 means MaxRunning.
 	MaxRunningPerNamespace int
+	// Tenant names the namespace an Update's run counts against for
+	// MaxRunningPerNamespace; nil means the Update's own.
+	Tenant executor.TenantOf
 	// PendingTimeout is how long a runner Pod may stay Pending (unschedulable, its image
 	// not pulled, ...) before its Update fails and frees its slot; 0 means 5 minutes.
 	PendingTimeout time.Duration
@@ -127,7 +130,11 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager) error {
 
 // Submit implements executor.Executor.
 func (e *Executor) Submit(u *v1alpha1.Update) {
-	e.queue.Push(executor.Item[struct{}]{Key: client.ObjectKeyFromObject(u)})
+	e.queue.Push(e.item(context.Background(), u))
+}
+
+func (e *Executor) item(ctx context.Context, u *v1alpha1.Update) executor.Item[struct{}] {
+	return executor.Item[struct{}]{Key: client.ObjectKeyFromObject(u), Tenant: e.opts.Tenant.Tenant(ctx, u)}
 }
 
 // Start implements manager.Runnable. It counts the runners still running from before a
@@ -161,7 +168,7 @@ func (e *Executor) Start(ctx context.Context) error {
 			if !ok {
 				return
 			}
-			if err := e.start(ctrl.LoggerInto(ctx, log.WithValues("update", it.Key.String())), it.Key); err != nil {
+			if err := e.start(ctrl.LoggerInto(ctx, log.WithValues("update", it.Key.String())), it); err != nil {
 				log.Error(err, "Failed to start runner", "update", it.Key.String())
 			}
 		}
@@ -176,17 +183,16 @@ func (e *Executor) Pending() (queued, running int) { return e.queue.Pending() }
 
 func (e *Executor) release(key types.NamespacedName) { e.queue.Release(key) }
 
-func (e *Executor) retryLater(key types.NamespacedName) {
-	time.AfterFunc(executor.ClaimRetry, func() {
-		e.Submit(&v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
-	})
+func (e *Executor) retryLater(it executor.Item[struct{}]) {
+	time.AfterFunc(executor.ClaimRetry, func() { e.queue.Push(it) })
 }
 
 // start claims the Update, then creates its work Secret and Job. The claim comes first:
 // it is the one write that only one manager can win, so a Job is never created twice for
 // an Update; a crash after it leaves a Running Update without a Job, which Check finds
 // lost when the Update controller asks, and the Stack retries.
-func (e *Executor) start(ctx context.Context, key types.NamespacedName) error {
+func (e *Executor) start(ctx context.Context, it executor.Item[struct{}]) error {
+	key := it.Key
 	if _, _, ok := e.detachedRunOf(key); ok {
 		return e.startDetached(ctx, key)
 	}
@@ -197,14 +203,14 @@ func (e *Executor) start(ctx context.Context, key types.NamespacedName) error {
 			e.claims.Forget(key)
 			return nil
 		}
-		e.retryLater(key)
+		e.retryLater(it)
 		return fmt.Errorf("failed to get Update %s (trying again in %s): %w", key.Name, executor.ClaimRetry, err)
 	}
 	claimed, err := e.claims.Claim(ctx, u, runnerIdentity(u), e.runner.Claim)
 	if err != nil || !claimed {
 		e.release(key)
 		if err != nil {
-			e.retryLater(key)
+			e.retryLater(it)
 			return fmt.Errorf("failed to claim Update %s (trying again in %s): %w", key.Name, executor.ClaimRetry, err)
 		}
 		return nil
@@ -405,7 +411,7 @@ func (e *Executor) adopt(ctx context.Context) error {
 	}
 	for _, u := range list.Items {
 		if u.Status.Phase == v1alpha1.UpdatePhaseRunning && u.Status.Runner == runnerIdentity(&u) && e.ownsStack(ctx, &u) {
-			e.queue.Adopt(executor.Item[struct{}]{Key: client.ObjectKeyFromObject(&u)})
+			e.queue.Adopt(e.item(ctx, &u))
 		}
 	}
 	return nil

@@ -43,6 +43,9 @@ type Executor struct {
 	// workers bound them), so that one tenant cannot take every worker. Set it before
 	// Start.
 	MaxPerNamespace int
+	// Tenant names the namespace an Update's run counts against for MaxPerNamespace; nil
+	// means the Update's own.
+	Tenant executor.TenantOf
 
 	client   client.Reader
 	claims   executor.Claims
@@ -112,7 +115,10 @@ func (e *Executor) Detached(namespace, name string) (*v1alpha1.Update, bool) {
 }
 
 func (e *Executor) enqueue(u, detached *v1alpha1.Update) {
-	e.queue.Push(executor.Item[job]{Key: client.ObjectKeyFromObject(u), Group: u.Namespace + "/" + u.Spec.StackName, Value: job{detached: detached}})
+	e.queue.Push(executor.Item[job]{
+		Key: client.ObjectKeyFromObject(u), Group: u.Namespace + "/" + u.Spec.StackName,
+		Tenant: e.Tenant.Tenant(context.Background(), u), Value: job{detached: detached},
+	})
 }
 
 func (e *Executor) retryLater(it executor.Item[job]) {
