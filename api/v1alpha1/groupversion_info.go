@@ -29,6 +29,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Policy{}, &PolicyList{},
 		&ClusterPolicy{}, &ClusterPolicyList{},
 		&StackTemplate{}, &StackTemplateList{},
+		&StackTemplateRevision{}, &StackTemplateRevisionList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

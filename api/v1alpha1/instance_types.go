@@ -20,6 +20,9 @@ const (
 	InstanceUIDLabel = "stackwright.dev/instance-uid"
 	// InstanceAnnotation is the instance's <namespace>/<name>, on its Stack.
 	InstanceAnnotation = "stackwright.dev/instance"
+	// TemplateRevisionLabel is the template revision an instance's Stack was rendered
+	// from, on the Stack: kubectl get stacks -l stackwright.dev/template-revision=3.
+	TemplateRevisionLabel = "stackwright.dev/template-revision"
 	// InstanceFinalizer holds an instance until its Stack is gone.
 	InstanceFinalizer = "stackwright.dev/instance"
 	// TemplateFinalizer holds a StackTemplate until its last instance is gone, and then
@@ -74,6 +77,21 @@ type InstanceStatus struct {
 	// Outputs are the non-secret outputs the template publishes.
 	// +optional
 	Outputs map[string]apiextensionsv1.JSON `json:"outputs,omitempty"`
+
+	// Approval is the change of the instance's stack that waits for, or had, an approval,
+	// when the template's stack requires one.
+	// +optional
+	Approval *InstanceApproval `json:"approval,omitempty"`
+}
+
+// InstanceApproval is the approval state of an instance's change, as its Stack records it.
+type InstanceApproval struct {
+	// State is Previewing, AwaitingApproval, Approved, Rejected, Blocked or Failed.
+	State string `json:"state,omitempty"`
+	// Preview names the preview of the change: the value that approves it.
+	Preview string `json:"preview,omitempty"`
+	// Summary is the preview's change summary, e.g. "1 to create".
+	Summary string `json:"summary,omitempty"`
 }
 
 // InstanceUpdate is the last operation of an instance's stack, as its Stack records it.

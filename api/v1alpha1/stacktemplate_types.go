@@ -27,8 +27,10 @@ type StackTemplateSpec struct {
 	// Namespace is the platform namespace: each instance's Stack lives there, and every
 	// reference of Stack (its program, backend credentials, envRefs, Secrets,
 	// ServiceAccount) is looked up there. Tenants need no rights in it.
+	// It cannot change: the instances' Stacks and their state live there.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.namespace is immutable: the instances' Stacks live there"
 	Namespace string `json:"namespace"`
 
 	// Stack is the Stack each instance becomes: a pulumi.com/v1 Stack's spec, every field
@@ -66,6 +68,24 @@ type StackTemplateSpec struct {
 	// UpdateStrategy says how existing instances follow a change of the template.
 	// +optional
 	UpdateStrategy TemplateUpdateStrategy `json:"updateStrategy,omitempty"`
+	// Approvers may approve or reject the changes of instances whose stack requires
+	// approval (spec.stack.stackwright.approval: Manual), on the instance itself:
+	// kubectl annotate <kind> <name> stackwright.dev/approve=<preview>. The API server
+	// checks who sets the annotation, from the request's user, through the admission
+	// policy the install ships (--template-approval-policy); without that policy in
+	// force, or without approvers, annotations on instances are ignored and only the
+	// platform team approves, on the Stack.
+	// +optional
+	Approvers *TemplateApprovers `json:"approvers,omitempty"`
+}
+
+// TemplateApprovers names who may approve an instance's change.
+type TemplateApprovers struct {
+	// Groups: a user in any of them may approve or reject, as the API server authenticated
+	// the user (e.g. from OIDC claims), never as the annotation says.
+	// +kubebuilder:validation:MinItems=1
+	// +listType=set
+	Groups []string `json:"groups"`
 }
 
 // TemplateAPI names the kind a StackTemplate defines.
@@ -125,16 +145,30 @@ type TemplateConfig struct {
 }
 
 // TemplateUpdateStrategyType names how instances follow a template change.
-// +kubebuilder:validation:Enum=AllAtOnce
+// +kubebuilder:validation:Enum=AllAtOnce;Hold
 type TemplateUpdateStrategyType string
 
-// UpdateStrategyAllAtOnce: every instance's Stack is rendered again from the new template
-// at once; each Stack then runs its up as the Stack controller's queue allows.
-const UpdateStrategyAllAtOnce TemplateUpdateStrategyType = "AllAtOnce"
+const (
+	// UpdateStrategyAllAtOnce: every instance's Stack is rendered again from the new
+	// revision at once; each Stack then runs its up as the executor's queue allows.
+	UpdateStrategyAllAtOnce TemplateUpdateStrategyType = "AllAtOnce"
+	// UpdateStrategyHold: an instance stays at the revision its Stack was rendered from
+	// (a change of its parameters is rendered from that revision too) until someone
+	// opens a newer one for it, with the stackwright.dev/open-template-revision
+	// annotation on its Stack in the platform namespace. New instances start at the
+	// latest revision.
+	UpdateStrategyHold TemplateUpdateStrategyType = "Hold"
+)
+
+// OpenTemplateRevisionAnnotation, on the Stack of an instance of a template with the Hold
+// strategy, lets the instance move to a newer revision: a revision number, or "latest"
+// for whatever revision is latest. It sits on the Stack, in the platform namespace, so
+// that only the platform team (or a rollout it runs) opens revisions, not tenants.
+const OpenTemplateRevisionAnnotation = "stackwright.dev/open-template-revision"
 
 // TemplateUpdateStrategy says how existing instances follow a change of the template.
 type TemplateUpdateStrategy struct {
-	// Type is AllAtOnce, the only strategy so far.
+	// Type is AllAtOnce (the default) or Hold.
 	// +optional
 	// +kubebuilder:default=AllAtOnce
 	Type TemplateUpdateStrategyType `json:"type,omitempty"`
@@ -155,8 +189,9 @@ type StackTemplateStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Revision is the template's revision: its generation when the kind was last served.
-	// Each instance records the revision its Stack was rendered from.
+	// Revision is the template's revision: its generation when the kind was last served,
+	// kept as a StackTemplateRevision. Each instance records the revision its Stack was
+	// rendered from.
 	// +optional
 	Revision int64 `json:"revision,omitempty"`
 
@@ -200,4 +235,55 @@ type StackTemplateList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []StackTemplate `json:"items"`
+}
+
+// StackTemplateRevisionSpec is what an instance's Stack is rendered from, as one revision
+// of a StackTemplate had it.
+type StackTemplateRevisionSpec struct {
+	// Template names the StackTemplate.
+	// +kubebuilder:validation:MinLength=1
+	Template string `json:"template"`
+	// Revision is the template's generation this is a copy of.
+	// +kubebuilder:validation:Minimum=1
+	Revision int64 `json:"revision"`
+	// Stack is the template's spec.stack at this revision.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Stack apiextensionsv1.JSON `json:"stack"`
+	// Config is the template's spec.config at this revision.
+	// +optional
+	// +listType=atomic
+	Config []TemplateConfig `json:"config,omitempty"`
+	// Outputs is the template's spec.outputs at this revision.
+	// +optional
+	// +listType=atomic
+	Outputs []string `json:"outputs,omitempty"`
+}
+
+// StackTemplateRevision is an immutable copy of what one revision of a StackTemplate
+// renders: instances held at an older revision (updateStrategy Hold) are rendered from
+// it. The template controller creates one for each revision it serves, owned by the
+// template, and deletes those that no instance uses and are not the latest.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,categories=stackwright
+// +kubebuilder:validation:XValidation:rule="self.spec == oldSelf.spec",message="a StackTemplateRevision is immutable"
+// +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.template`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.spec.revision`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type StackTemplateRevision struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec StackTemplateRevisionSpec `json:"spec"`
+}
+
+// StackTemplateRevisionList is a list of StackTemplateRevisions.
+//
+// +kubebuilder:object:root=true
+type StackTemplateRevisionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []StackTemplateRevision `json:"items"`
 }

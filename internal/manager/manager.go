@@ -132,6 +132,10 @@ type Options struct {
 	// leaves StackTemplates unserved (their controllers need cluster-wide rights on
 	// CustomResourceDefinitions).
 	TemplateAPIGroups []string
+	// TemplateApprovalPolicy names the ValidatingAdmissionPolicy, and its binding, that
+	// checks who approves template instances; empty means approvals on instances are
+	// ignored.
+	TemplateApprovalPolicy string
 	// Now is the Stack controller's clock; nil means time.Now. Not a flag: tests move it.
 	Now func() time.Time
 	// RunnerLostGrace is how long a finished runner may take to report; zero means 30s.
@@ -221,6 +225,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease; every shard of a fleet needs its own.")
 	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces whose Stacks, Programs and Updates are reconciled (default: all). The manager then needs no cluster-wide list or watch permission.")
 	fs.StringSliceVar(&o.TemplateAPIGroups, "template-api-groups", o.TemplateAPIGroups, "Comma-separated API groups in which StackTemplates may define kinds; Stackwright installs a CustomResourceDefinition for each template of these groups, and Stalls templates of any other (default: none, and StackTemplates are not served).")
+	fs.StringVar(&o.TemplateApprovalPolicy, "template-approval-policy", o.TemplateApprovalPolicy, "Name of the ValidatingAdmissionPolicy, and of its binding, that lets only a template's approvers set the approve and reject annotations on its instances (config/templates); the manager forwards those annotations to the instances' Stacks only while it is in force (default: none, and approvals on instances are ignored).")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for artifacts, work directories, PULUMI_HOME and the default file:// backend.")
 	fs.StringVar(&o.PulumiBin, "pulumi-bin", o.PulumiBin, "Directory holding the pulumi CLI, language hosts and providers (default: found on PATH).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Stacks reconciled in parallel (cheap: no engine runs happen in reconciles).")
@@ -604,7 +609,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if len(o.TemplateAPIGroups) == 0 {
 		return nil
 	}
-	instances := &instancectrl.Controller{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache()}
+	instances := &instancectrl.Controller{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
+		Recorder: mgr.GetEventRecorder("stackwright"), ApprovalPolicy: o.TemplateApprovalPolicy,
+	}
 	if err := instances.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return err
 	}

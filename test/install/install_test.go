@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
 	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
@@ -52,7 +54,7 @@ func TestManifests_Render_RestrictedPodAndScopedRBAC(t *testing.T) {
 				crds = append(crds, o.GetName())
 			}
 			slices.Sort(crds)
-			if diff := cmp.Diff([]string{"clusterpolicies.stackwright.dev", "policies.stackwright.dev", "programs.pulumi.com", "stacks.pulumi.com", "stacktemplates.stackwright.dev", "updates.stackwright.dev"}, crds); diff != "" {
+			if diff := cmp.Diff([]string{"clusterpolicies.stackwright.dev", "policies.stackwright.dev", "programs.pulumi.com", "stacks.pulumi.com", "stacktemplaterevisions.stackwright.dev", "stacktemplates.stackwright.dev", "updates.stackwright.dev"}, crds); diff != "" {
 				t.Errorf("CRDs (-want +got):\n%s", diff)
 			}
 
@@ -687,5 +689,67 @@ func TestChart_Observability_DashboardAndRulesWhenEnabled(t *testing.T) {
 	}
 	if !sawDashboard || !sawRule || !sawFlag {
 		t.Errorf("rendered: dashboard %v, PrometheusRule %v, --metrics-stack-labels=false %v; want all", sawDashboard, sawRule, sawFlag)
+	}
+}
+
+// An install that serves templates ships config/templates' approval policy narrowed to its
+// template groups, names it to the manager, and holds the manager's definitions to those
+// groups with a policy of its own.
+func TestChart_Templates_AdmissionNarrowedToTheInstallsGroups(t *testing.T) {
+	groups := []string{"db.example.com", "cache.example.com"}
+	objs := parse(t, helmTemplate("--set", "templates.apiGroups={"+strings.Join(groups, ",")+"}")(t))
+	policies := map[string]*admissionv1.ValidatingAdmissionPolicy{}
+	for _, o := range objs.ofKind("ValidatingAdmissionPolicy") {
+		p := &admissionv1.ValidatingAdmissionPolicy{}
+		convert(t, o, p)
+		policies[p.Name] = p
+	}
+	bindings := map[string]*admissionv1.ValidatingAdmissionPolicyBinding{}
+	for _, o := range objs.ofKind("ValidatingAdmissionPolicyBinding") {
+		b := &admissionv1.ValidatingAdmissionPolicyBinding{}
+		convert(t, o, b)
+		bindings[b.Name] = b
+	}
+
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, _, err := kubetest.ReadAdmission(filepath.Join(root, "config", "templates"))
+	if err != nil || len(shipped) != 1 {
+		t.Fatalf("config/templates: %d policies, %v", len(shipped), err)
+	}
+	want := shipped[0].Spec.DeepCopy()
+	for i := range want.MatchConstraints.ResourceRules {
+		want.MatchConstraints.ResourceRules[i].APIGroups = groups
+	}
+	approvals := policies["stackwright-template-approvals"]
+	if approvals == nil {
+		t.Fatalf("no approval policy among %v", slices.Collect(maps.Keys(policies)))
+	}
+	if diff := cmp.Diff(*want, approvals.Spec); diff != "" {
+		t.Errorf("approval policy (-config/templates narrowed +chart):\n%s", diff)
+	}
+	if b := bindings[approvals.Name]; b == nil || b.Spec.PolicyName != approvals.Name || !slices.Equal(b.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) || b.Spec.ParamRef == nil || b.Spec.ParamRef.Selector == nil {
+		t.Errorf("approval policy binding %+v: want Deny against every StackTemplate", b)
+	}
+	dep := checkDeployment(t, objs, "stackwright-system")
+	if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--template-approval-policy="+approvals.Name) {
+		t.Errorf("manager args %v do not name the approval policy", args)
+	}
+
+	defs := policies["stackwright-template-definitions"]
+	if defs == nil || len(defs.Spec.MatchConditions) != 1 || len(defs.Spec.Validations) != 1 {
+		t.Fatalf("definitions policy %+v: want one match condition and one validation", defs)
+	}
+	sa := "system:serviceaccount:stackwright-system:" + dep.Spec.Template.Spec.ServiceAccountName
+	if got := defs.Spec.MatchConditions[0].Expression; !strings.Contains(got, "'"+sa+"'") {
+		t.Errorf("definitions policy applies to %s, want the manager's ServiceAccount %s", got, sa)
+	}
+	if got := defs.Spec.Validations[0].Expression; got != `object.spec.group in ["db.example.com","cache.example.com"]` {
+		t.Errorf("definitions policy validates %q", got)
+	}
+	if b := bindings[defs.Name]; b == nil || !slices.Equal(b.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
+		t.Errorf("definitions policy binding %+v: want Deny", b)
 	}
 }

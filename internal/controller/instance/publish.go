@@ -16,18 +16,18 @@ import (
 	"github.com/stackwright/stackwright/internal/controller/conditions"
 )
 
-// publish copies the outputs the template lists from the Stack's exported objects in the
+// publish copies the outputs the template revision lists from the Stack's exported objects in the
 // platform namespace to the instance's namespace: every listed one into the Secret the
 // instance names, the non-secret ones into its ConfigMap and its status. Outputs the
 // template does not list never leave the platform namespace.
-func (c *Controller) publish(ctx context.Context, t *v1alpha1.StackTemplate, in *instance, st *pulumiv1.Stack) error {
+func (c *Controller) publish(ctx context.Context, in *instance, st *pulumiv1.Stack, outputs []string) error {
 	all, public, err := c.exported(ctx, st)
 	if err != nil || all == nil {
 		return err
 	}
 	sel := map[string][]byte{}
 	pub := map[string]string{}
-	for _, k := range t.Spec.Outputs {
+	for _, k := range outputs {
 		if v, ok := all[k]; ok {
 			sel[k] = v
 		}
@@ -35,7 +35,7 @@ func (c *Controller) publish(ctx context.Context, t *v1alpha1.StackTemplate, in 
 			pub[k] = v
 		}
 	}
-	in.status.Outputs = publicOutputs(st, t.Spec.Outputs, pub)
+	in.status.Outputs = publicOutputs(st, outputs, pub)
 	if ref := in.spec.WriteConnectionSecretToRef; ref != nil {
 		sec := &corev1.Secret{}
 		sec.Namespace, sec.Name = in.obj.GetNamespace(), ref.Name

@@ -19,11 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -40,6 +42,19 @@ import (
 // parameter Secrets, and the outputs published to the tenants.
 const FieldManager = "stackwright-instance-controller"
 
+// Events recorded on instances (and, for the open-template-revision annotation, on their
+// Stacks).
+const (
+	EventStackCreated      = "StackCreated"
+	EventUpdateSucceeded   = "UpdateSucceeded"
+	EventUpdateFailed      = "UpdateFailed"
+	EventApprovalIgnored   = "ApprovalIgnored"
+	EventRevisionNotOpened = "RevisionNotOpened"
+
+	eventActionRender  = "Render"
+	eventActionObserve = "Observe"
+)
+
 // Request is one instance of the kind of one template.
 type Request struct {
 	Template string
@@ -55,6 +70,11 @@ type Controller struct {
 	// APIReader reads namespaces, which the manager does not cache.
 	APIReader client.Reader
 	Cache     cache.Cache
+	Recorder  events.EventRecorder
+	// ApprovalPolicy names the ValidatingAdmissionPolicy (and its binding) that checks who
+	// sets approve and reject annotations on instances; empty means approvals on
+	// instances are ignored.
+	ApprovalPolicy string
 
 	ctrl   controller.TypedController[Request]
 	mu     sync.Mutex
@@ -94,9 +114,15 @@ func (c *Controller) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		}), predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[v1alpha1.TemplateLabel] != "" }))); err != nil {
 		return fmt.Errorf("failed to watch Stacks: %w", err)
 	}
-	// A template's change re-renders all its instances.
+	// A template's change, and its new revision once served, re-render its instances.
 	return tc.Watch(source.TypedKind(c.Cache, client.Object(&v1alpha1.StackTemplate{}),
-		handler.TypedEnqueueRequestsFromMapFunc(c.instancesOf), predicate.GenerationChangedPredicate{}))
+		handler.TypedEnqueueRequestsFromMapFunc(c.instancesOf), predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				o, ok1 := e.ObjectOld.(*v1alpha1.StackTemplate)
+				n, ok2 := e.ObjectNew.(*v1alpha1.StackTemplate)
+				return ok1 && ok2 && o.Status.Revision != n.Status.Revision
+			},
+		})))
 }
 
 // instanceOf reads the instance a Stack belongs to from its annotation.
@@ -217,12 +243,34 @@ func (c *Controller) Reconcile(ctx context.Context, req Request) (result reconci
 		}
 		return reconcile.Result{}, err
 	}
-	st, err := c.applyStack(ctx, t, in, name)
-	if err != nil || st == nil {
+	a, err := c.applyStack(ctx, t, in, name)
+	if err != nil || a == nil {
 		return reconcile.Result{}, err
 	}
-	mirror(in, st)
-	return reconcile.Result{}, c.publish(ctx, t, in, st)
+	before := in.status.LastUpdate.DeepCopy()
+	mirror(in, a.stack)
+	if in.status.Approval != nil && in.status.Approval.State == string(pulumiv1.ApprovalAwaiting) {
+		if a.ignored == "" && t.Spec.Approvers != nil {
+			if a.ignored, err = c.approvalPolicyMissing(ctx); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		conditions.MarkReconciling(in, pulumiv1.ReasonAwaitingApproval, awaitingMessage(t, u, a.stack, in.status.Approval, a.ignored))
+	}
+	c.announce(u, before, in.status.LastUpdate)
+	return reconcile.Result{}, c.publish(ctx, in, a.stack, a.outputs)
+}
+
+// announce records an event on the instance when its stack's last operation changed.
+func (c *Controller) announce(u *unstructured.Unstructured, before, after *v1alpha1.InstanceUpdate) {
+	if after == nil || (before != nil && before.Time.Equal(after.Time) && before.State == after.State && before.Type == after.Type) {
+		return
+	}
+	typ, reason := corev1.EventTypeNormal, EventUpdateSucceeded
+	if after.State == string(pulumiv1.UpdateStateFailed) {
+		typ, reason = corev1.EventTypeWarning, EventUpdateFailed
+	}
+	c.Recorder.Eventf(u, nil, typ, reason, eventActionObserve, "%s %s: %s", after.Type, after.State, after.Message)
 }
 
 // namespaceAllowed reports whether the template's namespaceSelector selects namespace.
@@ -243,21 +291,21 @@ func (c *Controller) namespaceAllowed(ctx context.Context, t *v1alpha1.StackTemp
 	return sel.Matches(labels.Set(ns.Labels)), nil
 }
 
-// applyStack renders the instance's Stack (and its parameter Secret) and creates it, or
-// brings it to the rendering. Nil with no error means the instance waits or is Stalled.
-func (c *Controller) applyStack(ctx context.Context, t *v1alpha1.StackTemplate, in *instance, name string) (*pulumiv1.Stack, error) {
+// applied is what applyStack made of an instance.
+type applied struct {
+	stack *pulumiv1.Stack
+	// outputs are those the Stack's template revision publishes.
+	outputs []string
+	// ignored says why the instance's approval annotations were not forwarded.
+	ignored string
+}
+
+// applyStack renders the instance's Stack (and its parameter Secret) from the template
+// revision it is to run, and creates it or brings it to the rendering. Nil with no error
+// means the instance waits or is Stalled.
+func (c *Controller) applyStack(ctx context.Context, t *v1alpha1.StackTemplate, in *instance, name string) (*applied, error) {
 	u := in.obj
-	spec, err := stacktemplate.StackSpec(t)
-	if err != nil {
-		conditions.MarkReconciling(in, v1alpha1.ReasonTemplateNotReady, err.Error())
-		return nil, nil
-	}
 	params, err := in.parameters()
-	if err != nil {
-		conditions.MarkStalled(in, v1alpha1.ReasonParametersInvalid, err.Error())
-		return nil, nil
-	}
-	r, err := render(t, spec, u.GetNamespace(), u.GetName(), name, params)
 	if err != nil {
 		conditions.MarkStalled(in, v1alpha1.ReasonParametersInvalid, err.Error())
 		return nil, nil
@@ -277,30 +325,58 @@ func (c *Controller) applyStack(ctx context.Context, t *v1alpha1.StackTemplate, 
 		conditions.MarkReconciling(in, v1alpha1.ReasonDestroying, fmt.Sprintf("waiting for Stack %s/%s of an earlier instance of this name to be deleted", t.Spec.Namespace, name))
 		return nil, nil
 	}
+	target, note := targetRevision(t, st)
+	if note != "" {
+		c.Recorder.Eventf(st, nil, corev1.EventTypeWarning, EventRevisionNotOpened, eventActionRender, "%s", note)
+	}
+	rev, err := c.revision(ctx, t, in, target)
+	if err != nil || rev == nil {
+		return nil, err
+	}
+	spec, err := stacktemplate.DecodeStack(rev.Spec.Stack)
+	if err != nil {
+		conditions.MarkStalled(in, v1alpha1.ReasonTemplateNotReady, fmt.Sprintf("StackTemplateRevision %s: %v", rev.Name, err))
+		return nil, nil
+	}
+	r, err := render(&rev.Spec, spec, u.GetNamespace(), u.GetName(), name, params)
+	if err != nil {
+		conditions.MarkStalled(in, v1alpha1.ReasonParametersInvalid, err.Error())
+		return nil, nil
+	}
+	forward, ignored, err := c.approvals(ctx, t, u)
+	if err != nil {
+		return nil, err
+	}
+	if ignored != "" {
+		// The recorder folds repeats of one event into a count.
+		c.Recorder.Eventf(u, nil, corev1.EventTypeWarning, EventApprovalIgnored, eventActionRender, "The approve and reject annotations are ignored: %s", ignored)
+	}
 	if err := c.applyParameterSecret(ctx, t, u, name, r.secrets); err != nil {
 		return nil, err
 	}
 	want := st.DeepCopy()
 	want.Labels = mergeMaps(want.Labels, map[string]string{
 		v1alpha1.TemplateLabel: t.Name, v1alpha1.InstanceNamespaceLabel: u.GetNamespace(), v1alpha1.InstanceUIDLabel: string(u.GetUID()),
+		v1alpha1.TemplateRevisionLabel: strconv.FormatInt(rev.Spec.Revision, 10),
 	})
 	want.Annotations = mergeMaps(want.Annotations, map[string]string{
 		v1alpha1.InstanceAnnotation:  u.GetNamespace() + "/" + u.GetName(),
-		templateRevisionAnnotation:   strconv.FormatInt(t.Generation, 10),
 		instanceGenerationAnnotation: strconv.FormatInt(u.GetGeneration(), 10),
 	})
+	maps.Copy(want.Annotations, forward)
 	want.Spec = r.spec
 	switch {
 	case st.ResourceVersion == "":
 		if err := c.Client.Create(ctx, want, client.FieldOwner(FieldManager)); err != nil {
 			return nil, fmt.Errorf("failed to create Stack %s/%s: %w", want.Namespace, want.Name, err)
 		}
+		c.Recorder.Eventf(u, nil, corev1.EventTypeNormal, EventStackCreated, eventActionRender, "Created Stack %s/%s from revision %d of StackTemplate %s", want.Namespace, want.Name, rev.Spec.Revision, t.Name)
 	case !apiequality.Semantic.DeepEqual(st.Spec, want.Spec) || !maps.Equal(st.Labels, want.Labels) || !maps.Equal(st.Annotations, want.Annotations):
 		if err := c.Client.Update(ctx, want, client.FieldOwner(FieldManager)); err != nil {
 			return nil, fmt.Errorf("failed to update Stack %s/%s: %w", want.Namespace, want.Name, err)
 		}
 	}
-	return want, nil
+	return &applied{stack: want, outputs: rev.Spec.Outputs, ignored: ignored}, nil
 }
 
 // applyParameterSecret keeps the Secret of the instance's secret config values in the

@@ -61,13 +61,13 @@ type rendered struct {
 	secrets map[string][]byte
 }
 
-// render turns the template's Stack spec and an instance's parameters into the instance's
-// Stack spec, named stack.
-func render(t *v1alpha1.StackTemplate, spec pulumiv1.StackSpec, namespace, name, stack string, params map[string]any) (rendered, error) {
+// render turns a template revision's Stack spec and an instance's parameters into the
+// instance's Stack spec, named stack.
+func render(rev *v1alpha1.StackTemplateRevisionSpec, spec pulumiv1.StackSpec, namespace, name, stack string, params map[string]any) (rendered, error) {
 	out := rendered{spec: *spec.DeepCopy(), secrets: map[string][]byte{}}
 	s := &out.spec
 	s.Stack = pulumiStackName(spec.Stack, namespace, name)
-	for i, c := range t.Spec.Config {
+	for i, c := range rev.Config {
 		v, ok := lookup(params, c.Parameter)
 		if !ok {
 			continue

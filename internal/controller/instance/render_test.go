@@ -40,12 +40,12 @@ func TestStackName_Names_StableShortAndDistinct(t *testing.T) {
 }
 
 func TestRender_Parameters_BecomeConfigAndSecretRefs(t *testing.T) {
-	tmpl := &v1alpha1.StackTemplate{Spec: v1alpha1.StackTemplateSpec{Config: []v1alpha1.TemplateConfig{
+	rev := v1alpha1.StackTemplateRevisionSpec{Config: []v1alpha1.TemplateConfig{
 		{Key: "app:size", Parameter: "size"},
 		{Key: "app:tags", Parameter: "tags"},
 		{Key: "app:owner", Parameter: "meta.owner", Secret: true},
 		{Key: "app:unset", Parameter: "missing"},
-	}}}
+	}}
 	base := pulumiv1.StackSpec{Stack: "p", Config: map[string]apiextensionsv1.JSON{"app:unset": {Raw: []byte(`"kept"`)}, "app:size": {Raw: []byte(`1`)}}}
 	tests := []struct {
 		name        string
@@ -68,7 +68,7 @@ func TestRender_Parameters_BecomeConfigAndSecretRefs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := render(tmpl, base, "ns", "db", "st", tt.params)
+			got, err := render(&rev, base, "ns", "db", "st", tt.params)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("render error %v, want %q", err, tt.wantErr)

@@ -1,8 +1,10 @@
 package instance
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,13 +16,9 @@ import (
 	"github.com/stackwright/stackwright/internal/controller/conditions"
 )
 
-// Annotations on an instance's Stack recording what it was rendered from.
-const (
-	// templateRevisionAnnotation is the template revision the Stack's spec came from.
-	templateRevisionAnnotation = "stackwright.dev/template-revision"
-	// instanceGenerationAnnotation is the instance generation the Stack's spec came from.
-	instanceGenerationAnnotation = "stackwright.dev/instance-generation"
-)
+// instanceGenerationAnnotation, on an instance's Stack, is the instance generation the
+// Stack's spec came from.
+const instanceGenerationAnnotation = "stackwright.dev/instance-generation"
 
 // instance is a typed view of an instance, which is unstructured (its kind is a
 // template's): the spec as read, and the status to write back.
@@ -72,8 +70,13 @@ func (in *instance) parameters() (map[string]any, error) {
 // mirror sets the instance's conditions and last update from its Stack: Ready only once
 // the Stack is Ready at the spec rendered from the instance's current generation.
 func mirror(in *instance, st *pulumiv1.Stack) {
-	if rev, err := strconv.ParseInt(st.Annotations[templateRevisionAnnotation], 10, 64); err == nil {
+	if rev, err := strconv.ParseInt(st.Labels[v1alpha1.TemplateRevisionLabel], 10, 64); err == nil {
 		in.status.TemplateRevision = rev
+	}
+	in.status.Approval = nil
+	if sw := st.Status.Stackwright; sw != nil && sw.Approval != nil {
+		a := sw.Approval
+		in.status.Approval = &v1alpha1.InstanceApproval{State: string(a.State), Preview: a.Preview, Summary: a.Summary}
 	}
 	if lu := st.Status.LastUpdate; lu != nil {
 		in.status.LastUpdate = &v1alpha1.InstanceUpdate{Type: lu.Type, State: string(lu.State), Message: lu.Message, Time: lu.LastResyncTime}
@@ -111,4 +114,19 @@ func publicOutputs(st *pulumiv1.Stack, listed []string, public map[string]string
 		return nil
 	}
 	return out
+}
+
+// awaitingMessage says, to the instance's owner, what the change awaiting approval is and
+// who approves it how. ignored says why approvals on the instance are not honoured.
+func awaitingMessage(t *v1alpha1.StackTemplate, u *unstructured.Unstructured, st *pulumiv1.Stack, a *v1alpha1.InstanceApproval, ignored string) string {
+	msg := fmt.Sprintf("the change previewed by Update %s (%s) awaits approval", a.Preview, cmp.Or(a.Summary, "no summary"))
+	switch {
+	case t.Spec.Approvers == nil || len(t.Spec.Approvers.Groups) == 0:
+		return fmt.Sprintf("%s by the platform team, on Stack %s/%s: StackTemplate %s names no approvers", msg, st.Namespace, st.Name, t.Name)
+	case ignored != "":
+		return fmt.Sprintf("%s by the platform team, on Stack %s/%s: approvals on this %s are ignored, because %s", msg, st.Namespace, st.Name, u.GetKind(), ignored)
+	}
+	return fmt.Sprintf("%s by a member of %s: kubectl annotate %s.%s %s -n %s %s=%s (or %s=%s to reject it)", msg,
+		strings.Join(t.Spec.Approvers.Groups, " or "), t.Spec.API.Plural, t.Spec.API.Group, u.GetName(), u.GetNamespace(),
+		pulumiv1.ApproveAnnotation, a.Preview, pulumiv1.RejectAnnotation, a.Preview)
 }

@@ -68,6 +68,7 @@ func definition(t *v1alpha1.StackTemplate) (*apiextensionsv1.CustomResourceDefin
 				AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
 					{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
 					{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].reason`},
+					{Name: "Revision", Type: "integer", JSONPath: ".status.templateRevision"},
 					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 				},
 			}},
@@ -132,6 +133,14 @@ func statusSchema() apiextensionsv1.JSONSchemaProps {
 					"state":   str("succeeded or failed."),
 					"message": str("The operation's summary."),
 					"time":    timestamp("When it ended."),
+				},
+			},
+			"approval": {
+				Type: "object", Description: "The change of the instance's stack that waits for, or had, an approval.",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"state":   str("Previewing, AwaitingApproval, Approved, Rejected, Blocked or Failed."),
+					"preview": str("The preview of the change: the value of the stackwright.dev/approve annotation that approves it."),
+					"summary": str("The preview's change summary."),
 				},
 			},
 			"outputs": {

@@ -26,8 +26,8 @@ import (
 	"github.com/stackwright/stackwright/internal/controller/patch"
 )
 
-// FieldManager owns what this controller writes: the templates' status and the
-// CustomResourceDefinitions of their kinds.
+// FieldManager owns what this controller writes: the templates' status, the
+// CustomResourceDefinitions of their kinds and their revisions.
 const FieldManager = "stackwright-stacktemplate-controller"
 
 // instancesPoll is how often a template counts its instances again (and, being deleted,
@@ -109,10 +109,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Instances.Serve(ctx, t.Name, t.GVK()); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to serve %s: %w", t.GVK(), err)
 	}
-	if err := r.countInstances(ctx, t); err != nil {
+	if err := r.ensureRevision(ctx, t); err != nil {
 		return ctrl.Result{}, err
 	}
 	t.Status.Revision = t.Generation
+	if err := r.countInstances(ctx, t); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.observeRevisions(ctx, t); err != nil {
+		return ctrl.Result{}, err
+	}
 	conditions.MarkReady(t, v1alpha1.ReasonServing, fmt.Sprintf("serving %s (%s) at revision %d", t.Spec.API.Kind, crd.Name, t.Generation))
 	return ctrl.Result{RequeueAfter: instancesPoll}, nil
 }
@@ -179,20 +185,13 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return false
 }
 
-// countInstances records how many instances the kind has, and how many of them run a
-// Stack rendered from an older revision.
+// countInstances records how many instances the kind has.
 func (r *Reconciler) countInstances(ctx context.Context, t *v1alpha1.StackTemplate) error {
 	list, err := r.listInstances(ctx, r.Client, t)
 	if err != nil {
 		return err
 	}
-	t.Status.Instances, t.Status.InstancesBehind = int32(len(list.Items)), 0
-	for _, u := range list.Items {
-		rev, _, _ := unstructured.NestedInt64(u.Object, "status", "templateRevision")
-		if rev < t.Generation {
-			t.Status.InstancesBehind++
-		}
-	}
+	t.Status.Instances = int32(len(list.Items))
 	return nil
 }
 
@@ -272,5 +271,12 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[v1alpha1.TemplateLabel] != ""
 		}))).
+		// An instance's Stack moving to another revision changes the count of instances
+		// behind, and may free old revisions.
+		Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: o.GetLabels()[v1alpha1.TemplateLabel]}}}
+		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[v1alpha1.TemplateLabel] != ""
+		}), predicate.LabelChangedPredicate{})).
 		Complete(r)
 }

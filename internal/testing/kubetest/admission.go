@@ -121,7 +121,7 @@ func InstallGuidance(ctx context.Context, t testing.TB, c client.Client, ns stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	policies, bindings, err := readGuidance(filepath.Join(root, "config", "admission"))
+	policies, bindings, err := ReadAdmission(filepath.Join(root, "config", "admission"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +175,9 @@ func InstallGuidance(ctx context.Context, t testing.TB, c client.Client, ns stri
 	}
 }
 
-// readGuidance reads the policies and bindings listed in dir's kustomization.
-func readGuidance(dir string) ([]*admissionv1.ValidatingAdmissionPolicy, []*admissionv1.ValidatingAdmissionPolicyBinding, error) {
+// ReadAdmission reads the ValidatingAdmissionPolicies and bindings listed in dir's
+// kustomization.
+func ReadAdmission(dir string) ([]*admissionv1.ValidatingAdmissionPolicy, []*admissionv1.ValidatingAdmissionPolicyBinding, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to read kustomization: %w", err)

@@ -1,0 +1,83 @@
+package stacktemplate
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// ensureRevision keeps the template's current spec as the StackTemplateRevision of its
+// generation, before the generation is announced as the latest revision: instances are
+// rendered from revisions, never from the template itself. A revision is immutable, so
+// one that exists is the right one unless it belongs to something else.
+func (r *Reconciler) ensureRevision(ctx context.Context, t *v1alpha1.StackTemplate) error {
+	want := &v1alpha1.StackTemplateRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   v1alpha1.RevisionName(t.Name, t.Generation),
+			Labels: map[string]string{v1alpha1.TemplateLabel: t.Name},
+		},
+		Spec: t.Snapshot(t.Generation),
+	}
+	if err := controllerutil.SetControllerReference(t, want, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("failed to own StackTemplateRevision %s: %w", want.Name, err)
+	}
+	got := &v1alpha1.StackTemplateRevision{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), got)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.Client.Create(ctx, want, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("failed to create StackTemplateRevision %s: %w", want.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to get StackTemplateRevision %s: %w", want.Name, err)
+	case !metav1.IsControlledBy(got, t) || !apiequality.Semantic.DeepEqual(got.Spec, want.Spec):
+		// Another template's of this name, since deleted and created again: revisions
+		// are owned, so the old one goes with its template (the garbage collector) soon.
+		return fmt.Errorf("failed to keep revision %d: StackTemplateRevision %s exists and is not this template's", t.Generation, want.Name)
+	}
+	return nil
+}
+
+// observeRevisions counts the instances whose Stack runs an older revision than the
+// latest, and deletes the template's revisions older than any of them runs. Those in
+// between stay, so that a held instance may be opened to any revision after its own.
+func (r *Reconciler) observeRevisions(ctx context.Context, t *v1alpha1.StackTemplate) error {
+	var stacks pulumiv1.StackList
+	if err := r.Client.List(ctx, &stacks, client.InNamespace(t.Spec.Namespace), client.MatchingLabels{v1alpha1.TemplateLabel: t.Name}); err != nil {
+		return fmt.Errorf("failed to list Stacks of StackTemplate %s: %w", t.Name, err)
+	}
+	oldest := t.Status.Revision
+	t.Status.InstancesBehind = 0
+	for _, st := range stacks.Items {
+		rev, err := strconv.ParseInt(st.Labels[v1alpha1.TemplateRevisionLabel], 10, 64)
+		if err != nil || rev <= 0 || rev >= t.Status.Revision {
+			continue
+		}
+		t.Status.InstancesBehind++
+		oldest = min(oldest, rev)
+	}
+	var revs v1alpha1.StackTemplateRevisionList
+	if err := r.Client.List(ctx, &revs, client.MatchingLabels{v1alpha1.TemplateLabel: t.Name}); err != nil {
+		return fmt.Errorf("failed to list StackTemplateRevisions of %s: %w", t.Name, err)
+	}
+	for i := range revs.Items {
+		rev := &revs.Items[i]
+		if rev.Spec.Revision >= oldest || !metav1.IsControlledBy(rev, t) {
+			continue
+		}
+		if err := r.Client.Delete(ctx, rev); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to delete StackTemplateRevision %s: %w", rev.Name, err)
+		}
+	}
+	return nil
+}
