@@ -31,7 +31,7 @@ func TestInstall_JobExecutor(t *testing.T) {
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	// Four slots for the parallel tests below, one of which holds its tenant's share for
 	// the whole run; unschedulable runners give theirs back after a minute.
-	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\nrunner:\n  pendingTimeout: 1m\ndefaultBackend: "+jc.s3.bucket(t, jc.defaultBucket, "")+"\n"), 0o600)).To(Succeed())
+	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\nrunner:\n  pendingTimeout: 1m\ntemplates:\n  apiGroups: ["+templateGroup+"]\ndefaultBackend: "+jc.s3.bucket(t, jc.defaultBucket, "")+"\n"), 0o600)).To(Succeed())
 	helmInstall(t, "install", "-f", values)
 	waitManager(t, c)
 	for _, tc := range []struct {
@@ -49,6 +49,7 @@ func TestInstall_JobExecutor(t *testing.T) {
 		{"VolumeOutsideAllowListRefused", testVolumeOutsideAllowListRefused},
 		{"MetricsRefuseAnonymousScrape", testMetricsRefuseAnonymousScrape},
 		{"NamespaceDeletionDestroys", testNamespaceDeletionDestroys},
+		{"SelfServiceTemplate", testSelfServiceTemplate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
