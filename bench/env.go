@@ -143,6 +143,8 @@ func startManager(ctx context.Context, o managerOptions) (*managerProc, error) {
 			"--pprof-bind-address", pprofAddr,
 			"--health-probe-bind-address", "0",
 			"--max-concurrent-updates", strconv.Itoa(o.parallel),
+			// The fleets of one namespace are one trusted benchmark: its share is all slots.
+			"--max-concurrent-updates-per-namespace", "0",
 			// The fleet spreads over namespaces of one trusted benchmark.
 			"--no-tenant-isolation",
 		}, o.extra...),

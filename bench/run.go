@@ -25,21 +25,22 @@ import (
 
 // Scenarios, in the order they run.
 const (
-	ScenarioFloor   = "floor"
-	ScenarioLatency = "latency"
-	ScenarioFleet   = "fleet"
-	ScenarioResync  = "resync"
-	ScenarioIdle    = "idle"
-	ScenarioDrift   = "drift"
-	ScenarioGit     = "git"
-	ScenarioFaulty  = "faulty"
+	ScenarioFloor     = "floor"
+	ScenarioLatency   = "latency"
+	ScenarioFleet     = "fleet"
+	ScenarioResync    = "resync"
+	ScenarioIdle      = "idle"
+	ScenarioDrift     = "drift"
+	ScenarioGit       = "git"
+	ScenarioFaulty    = "faulty"
+	ScenarioTemplates = "templates"
 )
 
 // AllScenarios is every scenario in running order.
-var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioDrift, ScenarioGit, ScenarioFaulty}
+var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioDrift, ScenarioGit, ScenarioFaulty, ScenarioTemplates}
 
 // DefaultScenarios run when none are named: all but drift, whose settling and window would
-// more than double a run, and faulty, a second fleet.
+// more than double a run, faulty, a second fleet, and templates, two more.
 var DefaultScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioGit}
 
 // Namespaces of the scenarios.
@@ -48,6 +49,9 @@ const (
 	nsFleet   = "bench-fleet"
 	nsGit     = "bench-git"
 	nsFaulty  = "bench-faulty"
+	// nsPlatform holds the templates scenario's Program and its instances' Stacks; the
+	// instances (and the plain arm's Stacks) spread over templateTenants namespaces.
+	nsPlatform = "bench-platform"
 )
 
 // Config is one run of the harness.
@@ -228,6 +232,12 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			err = serr
 		}
 	}()
+	extra := []string{"--runner-deadline", cfg.RunnerDeadline.String()}
+	if cfg.has(ScenarioTemplates) {
+		// Only then: serving templates adds controllers and a tenant lookup per queued
+		// Update, which the other scenarios' figures were never measured with.
+		extra = append(extra, "--template-api-groups="+templateGroup)
+	}
 	b.say("starting manager %s (log %s.manager.log)", cfg.Manager, b.prefix)
 	b.mgr, err = startManager(ctx, managerOptions{
 		binary:     cfg.Manager,
@@ -236,7 +246,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		kubeconfig: b.cluster.kubeconfig,
 		logPath:    b.prefix + ".manager.log",
 		parallel:   cfg.Parallelism,
-		extra:      append([]string{"--runner-deadline", cfg.RunnerDeadline.String()}, cfg.ManagerArgs...),
+		extra:      append(extra, cfg.ManagerArgs...),
 	})
 	if err != nil {
 		return err
@@ -260,12 +270,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}()
 	tctx, cancelTrack := context.WithCancel(ctx)
 	defer cancelTrack()
-	for _, ns := range []string{nsLatency, nsFleet, nsGit, nsFaulty} {
+	watched := []string{nsLatency, nsFleet, nsGit, nsFaulty}
+	if cfg.has(ScenarioTemplates) {
+		watched = append(append(watched, nsPlatform), tenantNamespaces()...)
+	}
+	for _, ns := range watched {
 		if err := b.cluster.client.Create(ctx, namespace(ns)); err != nil {
 			return fmt.Errorf("failed to create namespace %s: %w", ns, err)
 		}
 	}
-	b.track, err = startTracker(tctx, b.cluster.cfg, b.cluster.scheme, nsLatency, nsFleet, nsGit, nsFaulty)
+	b.track, err = startTracker(tctx, b.cluster.cfg, b.cluster.scheme, watched...)
 	if err != nil {
 		return err
 	}
@@ -292,6 +306,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		{ScenarioDrift, b.runDrift},
 		{ScenarioGit, b.runGit},
 		{ScenarioFaulty, b.runFaulty},
+		{ScenarioTemplates, b.runTemplates},
 	}
 	for _, s := range steps {
 		if !cfg.has(s.name) {
@@ -353,7 +368,7 @@ func (b *bench) header(started time.Time, m machine, pulumi string) string {
 	}
 	rows = append(rows,
 		[]string{"manager", "`" + filepath.Base(b.cfg.Manager) + " " + strings.Join(redactArgs(b.mgr.args, b.work), " ") + "`"},
-		[]string{"program", "3 resources (stackwright-testing Random + 2 Files), one Program per Stack"},
+		[]string{"program", "3 resources (stackwright-testing Random + 2 Files), one Program per Stack (templates: see its section)"},
 	)
 	s.WriteString(table([]string{"run", ""}, rows))
 	return s.String()

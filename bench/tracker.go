@@ -200,6 +200,17 @@ func (t *tracker) waitReady(ctx context.Context, ns string, names []string, rev 
 func (t *tracker) waitStacks(ctx context.Context, ns string, names []string, timeout time.Duration,
 	interval time.Duration, progress func(n int), ok func(*stackSeen) bool,
 ) int {
+	keys := make([]string, len(names))
+	for i, name := range names {
+		keys[i] = key(ns, name)
+	}
+	return t.waitKeys(ctx, keys, timeout, interval, progress, ok)
+}
+
+// waitKeys is waitStacks for Stacks of any namespaces, named by key(namespace, name).
+func (t *tracker) waitKeys(ctx context.Context, keys []string, timeout time.Duration,
+	interval time.Duration, progress func(n int), ok func(*stackSeen) bool,
+) int {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, t.wake)
@@ -213,7 +224,7 @@ func (t *tracker) waitStacks(ctx context.Context, ns string, names []string, tim
 				return
 			case <-tk.C:
 				t.mu.Lock()
-				n := t.countLocked(ns, names, ok)
+				n := t.countLocked(keys, ok)
 				t.mu.Unlock()
 				if progress != nil {
 					progress(n)
@@ -224,18 +235,18 @@ func (t *tracker) waitStacks(ctx context.Context, ns string, names []string, tim
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for {
-		n := t.countLocked(ns, names, ok)
-		if n == len(names) || ctx.Err() != nil {
+		n := t.countLocked(keys, ok)
+		if n == len(keys) || ctx.Err() != nil {
 			return n
 		}
 		t.cond.Wait()
 	}
 }
 
-func (t *tracker) countLocked(ns string, names []string, ok func(*stackSeen) bool) int {
+func (t *tracker) countLocked(keys []string, ok func(*stackSeen) bool) int {
 	n := 0
-	for _, name := range names {
-		if st := t.stacks[key(ns, name)]; st != nil && ok(st) {
+	for _, k := range keys {
+		if st := t.stacks[k]; st != nil && ok(st) {
 			n++
 		}
 	}
