@@ -139,7 +139,7 @@ func (c *Controller) instancesOf(ctx context.Context, o client.Object) []Request
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(t.GVK().GroupVersion().WithKind(t.Spec.API.Kind + "List"))
-	if err := c.Client.List(ctx, list); err != nil {
+	if err := c.Cache.List(ctx, list); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list instances of a changed template", "template", t.Name)
 		return nil
 	}
@@ -148,6 +148,16 @@ func (c *Controller) instancesOf(ctx context.Context, o client.Object) []Request
 		reqs = append(reqs, Request{Template: t.Name, NamespacedName: types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}})
 	}
 	return reqs
+}
+
+// reader reads instances of gvk from the informer Serve started for it; a kind not (or no
+// longer) served is read from the API server, since asking the cache for it would start an
+// informer for a resource that may not exist.
+func (c *Controller) reader(gvk schema.GroupVersionKind) client.Reader {
+	if c.isServed(gvk) {
+		return c.Cache
+	}
+	return c.APIReader
 }
 
 func (c *Controller) isServed(gvk schema.GroupVersionKind) bool {
@@ -202,7 +212,7 @@ func (c *Controller) Reconcile(ctx context.Context, req Request) (result reconci
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(t.GVK())
-	if err := c.Client.Get(ctx, req.NamespacedName, u); err != nil {
+	if err := c.reader(t.GVK()).Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, c.removeOrphans(ctx, t, req.NamespacedName)
 		}
