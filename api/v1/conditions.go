@@ -172,4 +172,8 @@ const (
 	// annotation rejected the previewed change; a new desired state or a
 	// reconcile request makes a new preview.
 	ReasonApprovalRejected = "ApprovalRejected"
+
+	// ReasonExpired (Reconciling=True): the Stack's TTL (spec.stackwright.ttl)
+	// expired; its resources are being destroyed and the Stack deleted.
+	ReasonExpired = "Expired"
 )

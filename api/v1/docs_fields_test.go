@@ -44,6 +44,11 @@ var docsWholeSubtrees = map[string][]string{
 		"spec.namespaceSelector", // metav1.LabelSelector
 		"status.conditions",      // metav1.Condition
 	},
+	"StackSet": {
+		"spec.generator.gitBranches.gitAuth",    // a Stack's gitAuth, documented with the Stack
+		"spec.generator.gitDirectories.gitAuth", // a Stack's gitAuth, documented with the Stack
+		"status.conditions",                     // metav1.Condition
+	},
 }
 
 // docsPKOValues are the values the PKO column may start with, as the doc's legend defines them

@@ -1,5 +1,7 @@
 package v1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // StackwrightSpec holds the Stack settings that PKO does not have.
 type StackwrightSpec struct {
 	// Suspend stops all engine runs for this Stack (updates, previews,
@@ -38,7 +40,39 @@ type StackwrightSpec struct {
 	// without asking.
 	// +optional
 	Approval ApprovalMode `json:"approval,omitempty"`
+
+	// TTL destroys the stack's resources and deletes the Stack once it expires:
+	// after a duration from the Stack's creation, or from its last update. The
+	// stackwright.dev/expires-at annotation (an RFC 3339 time; kubectl
+	// stackwright extend sets it) pushes the expiry back, never forward. A
+	// suspended Stack does not expire while suspended.
+	// +optional
+	TTL *StackTTL `json:"ttl,omitempty"`
 }
+
+// StackTTL is how long a Stack lives.
+type StackTTL struct {
+	// After is the Stack's life, e.g. 72h.
+	After metav1.Duration `json:"after"`
+	// From is what After counts from: Creation (the default), or LastUpdate (the end
+	// of its last update of any kind, or its creation before it had one).
+	// +optional
+	From TTLFrom `json:"from,omitempty"`
+}
+
+// TTLFrom names what a TTL counts from.
+// +kubebuilder:validation:Enum=Creation;LastUpdate
+type TTLFrom string
+
+const (
+	// TTLFromCreation counts from the Stack's creation.
+	TTLFromCreation TTLFrom = "Creation"
+	// TTLFromLastUpdate counts from the Stack's last update.
+	TTLFromLastUpdate TTLFrom = "LastUpdate"
+)
+
+// ExpiresAtAnnotation pushes a Stack's TTL expiry back to the RFC 3339 time it holds.
+const ExpiresAtAnnotation = "stackwright.dev/expires-at"
 
 // ApprovalMode says who lets a change through.
 // +kubebuilder:validation:Enum=Auto;Manual

@@ -130,6 +130,15 @@ type StackwrightStatus struct {
 	// (spec.stackwright.approval: Manual).
 	// +optional
 	Approval *ApprovalStatus `json:"approval,omitempty"`
+
+	// ExpiresAt is when the Stack's TTL (spec.stackwright.ttl) expires.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+
+	// ExpiredAt is when the Stack was found expired: from then on it is being
+	// destroyed and deleted, whatever destroyOnFinalize says.
+	// +optional
+	ExpiredAt *metav1.Time `json:"expiredAt,omitempty"`
 }
 
 // ApprovalState is where a change stands in its preview and approval.

@@ -295,6 +295,7 @@ const (
 // +kubebuilder:printcolumn:name="Current Update",type=string,priority=10,JSONPath=`.status.currentUpdate.name`
 // +kubebuilder:printcolumn:name="Deployed",type=string,priority=10,JSONPath=`.status.lastUpdate.lastSuccessfulCommit`
 // +kubebuilder:printcolumn:name="Drift",type=string,priority=10,JSONPath=`.status.conditions[?(@.type=="DriftDetected")].status`
+// +kubebuilder:printcolumn:name="Expires",type=string,priority=10,JSONPath=`.status.stackwright.expiresAt`
 type Stack struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -105,3 +105,16 @@ const (
 	// its Stack to be destroyed (or kept, as the template's destroyOnFinalize says).
 	ReasonDestroying = "Destroying"
 )
+
+// Reasons of a StackSet's conditions.
+const (
+	// ReasonStacksReady (Ready=True): every element has its Stack, and each is Ready.
+	ReasonStacksReady = "StacksReady"
+	// ReasonStacksProgressing (Reconciling=True): some of the set's Stacks are not Ready
+	// yet; the message counts them.
+	ReasonStacksProgressing = "StacksProgressing"
+	// ReasonRemovalsHeld (Stalled=True): more elements disappeared at once than
+	// spec.maxRemovals allows; nothing is removed until they come back, the bound is
+	// raised or the set changes.
+	ReasonRemovalsHeld = "RemovalsHeld"
+)

@@ -30,6 +30,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ClusterPolicy{}, &ClusterPolicyList{},
 		&StackTemplate{}, &StackTemplateList{},
 		&StackTemplateRevision{}, &StackTemplateRevisionList{},
+		&StackSet{}, &StackSetList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -14,3 +14,9 @@ func (t *StackTemplate) GetConditions() []metav1.Condition { return t.Status.Con
 
 // SetConditions replaces the StackTemplate's conditions.
 func (t *StackTemplate) SetConditions(c []metav1.Condition) { t.Status.Conditions = c }
+
+// GetConditions returns the StackSet's conditions.
+func (s *StackSet) GetConditions() []metav1.Condition { return s.Status.Conditions }
+
+// SetConditions replaces the StackSet's conditions.
+func (s *StackSet) SetConditions(c []metav1.Condition) { s.Status.Conditions = c }

@@ -182,13 +182,27 @@ func NewCommand(scheme *runtime.Scheme, out io.Writer, connect func() (*Env, err
 			return env.decide(cmd.Context(), args[0], pulumiv1.RejectAnnotation, "rejected")
 		},
 	}
+	var by time.Duration
+	extend := &cobra.Command{
+		Use:   "extend STACK",
+		Short: "Push back the expiry of a Stack's TTL (sets " + pulumiv1.ExpiresAtAnnotation + ")",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env, err := connect()
+			if err != nil {
+				return err
+			}
+			return env.extend(cmd.Context(), args[0], by)
+		},
+	}
+	extend.Flags().DurationVar(&by, "by", 0, "How much longer than its current expiry (or than now, if later) the Stack lives (default: its TTL's length)")
 	for _, c := range []*cobra.Command{get, history, outputs, preview} {
 		c.Flags().StringVarP(&format, "output", "o", formatTable, "Output format: json or yaml (a table when unset)")
 	}
-	for _, c := range []*cobra.Command{history, outputs, retry, suspend, resume, preview, approve, reject} {
+	for _, c := range []*cobra.Command{history, outputs, retry, suspend, resume, preview, approve, reject, extend} {
 		c.ValidArgsFunction = completeStacks(connect)
 	}
-	root.AddCommand(get, history, logs, outputs, retry, suspend, resume, preview, approve, reject)
+	root.AddCommand(get, history, logs, outputs, retry, suspend, resume, preview, approve, reject, extend)
 	return root
 }
 
@@ -405,6 +419,39 @@ func (e *Env) retry(ctx context.Context, name string) error {
 		return err
 	}
 	_, err := fmt.Fprintf(e.Out, "stack.pulumi.com/%s retry requested (%s=%s)\n", name, pulumiv1.ReconcileRequestAnnotation, value)
+	return err
+}
+
+// extend sets the Stack's expires-at annotation to by past its current expiry, or past
+// now if that is later: an expired Stack is already being deleted and cannot be extended.
+func (e *Env) extend(ctx context.Context, name string, by time.Duration) error {
+	s, err := e.stack(ctx, name)
+	if err != nil {
+		return err
+	}
+	var ttl *pulumiv1.StackTTL
+	if s.Spec.Stackwright != nil {
+		ttl = s.Spec.Stackwright.TTL
+	}
+	sw := s.Status.Stackwright
+	switch {
+	case ttl == nil:
+		return fmt.Errorf("stack.pulumi.com/%s has no TTL (spec.stackwright.ttl)", name)
+	case sw != nil && sw.ExpiredAt != nil:
+		return fmt.Errorf("stack.pulumi.com/%s expired at %s and is being destroyed", name, sw.ExpiredAt.UTC().Format(time.RFC3339))
+	case by <= 0:
+		by = ttl.After.Duration
+	}
+	from := e.Now()
+	if sw != nil && sw.ExpiresAt != nil && sw.ExpiresAt.After(from) {
+		from = sw.ExpiresAt.Time
+	}
+	value := from.Add(by).UTC().Format(time.RFC3339)
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, pulumiv1.ExpiresAtAnnotation, value)
+	if err := e.patchStack(ctx, name, patch); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.Out, "stack.pulumi.com/%s expires at %s\n", name, value)
 	return err
 }
 

@@ -259,3 +259,50 @@ func TestCommand_Errors_NameWhatIsMissing(t *testing.T) {
 		})
 	}
 }
+
+func TestCommand_Extend_PushesTheExpiryBack(t *testing.T) {
+	f := newFixture(t)
+	withTTL := func(name string, status pulumiv1.StackwrightStatus) {
+		s := f.stack(t, name, func(s *pulumiv1.Stack) { s.Status.Stackwright = &status })
+		s.Spec.Stackwright = &pulumiv1.StackwrightSpec{TTL: &pulumiv1.StackTTL{After: metav1.Duration{Duration: 2 * time.Hour}}}
+		if err := env.Client.Update(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: f.now.Add(d)} }
+	withTTL("review", pulumiv1.StackwrightStatus{ExpiresAt: at(30 * time.Minute)})
+	withTTL("lapsed", pulumiv1.StackwrightStatus{ExpiresAt: at(-time.Minute)})
+	withTTL("gone", pulumiv1.StackwrightStatus{ExpiresAt: at(-time.Hour), ExpiredAt: at(-time.Hour)})
+	tests := []struct {
+		name    string
+		args    []string
+		want    time.Time
+		wantErr string
+	}{
+		{name: "byPastTheCurrentExpiry", args: []string{"extend", "review", "--by", "1h"}, want: f.now.Add(90 * time.Minute)},
+		{name: "byTheTTLPastNowWhenLater", args: []string{"extend", "lapsed"}, want: f.now.Add(2 * time.Hour)},
+		{name: "noTTL", args: []string{"extend", "web"}, wantErr: "has no TTL"},
+		{name: "alreadyExpired", args: []string{"extend", "gone"}, wantErr: "is being destroyed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := f.run(t, tt.args...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v; want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &pulumiv1.Stack{}
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: tt.args[1]}, s); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := s.Annotations[pulumiv1.ExpiresAtAnnotation], tt.want.UTC().Format(time.RFC3339); got != want {
+				t.Errorf("%s = %q; want %q", pulumiv1.ExpiresAtAnnotation, got, want)
+			}
+		})
+	}
+}

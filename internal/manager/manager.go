@@ -37,6 +37,7 @@ import (
 	policyctrl "github.com/stackwright/stackwright/internal/controller/policy"
 	programctrl "github.com/stackwright/stackwright/internal/controller/program"
 	stackctrl "github.com/stackwright/stackwright/internal/controller/stack"
+	stacksetctrl "github.com/stackwright/stackwright/internal/controller/stackset"
 	templatectrl "github.com/stackwright/stackwright/internal/controller/stacktemplate"
 	updatectrl "github.com/stackwright/stackwright/internal/controller/update"
 	"github.com/stackwright/stackwright/internal/engine"
@@ -570,12 +571,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		return err
 	}
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	gitSource := &git.Resolver{Client: mgr.GetClient(), Store: store, Cache: gitCache, Limits: limits, Now: time.Now}
 	sources := source.Registry{
 		pulumiv1.SourceKindProgram: &program.Resolver{Client: mgr.GetClient(), Store: store},
 		pulumiv1.SourceKindFlux:    &flux.Resolver{Client: mgr.GetClient(), Store: store, MaxBytes: o.MaxArtifactBytes},
-		pulumiv1.SourceKindGit: &git.Resolver{
-			Client: mgr.GetClient(), Store: store, Cache: gitCache, Limits: limits, Now: time.Now,
-		},
+		pulumiv1.SourceKindGit:     gitSource,
 	}
 	if o.Executor == executorJob {
 		// The program is in the Stack's image: only a runner Pod can run it.
@@ -605,6 +605,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	}
 	if err := (&policyctrl.Controllers{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Policy controllers: %w", err)
+	}
+	sets := &stacksetctrl.Reconciler{Client: mgr.GetClient(), Git: gitSource, Recorder: mgr.GetEventRecorder("stackwright")}
+	if err := sets.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+		return fmt.Errorf("failed to set up StackSet controller: %w", err)
 	}
 	if len(o.TemplateAPIGroups) == 0 {
 		return nil

@@ -20,7 +20,8 @@ import (
 	"github.com/stackwright/stackwright/internal/source"
 )
 
-// reconcileDelete destroys the stack's resources when destroyOnFinalize asks for it, with
+// reconcileDelete destroys the stack's resources when destroyOnFinalize asks for it (or its
+// TTL expired), with
 // the artifact of the last update that may have created them, and releases the finalizer
 // only once that destroy succeeded.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -47,7 +48,7 @@ func (r *Reconciler) chooseDestroy(ctx context.Context, s *scope) (bool, error) 
 		last = sw.LastArtifact
 	}
 	switch {
-	case !stack.Spec.DestroyOnFinalize:
+	case !stack.Spec.DestroyOnFinalize && !expired(stack):
 		return false, r.releaseFinalizer(ctx, s, corev1.EventTypeNormal, EventResourcesKept, "destroyOnFinalize is not set: the stack's resources are left in place")
 	case last == nil:
 		return false, r.releaseFinalizer(ctx, s, corev1.EventTypeNormal, EventDestroyed, "No update ever ran: nothing to destroy")

@@ -133,6 +133,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		// An Update in flight is observed even when suspended: its result must not be lost.
 		r.observeUpdate,
 		r.checkSuspended,
+		r.checkExpiry,
 		r.reviewSpec,
 		r.checkExecutor,
 		r.resolveSource,

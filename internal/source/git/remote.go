@@ -102,6 +102,20 @@ func (rm *remote) currentListing() *listing {
 // callers share one listing; the caller whose call lists also fetches its head in the same
 // session when it is missing (see list), if its namespace ns may fetch.
 func (rm *remote) head(ctx context.Context, ns string, ref plumbing.ReferenceName, shallow bool, interval time.Duration, now func() time.Time) (plumbing.Hash, error) {
+	l, err := rm.listed(ctx, ns, interval, now, ref, shallow)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, ok := l.refs[ref]
+	if !ok {
+		return plumbing.ZeroHash, fault.Retry(pulumiv1.ReasonSourceUnavailable, "branch %q not found in %s", ref.Short(), rm.url)
+	}
+	return h, nil
+}
+
+// listed returns a listing no older than interval, listing anew (and fetching ref's head,
+// see list) when the last is older.
+func (rm *remote) listed(ctx context.Context, ns string, interval time.Duration, now func() time.Time, ref plumbing.ReferenceName, shallow bool) (*listing, error) {
 	l := rm.currentListing()
 	if !l.fresh(now(), interval) {
 		var err error
@@ -113,17 +127,10 @@ func (rm *remote) head(ctx context.Context, ns string, ref plumbing.ReferenceNam
 			return rm.list(ctx, ns, now(), ref, shallow), nil
 		})
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return nil, err
 		}
 	}
-	if l.err != nil {
-		return plumbing.ZeroHash, l.err
-	}
-	h, ok := l.refs[ref]
-	if !ok {
-		return plumbing.ZeroHash, fault.Retry(pulumiv1.ReasonSourceUnavailable, "branch %q not found in %s", ref.Short(), rm.url)
-	}
-	return h, nil
+	return l, l.err
 }
 
 // list lists the remote's refs and records the listing for everyone. When the caller's

@@ -89,6 +89,18 @@ func (r *Repo) Commit(files map[string]string) string {
 	return r.run(r.work, "rev-parse", "HEAD")
 }
 
+// Branch pushes main's head as branch name (created or moved).
+func (r *Repo) Branch(name string) {
+	r.t.Helper()
+	r.run(r.work, "push", "--quiet", "--force", "origin", "HEAD:refs/heads/"+name)
+}
+
+// DeleteBranch deletes branch name from the served repository.
+func (r *Repo) DeleteBranch(name string) {
+	r.t.Helper()
+	r.run(r.work, "push", "--quiet", "origin", "--delete", name)
+}
+
 // Tag creates an annotated tag of HEAD and pushes it.
 func (r *Repo) Tag(name string) {
 	r.t.Helper()

@@ -1,0 +1,96 @@
+package stackset
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+func TestStackName_Elements_ValidStableAndDistinct(t *testing.T) {
+	tests := []struct {
+		name, set, id, want string
+	}{
+		{name: "plainNameKeptAsIs", set: "envs", id: "dev", want: "envs-dev"},
+		{name: "slashGetsAHash", set: "review", id: "feature/a", want: "review-feature-a-" + elementKey("feature/a")[:8]},
+		{name: "rootDirectory", set: "mono", id: "", want: "mono-root-" + elementKey("")[:8]},
+		{name: "oddCharacters", set: "review", id: "feature/Ünïcode__Name.v2+x", want: "review-feature-n-code-name-v2-x-" + elementKey("feature/Ünïcode__Name.v2+x")[:8]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := stackName(tt.set, tt.id); got != tt.want {
+				t.Errorf("stackName(%q, %q) = %q, want %q", tt.set, tt.id, got, tt.want)
+			}
+		})
+	}
+	long := strings.Repeat("x", 200)
+	for _, pair := range [][2]string{{"feature/a", "feature-a"}, {long + "1", long + "2"}} {
+		a, b := stackName("s", pair[0]), stackName("s", pair[1])
+		if a == b {
+			t.Errorf("%q and %q share the Stack name %q", pair[0], pair[1], a)
+		}
+		for _, n := range []string{a, b} {
+			if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+				t.Errorf("stackName %q is not a valid label: %v", n, errs)
+			}
+		}
+	}
+}
+
+func TestMatches_Globs_IncludeThenExclude(t *testing.T) {
+	tests := []struct {
+		name             string
+		branch           string
+		include, exclude []string
+		want             bool
+	}{
+		{name: "noIncludeKeepsAll", branch: "main", want: true},
+		{name: "includeMatches", branch: "feature/a", include: []string{"feature/*"}, want: true},
+		{name: "starStopsAtSlash", branch: "feature/a/b", include: []string{"feature/*"}},
+		{name: "includeMisses", branch: "fix/x", include: []string{"feature/*"}},
+		{name: "excludeWins", branch: "feature/wip", include: []string{"feature/*"}, exclude: []string{"*/wip"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := matches(tt.branch, tt.include, tt.exclude)
+			if err != nil || got != tt.want {
+				t.Errorf("matches() = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := matches("x", []string{"["}, nil); err == nil {
+		t.Error("a malformed glob is accepted")
+	}
+}
+
+func TestRender_Placeholders_SubstitutedOrRefused(t *testing.T) {
+	e := element{id: "feature/a", values: map[string]string{"branch": "feature/a", "branchSlug": "feature-a"}}
+	tests := []struct {
+		name, spec, wantStack, wantBranch, wantErr string
+	}{
+		{name: "substituted", spec: `{"stack":"{{ branchSlug }}","projectRepo":"https://x","branch":"{{branch}}"}`, wantStack: "feature-a", wantBranch: "feature/a"},
+		{name: "unknownPlaceholder", spec: `{"stack":"{{path}}"}`, wantErr: "placeholders the generator does not have: [path]"},
+		{name: "unknownField", spec: `{"stack":"s","brnch":"x"}`, wantErr: `unknown field "brnch"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, err := render(&v1alpha1.StackSetTemplate{Spec: apiextensionsv1.JSON{Raw: []byte(tt.spec)}}, e)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("render() error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([2]string{tt.wantStack, tt.wantBranch}, [2]string{spec.Stack, spec.Branch}); diff != "" {
+				t.Errorf("stack, branch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
