@@ -202,6 +202,23 @@ type StackSetStatus struct {
 	// Revision is the commit the directories were read at (gitDirectories).
 	// +optional
 	Revision string `json:"revision,omitempty"`
+
+	// Expired are the elements whose Stack's TTL expired: they get no new Stack while
+	// they stay as they were (for a branch, at the same commit; a push revives it), and
+	// are forgotten once they disappear.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
+	Expired []ExpiredElement `json:"expired,omitempty"`
+}
+
+// ExpiredElement is an element whose Stack's TTL expired.
+type ExpiredElement struct {
+	// Element, as the generator names it.
+	Element string `json:"element"`
+	// Commit the element was at when its Stack expired ("" for list elements).
+	// +optional
+	Commit string `json:"commit,omitempty"`
 }
 
 // StackSet generates Stacks: one per branch of a repository, per project directory of a

@@ -50,6 +50,7 @@ func TestInstall_JobExecutor(t *testing.T) {
 		{"MetricsRefuseAnonymousScrape", testMetricsRefuseAnonymousScrape},
 		{"NamespaceDeletionDestroys", testNamespaceDeletionDestroys},
 		{"SelfServiceTemplate", testSelfServiceTemplate},
+		{"StackSetReviewBranches", testStackSetReviewBranches},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -5,9 +5,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
@@ -90,6 +93,49 @@ func TestRender_Placeholders_SubstitutedOrRefused(t *testing.T) {
 			}
 			if diff := cmp.Diff([2]string{tt.wantStack, tt.wantBranch}, [2]string{spec.Stack, spec.Branch}); diff != "" {
 				t.Errorf("stack, branch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSkipExpired_Elements_HeldUntilTheyChange(t *testing.T) {
+	branch := func(id, commit string) element {
+		return element{id: id, values: map[string]string{"branch": id, "commit": commit}}
+	}
+	expiring := func(id string) pulumiv1.Stack {
+		now := metav1.Now()
+		return pulumiv1.Stack{
+			ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now, Annotations: map[string]string{v1alpha1.StackSetElementAnnotation: id}},
+			Status:     pulumiv1.StackStatus{Stackwright: &pulumiv1.StackwrightStatus{ExpiredAt: &now}},
+		}
+	}
+	tests := []struct {
+		name        string
+		recorded    []v1alpha1.ExpiredElement
+		elems       []element
+		stacks      []pulumiv1.Stack
+		wantElems   []string
+		wantExpired []v1alpha1.ExpiredElement
+	}{
+		{name: "expiringStackIsRecordedAndSkipped", elems: []element{branch("a", "1"), branch("b", "1")}, stacks: []pulumiv1.Stack{expiring("a")},
+			wantElems: []string{"b"}, wantExpired: []v1alpha1.ExpiredElement{{Element: "a", Commit: "1"}}},
+		{name: "sameCommitStaysSkipped", recorded: []v1alpha1.ExpiredElement{{Element: "a", Commit: "1"}}, elems: []element{branch("a", "1")},
+			wantExpired: []v1alpha1.ExpiredElement{{Element: "a", Commit: "1"}}},
+		{name: "newCommitRevives", recorded: []v1alpha1.ExpiredElement{{Element: "a", Commit: "1"}}, elems: []element{branch("a", "2")}, wantElems: []string{"a"}},
+		{name: "goneElementIsForgotten", recorded: []v1alpha1.ExpiredElement{{Element: "a", Commit: "1"}}, elems: []element{branch("b", "1")}, wantElems: []string{"b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := &v1alpha1.StackSet{Status: v1alpha1.StackSetStatus{Expired: tt.recorded}}
+			var got []string
+			for _, e := range skipExpired(set, tt.elems, tt.stacks) {
+				got = append(got, e.id)
+			}
+			if diff := cmp.Diff(tt.wantElems, got); diff != "" {
+				t.Errorf("elements (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantExpired, set.Status.Expired, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("expired (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -110,6 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		return ctrl.Result{}, err
 	}
+	elems = skipExpired(set, elems, stacks)
 	want, err := r.renderAll(set, elems)
 	if err != nil {
 		conditions.MarkStalled(set, pulumiv1.ReasonSpecInvalid, err.Error())
@@ -183,6 +184,37 @@ func (r *Reconciler) generate(ctx context.Context, set *v1alpha1.StackSet) ([]el
 		return listElements(g.List), nil
 	}
 	return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.generator sets none of gitBranches, gitDirectories and list")
+}
+
+// skipExpired records the elements whose Stack is being deleted because its TTL expired,
+// and returns the elements without those still as they were then: an expired review stack
+// is not created again at once, but a new commit of its branch revives it. Elements gone
+// from the generator are forgotten.
+func skipExpired(set *v1alpha1.StackSet, elems []element, stacks []pulumiv1.Stack) []element {
+	commit := map[string]string{}
+	for _, e := range elems {
+		commit[e.id] = e.values["commit"]
+	}
+	expired := slices.DeleteFunc(slices.Clone(set.Status.Expired), func(x v1alpha1.ExpiredElement) bool {
+		c, ok := commit[x.Element]
+		return !ok || c != x.Commit
+	})
+	for i := range stacks {
+		st := &stacks[i]
+		sw := st.Status.Stackwright
+		if st.DeletionTimestamp.IsZero() || sw == nil || sw.ExpiredAt == nil {
+			continue
+		}
+		id := st.Annotations[v1alpha1.StackSetElementAnnotation]
+		c, ok := commit[id]
+		if ok && !slices.ContainsFunc(expired, func(x v1alpha1.ExpiredElement) bool { return x.Element == id }) {
+			expired = append(expired, v1alpha1.ExpiredElement{Element: id, Commit: c})
+		}
+	}
+	set.Status.Expired = expired
+	return slices.DeleteFunc(elems, func(e element) bool {
+		return slices.ContainsFunc(expired, func(x v1alpha1.ExpiredElement) bool { return x.Element == e.id })
+	})
 }
 
 // renderAll renders every element's Stack, keyed by element key; one that does not render
