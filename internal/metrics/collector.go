@@ -13,6 +13,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
 // Stack states, the values of stackwright_stacks' state label. A Stack counts in every
@@ -35,6 +36,9 @@ var (
 	lastSuccessDesc = prometheus.NewDesc(metricPrefix+"stack_last_success_timestamp_seconds",
 		"When the Stack's last successful update finished, in Unix seconds; absent before the first one.",
 		[]string{labelNS, labelStack}, nil)
+	stackSetDesc = prometheus.NewDesc(metricPrefix+"stackset_stacks",
+		"A StackSet's elements and Stacks, by count: elements (generated), stacks (owned), ready, failing (Stalled or last update failed), expired (elements whose Stack's TTL expired).",
+		[]string{labelNS, labelStackSet, labelCount}, nil)
 	queuedDesc = prometheus.NewDesc(metricPrefix+"executor_queued_updates",
 		"Updates waiting for a runner, by executor.", []string{labelExecutor}, nil)
 	runningDesc = prometheus.NewDesc(metricPrefix+"executor_running_updates",
@@ -78,6 +82,7 @@ func register(key string, c prometheus.Collector) error {
 func (c *stackCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- stacksDesc
 	ch <- lastSuccessDesc
+	ch <- stackSetDesc
 }
 
 func (c *stackCollector) Collect(ch chan<- prometheus.Metric) {
@@ -106,6 +111,27 @@ func (c *stackCollector) Collect(ch chan<- prometheus.Metric) {
 	for ns, byState := range counts {
 		for _, st := range states {
 			ch <- prometheus.MustNewConstMetric(stacksDesc, prometheus.GaugeValue, float64(byState[st]), ns, st)
+		}
+	}
+	if per {
+		c.collectStackSets(ctx, ch)
+	}
+}
+
+// collectStackSets reports each StackSet's counts from its status (per-Stack labels only:
+// a set is named like a Stack).
+func (c *stackCollector) collectStackSets(ctx context.Context, ch chan<- prometheus.Metric) {
+	sets := &v1alpha1.StackSetList{}
+	if err := c.reader.List(ctx, sets); err != nil {
+		ch <- prometheus.NewInvalidMetric(stackSetDesc, err)
+		return
+	}
+	for _, set := range sets.Items {
+		st := set.Status
+		for count, v := range map[string]int{
+			"elements": int(st.Elements), "stacks": int(st.Stacks), "ready": int(st.Ready), "failing": int(st.Failing), "expired": len(st.Expired),
+		} {
+			ch <- prometheus.MustNewConstMetric(stackSetDesc, prometheus.GaugeValue, float64(v), set.Namespace, set.Name, count)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
 func stackWith(ns, name string, suspend bool, conds ...string) *pulumiv1.Stack {
@@ -54,8 +55,10 @@ func TestStackStates_Conditions(t *testing.T) {
 
 func TestStackCollector_Collect_CountsByNamespaceAndState(t *testing.T) {
 	scheme := runtime.NewScheme()
-	if err := pulumiv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+	for _, add := range []func(*runtime.Scheme) error{pulumiv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
 	}
 	done := stackWith("a", "done", false, pulumiv1.ConditionReady)
 	done.Status.Stackwright = &pulumiv1.StackwrightStatus{LastSuccessTime: &metav1.Time{Time: time.Unix(1700000000, 0)}}
@@ -63,12 +66,22 @@ func TestStackCollector_Collect_CountsByNamespaceAndState(t *testing.T) {
 		done,
 		stackWith("a", "stuck", false, pulumiv1.ConditionStalled),
 		stackWith("b", "busy", false, pulumiv1.ConditionReconciling),
+		&v1alpha1.StackSet{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "review"}, Status: v1alpha1.StackSetStatus{
+			Elements: 3, Stacks: 2, Ready: 1, Failing: 1, Expired: []v1alpha1.ExpiredElement{{Element: "feature/x"}},
+		}},
 	).Build()
 	col := &stackCollector{reader: c}
 	want := `
 # HELP stackwright_stack_last_success_timestamp_seconds When the Stack's last successful update finished, in Unix seconds; absent before the first one.
 # TYPE stackwright_stack_last_success_timestamp_seconds gauge
 stackwright_stack_last_success_timestamp_seconds{namespace="a",stack="done"} 1.7e+09
+# HELP stackwright_stackset_stacks A StackSet's elements and Stacks, by count: elements (generated), stacks (owned), ready, failing (Stalled or last update failed), expired (elements whose Stack's TTL expired).
+# TYPE stackwright_stackset_stacks gauge
+stackwright_stackset_stacks{count="elements",namespace="a",stackset="review"} 3
+stackwright_stackset_stacks{count="expired",namespace="a",stackset="review"} 1
+stackwright_stackset_stacks{count="failing",namespace="a",stackset="review"} 1
+stackwright_stackset_stacks{count="ready",namespace="a",stackset="review"} 1
+stackwright_stackset_stacks{count="stacks",namespace="a",stackset="review"} 2
 # HELP stackwright_stacks Stacks by namespace and state (ready, reconciling, stalled, suspended, drift_detected); a Stack counts in every state whose condition is True.
 # TYPE stackwright_stacks gauge
 stackwright_stacks{namespace="a",state="drift_detected"} 0
@@ -88,8 +101,10 @@ stackwright_stacks{namespace="b",state="suspended"} 0
 
 	SetPerStackLabels(false)
 	t.Cleanup(func() { SetPerStackLabels(true) })
-	if n := testutil.CollectAndCount(col, "stackwright_stack_last_success_timestamp_seconds"); n != 0 {
-		t.Errorf("with per-Stack labels off, %d last-success series are reported; want none", n)
+	for _, name := range []string{"stackwright_stack_last_success_timestamp_seconds", "stackwright_stackset_stacks"} {
+		if n := testutil.CollectAndCount(col, name); n != 0 {
+			t.Errorf("with per-Stack labels off, %d %s series are reported; want none", n, name)
+		}
 	}
 }
 

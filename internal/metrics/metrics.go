@@ -24,6 +24,8 @@ const (
 	labelReason    = "reason"
 	labelState     = "state"
 	labelExecutor  = "executor"
+	labelStackSet  = "stackset"
+	labelCount     = "count"
 	metricPrefix   = "stackwright_"
 )
 
