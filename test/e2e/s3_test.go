@@ -170,10 +170,14 @@ stringData:
 )
 
 // configMapWriterYAML lets the ServiceAccount "deployer" write ConfigMaps in its namespace.
-const configMapWriterYAML = `apiVersion: v1
+var configMapWriterYAML = configMapWriter("deployer")
+
+// configMapWriter is a ServiceAccount sa that may write ConfigMaps in its namespace.
+func configMapWriter(sa string) string {
+	return `apiVersion: v1
 kind: ServiceAccount
 metadata:
-  name: deployer
+  name: ` + sa + `
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -187,15 +191,16 @@ rules:
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:
-  name: deployer-writes-configmaps
+  name: ` + sa + `-writes-configmaps
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: Role
   name: configmap-writer
 subjects:
 - kind: ServiceAccount
-  name: deployer
+  name: ` + sa + `
 `
+}
 
 // applyConfigMapStack applies, in ns, a Stack "cm" running as the ServiceAccount
 // "deployer" whose program creates the ConfigMap "made-by-stack" (data by=value) with the

@@ -113,4 +113,11 @@ spec:
 	g.Expect(c.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 	g.Expect(list.Items).To(HaveLen(1), "only feature/a's stack is back")
 	g.Expect(list.Items[0].Spec.Branch).To(Equal("feature/a"))
+
+	// Deleted before its namespace, so that the destroy runs as the Stack's
+	// ServiceAccount (a terminating namespace's runs hold no token).
+	run(t, "kubectl", "delete", "-n", ns, "stackset/review", "--timeout=5m")
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "review-feature-a"}, &corev1.ConfigMap{})
+	g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+	g.Expect(err).To(HaveOccurred(), "deleting the Destroy set left the revived stack's ConfigMap")
 }

@@ -35,33 +35,7 @@ const (
 
 // selfPlatformYAML is the platform namespace's part: the backend's and secrets provider's
 // Secrets, the template's ServiceAccount and its one right, and the program.
-const selfPlatformYAML = s3CredentialsYAML + `---
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: bucket-runner
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: configmap-writer
-rules:
-- apiGroups: [""]
-  resources: [configmaps]
-  verbs: [get, create, patch, delete]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: bucket-runner-writes-configmaps
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: configmap-writer
-subjects:
-- kind: ServiceAccount
-  name: bucket-runner
----
+var selfPlatformYAML = s3CredentialsYAML + "---\n" + configMapWriter("bucket-runner") + `---
 apiVersion: pulumi.com/v1
 kind: Program
 metadata:

@@ -19,6 +19,9 @@ type element struct {
 	id string
 	// values are the placeholders' values, by name without braces.
 	values map[string]string
+	// revision is what revives the element's expired Stack when it changes: a branch's
+	// commit; "" for the others, which stay expired until they disappear.
+	revision string
 }
 
 // maxStackName keeps a Stack's name a label value, as its Updates' Stack label needs.
@@ -89,7 +92,7 @@ func branchElements(g *v1alpha1.GitBranchesGenerator, branches map[string]string
 			return nil, err
 		}
 		if ok {
-			out = append(out, element{id: b, values: map[string]string{"branch": b, "branchSlug": slug(b), "commit": commit}})
+			out = append(out, element{id: b, values: map[string]string{"branch": b, "branchSlug": slug(b), "commit": commit}, revision: commit})
 		}
 	}
 	return out, nil

@@ -100,13 +100,16 @@ func TestRender_Placeholders_SubstitutedOrRefused(t *testing.T) {
 
 func TestSkipExpired_Elements_HeldUntilTheyChange(t *testing.T) {
 	branch := func(id, commit string) element {
-		return element{id: id, values: map[string]string{"branch": id, "commit": commit}}
+		return element{id: id, values: map[string]string{"branch": id, "commit": commit}, revision: commit}
 	}
-	expiring := func(id string) pulumiv1.Stack {
+	expiring := func(id, ran string) pulumiv1.Stack {
 		now := metav1.Now()
 		return pulumiv1.Stack{
 			ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now, Annotations: map[string]string{v1alpha1.StackSetElementAnnotation: id}},
-			Status:     pulumiv1.StackStatus{Stackwright: &pulumiv1.StackwrightStatus{ExpiredAt: &now}},
+			Status: pulumiv1.StackStatus{
+				Stackwright: &pulumiv1.StackwrightStatus{ExpiredAt: &now},
+				LastUpdate:  &pulumiv1.StackUpdateState{LastAttemptedCommit: ran},
+			},
 		}
 	}
 	tests := []struct {
@@ -117,8 +120,12 @@ func TestSkipExpired_Elements_HeldUntilTheyChange(t *testing.T) {
 		wantElems   []string
 		wantExpired []v1alpha1.ExpiredElement
 	}{
-		{name: "expiringStackIsRecordedAndSkipped", elems: []element{branch("a", "1"), branch("b", "1")}, stacks: []pulumiv1.Stack{expiring("a")},
+		{name: "expiringStackIsRecordedAndSkipped", elems: []element{branch("a", "1"), branch("b", "1")}, stacks: []pulumiv1.Stack{expiring("a", "1")},
 			wantElems: []string{"b"}, wantExpired: []v1alpha1.ExpiredElement{{Element: "a", Commit: "1"}}},
+		{name: "pushWhileTheExpiredStackIsDestroyedRevives", elems: []element{branch("a", "2")}, stacks: []pulumiv1.Stack{expiring("a", "1")},
+			wantElems: []string{"a"}},
+		{name: "listElementStaysExpired", elems: []element{{id: "dev"}}, stacks: []pulumiv1.Stack{expiring("dev", "")},
+			wantExpired: []v1alpha1.ExpiredElement{{Element: "dev"}}},
 		{name: "sameCommitStaysSkipped", recorded: []v1alpha1.ExpiredElement{{Element: "a", Commit: "1"}}, elems: []element{branch("a", "1")},
 			wantExpired: []v1alpha1.ExpiredElement{{Element: "a", Commit: "1"}}},
 		{name: "newCommitRevives", recorded: []v1alpha1.ExpiredElement{{Element: "a", Commit: "1"}}, elems: []element{branch("a", "2")}, wantElems: []string{"a"}},

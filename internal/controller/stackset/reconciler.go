@@ -191,14 +191,11 @@ func (r *Reconciler) generate(ctx context.Context, set *v1alpha1.StackSet) ([]el
 // is not created again at once, but a new commit of its branch revives it. Elements gone
 // from the generator are forgotten.
 func skipExpired(set *v1alpha1.StackSet, elems []element, stacks []pulumiv1.Stack) []element {
-	commit := map[string]string{}
+	revision := map[string]string{}
 	for _, e := range elems {
-		commit[e.id] = e.values["commit"]
+		revision[e.id] = e.revision
 	}
-	expired := slices.DeleteFunc(slices.Clone(set.Status.Expired), func(x v1alpha1.ExpiredElement) bool {
-		c, ok := commit[x.Element]
-		return !ok || c != x.Commit
-	})
+	expired := slices.Clone(set.Status.Expired)
 	for i := range stacks {
 		st := &stacks[i]
 		sw := st.Status.Stackwright
@@ -206,11 +203,22 @@ func skipExpired(set *v1alpha1.StackSet, elems []element, stacks []pulumiv1.Stac
 			continue
 		}
 		id := st.Annotations[v1alpha1.StackSetElementAnnotation]
-		c, ok := commit[id]
-		if ok && !slices.ContainsFunc(expired, func(x v1alpha1.ExpiredElement) bool { return x.Element == id }) {
-			expired = append(expired, v1alpha1.ExpiredElement{Element: id, Commit: c})
+		r, ok := revision[id]
+		if !ok {
+			continue
 		}
+		// The commit the Stack ran, not the branch's head now: a push that lands while
+		// the expired Stack is still being destroyed revives it.
+		if lu := st.Status.LastUpdate; r != "" && lu != nil && lu.LastAttemptedCommit != "" {
+			r = lu.LastAttemptedCommit
+		}
+		expired = append(slices.DeleteFunc(expired, func(x v1alpha1.ExpiredElement) bool { return x.Element == id }),
+			v1alpha1.ExpiredElement{Element: id, Commit: r})
 	}
+	expired = slices.DeleteFunc(expired, func(x v1alpha1.ExpiredElement) bool {
+		r, ok := revision[x.Element]
+		return !ok || r != x.Commit
+	})
 	set.Status.Expired = expired
 	return slices.DeleteFunc(elems, func(e element) bool {
 		return slices.ContainsFunc(expired, func(x v1alpha1.ExpiredElement) bool { return x.Element == e.id })
@@ -295,7 +303,11 @@ func (r *Reconciler) removeVanished(ctx context.Context, set *v1alpha1.StackSet,
 	var gone []*pulumiv1.Stack
 	for i := range stacks {
 		st := &stacks[i]
-		if _, ok := want[st.Labels[v1alpha1.StackSetElementLabel]]; !ok && st.DeletionTimestamp.IsZero() {
+		_, wanted := want[st.Labels[v1alpha1.StackSetElementLabel]]
+		resting := slices.ContainsFunc(set.Status.Expired, func(x v1alpha1.ExpiredElement) bool {
+			return x.Element == st.Annotations[v1alpha1.StackSetElementAnnotation]
+		})
+		if !wanted && !resting && st.DeletionTimestamp.IsZero() {
 			gone = append(gone, st)
 		}
 	}
