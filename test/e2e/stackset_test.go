@@ -32,8 +32,9 @@ resources:
 }
 
 // testStackSetReviewBranches: a StackSet makes a review stack, run by runner Pods, for each
-// feature/* branch of a repository served on the node; each lives 90 s (a TTL) and is then
-// destroyed and deleted, and is not made again until its branch gets a new commit.
+// feature/* branch of a repository served on the node; each lives 2 minutes after its last
+// update (a TTL, counted from the update so that a queue of runs does not eat it) and is
+// then destroyed and deleted, and is not made again until its branch gets a new commit.
 func testStackSetReviewBranches(t *testing.T, jc *jobCluster) {
 	g, c := NewWithT(t), jc.c
 	ctx := context.Background()
@@ -68,7 +69,8 @@ spec:
       serviceAccountName: deployer
       stackwright:
         ttl:
-          after: 90s
+          after: 2m
+          from: LastUpdate
       envRefs:
 `+indent(s3EnvRefsYAML, "    ")))
 
@@ -101,7 +103,7 @@ spec:
 		set := &v1alpha1.StackSet{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "review"}, set)).To(Succeed())
 		g.Expect(set.Status.Expired).To(HaveLen(2))
-	}).WithTimeout(4*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the review stacks expire\n%s", describeNamespace(ns))
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the review stacks expire\n%s", describeNamespace(ns))
 
 	// A push to feature/a revives its review stack.
 	repo.Commit(map[string]string{"Pulumi.yaml": reviewProgram("second")})
