@@ -39,8 +39,9 @@ type StackSetSpec struct {
 	// +kubebuilder:default=Orphan
 	DeletionPolicy StackSetDeletionPolicy `json:"deletionPolicy,omitempty"`
 
-	// MaxRemovals bounds how many elements may disappear at once, as a number or a
-	// percentage of the elements last seen: beyond it nothing is removed, and the set
+	// MaxRemovals bounds how many elements may disappear at once, as a number (0: the
+	// set removes nothing by itself) or a percentage of the set's Stacks (rounded up, at
+	// least one): beyond it nothing is removed, and the set
 	// is Stalled (reason RemovalsHeld) until the elements come back, the bound is
 	// raised, or the set is changed. It protects against a repository that lists
 	// nothing or a pattern gone wrong. Default 50%.

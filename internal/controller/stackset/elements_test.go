@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -145,5 +146,32 @@ func TestSkipExpired_Elements_HeldUntilTheyChange(t *testing.T) {
 				t.Errorf("expired (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestRemovalLimit_Bound_PercentRoundsUpNumberIsExact(t *testing.T) {
+	tests := []struct {
+		name  string
+		bound intstr.IntOrString
+		n     int
+		want  int
+	}{
+		{name: "halfOfFour", bound: intstr.FromString("50%"), n: 4, want: 2},
+		{name: "halfOfThreeRoundsUp", bound: intstr.FromString("50%"), n: 3, want: 2},
+		{name: "oneStackMayGo", bound: intstr.FromString("50%"), n: 1, want: 1},
+		{name: "zeroPercentStillAllowsOne", bound: intstr.FromString("0%"), n: 10, want: 1},
+		{name: "zeroNumberRemovesNothing", bound: intstr.FromInt32(0), n: 10, want: 0},
+		{name: "number", bound: intstr.FromInt32(3), n: 10, want: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := removalLimit(tt.bound, tt.n)
+			if err != nil || got != tt.want {
+				t.Errorf("removalLimit(%s, %d) = %d, %v; want %d", tt.bound.String(), tt.n, got, err, tt.want)
+			}
+		})
+	}
+	if _, err := removalLimit(intstr.FromString("half"), 4); err == nil {
+		t.Error("a malformed bound is accepted")
 	}
 }

@@ -318,7 +318,7 @@ func (r *Reconciler) removeVanished(ctx context.Context, set *v1alpha1.StackSet,
 	if set.Spec.MaxRemovals != nil {
 		bound = *set.Spec.MaxRemovals
 	}
-	limit, err := intstr.GetScaledValueFromIntOrPercent(&bound, len(stacks), false)
+	limit, err := removalLimit(bound, len(stacks))
 	if err != nil {
 		return fmt.Sprintf("spec.maxRemovals %q: %v", bound.String(), err), nil
 	}
@@ -338,6 +338,20 @@ func (r *Reconciler) removeVanished(ctx context.Context, set *v1alpha1.StackSet,
 		}
 	}
 	return "", nil
+}
+
+// removalLimit is how many of n Stacks may lose their element at once: bound as a number
+// (0 removes nothing by itself), or as a percentage of n rounded up and never less than
+// one, so that a set of one or two Stacks can still lose an element.
+func removalLimit(bound intstr.IntOrString, n int) (int, error) {
+	if bound.Type == intstr.Int {
+		return max(bound.IntValue(), 0), nil
+	}
+	limit, err := intstr.GetScaledValueFromIntOrPercent(&bound, n, true)
+	if err != nil {
+		return 0, err
+	}
+	return max(limit, 1), nil
 }
 
 // remove orphans st or deletes it, as the set's deletion policy says.
