@@ -13,7 +13,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -55,12 +54,7 @@ func TestManager_StackTemplate_OnlyTheTemplatesApproversApprove(t *testing.T) {
 			Approvers: &v1alpha1.TemplateApprovers{Groups: []string{approvers}},
 		},
 	}
-	g.Expect(env.Client.Create(ctx, tmpl)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), tmpl) })
-	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-		g.Expect(apimeta.IsStatusConditionTrue(tmpl.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue(), "conditions: %v", tmpl.Status.Conditions)
-	}).WithTimeout(time.Minute).Should(Succeed())
+	createTemplate(t, tmpl)
 
 	// Both users may edit buckets; only alice is an approver.
 	mallory := userClient(t, "mallory", []string{"tenants"}, group)

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,8 +54,6 @@ func TestManager_StackTemplate_PlatformPoliciesJudgeInstances(t *testing.T) {
 			Config:     []v1alpha1.TemplateConfig{{Key: "length", Parameter: "length"}},
 		},
 	}
-	g.Expect(env.Client.Create(ctx, tmpl)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), tmpl) })
 	pol := &v1alpha1.ClusterPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.PolicySpec{
@@ -68,10 +64,7 @@ func TestManager_StackTemplate_PlatformPoliciesJudgeInstances(t *testing.T) {
 	}
 	g.Expect(env.Client.Create(ctx, pol)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
-	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-		g.Expect(apimeta.IsStatusConditionTrue(tmpl.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue(), "conditions: %v", tmpl.Status.Conditions)
-	}).WithTimeout(time.Minute).Should(Succeed())
+	createTemplate(t, tmpl)
 
 	inst := &unstructured.Unstructured{}
 	inst.SetAPIVersion(group + "/v1alpha1")

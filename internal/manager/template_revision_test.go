@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,17 +45,7 @@ func TestManager_StackTemplate_HoldKeepsInstancesAtTheirRevisionUntilOpened(t *t
 			UpdateStrategy: v1alpha1.TemplateUpdateStrategy{Type: v1alpha1.UpdateStrategyHold},
 		},
 	}
-	g.Expect(env.Client.Create(ctx, tmpl)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), tmpl) })
-	waitTemplate := func(why string, check func(g Gomega, t *v1alpha1.StackTemplate)) {
-		t.Helper()
-		g.Eventually(func(g Gomega) {
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-			g.Expect(apimeta.IsStatusConditionTrue(tmpl.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue(), "conditions: %v", tmpl.Status.Conditions)
-			check(g, tmpl)
-		}).WithTimeout(2*time.Minute).Should(Succeed(), why)
-	}
-	waitTemplate("the template is served", func(Gomega, *v1alpha1.StackTemplate) {})
+	createTemplate(t, tmpl)
 	first := tmpl.Status.Revision
 
 	inst := &unstructured.Unstructured{}
@@ -80,7 +68,7 @@ func TestManager_StackTemplate_HoldKeepsInstancesAtTheirRevisionUntilOpened(t *t
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
 	tmpl.Spec.Stack = apiextensionsv1.JSON{Raw: []byte(`{"stack":"q","programRef":{"name":"held"},"config":{"flavour":"two"}}`)}
 	g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed())
-	waitTemplate("the new revision is served and the instance is behind", func(g Gomega, tmpl *v1alpha1.StackTemplate) {
+	waitTemplate(t, tmpl, "the new revision is served and the instance is behind", func(g Gomega, tmpl *v1alpha1.StackTemplate) {
 		g.Expect(tmpl.Status.Revision).To(BeNumerically(">", first))
 		g.Expect(tmpl.Status.InstancesBehind).To(BeEquivalentTo(1))
 	})
@@ -100,7 +88,7 @@ func TestManager_StackTemplate_HoldKeepsInstancesAtTheirRevisionUntilOpened(t *t
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(inst), inst)).To(Succeed())
 	rev, _, _ := unstructured.NestedInt64(inst.Object, "status", "templateRevision")
 	g.Expect(rev).To(Equal(second))
-	waitTemplate("no instance is behind, and the unused revision is gone", func(g Gomega, tmpl *v1alpha1.StackTemplate) {
+	waitTemplate(t, tmpl, "no instance is behind, and the unused revision is gone", func(g Gomega, tmpl *v1alpha1.StackTemplate) {
 		g.Expect(tmpl.Status.InstancesBehind).To(BeZero())
 		err := env.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.RevisionName(tmpl.Name, first)}, &v1alpha1.StackTemplateRevision{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "revision %d: %v", first, err)

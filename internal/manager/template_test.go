@@ -64,11 +64,7 @@ func TestManager_StackTemplate_InstanceBecomesAStackInThePlatformNamespace(t *te
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
 		},
 	}
-	g.Expect(env.Client.Create(ctx, tmpl)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-		g.Expect(apimeta.IsStatusConditionTrue(tmpl.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue(), "conditions: %v", tmpl.Status.Conditions)
-	}).WithTimeout(time.Minute).Should(Succeed())
+	createTemplate(t, tmpl)
 
 	bucket := func(ns, name string, params string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
@@ -156,6 +152,27 @@ func startTemplateManager(t *testing.T) string {
 	opts.TemplateAPIGroups = []string{group}
 	startManager(t, env.Config, opts)
 	return group
+}
+
+// createTemplate creates tmpl, deletes it when the test ends (if the test has not), and
+// waits until its kind is served.
+func createTemplate(t *testing.T, tmpl *v1alpha1.StackTemplate) {
+	t.Helper()
+	NewWithT(t).Expect(env.Client.Create(t.Context(), tmpl)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), tmpl) })
+	waitTemplate(t, tmpl, "the template is served", nil)
+}
+
+// waitTemplate waits until tmpl is Ready and check, if any, holds of it.
+func waitTemplate(t *testing.T, tmpl *v1alpha1.StackTemplate, why string, check func(Gomega, *v1alpha1.StackTemplate)) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+		g.Expect(apimeta.IsStatusConditionTrue(tmpl.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue(), "conditions: %v", tmpl.Status.Conditions)
+		if check != nil {
+			check(g, tmpl)
+		}
+	}).WithTimeout(2*time.Minute).Should(Succeed(), why)
 }
 
 // waitInstance waits until the instance's condition is True.

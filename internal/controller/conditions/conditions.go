@@ -90,6 +90,17 @@ func MarkProgress(o Object, msg string) {
 	MarkReconciling(o, pulumiv1.ReasonStackProcessing, msg)
 }
 
+// Finalize records the generation in observed once it is settled (Ready or Stalled for it)
+// and clears Reconciling: the end of every controller's status, so that kstatus reads an
+// object that cannot go further as stalled, not in progress.
+func Finalize(o Object, observed *int64) {
+	if !Settled(o) {
+		return
+	}
+	*observed = o.GetGeneration()
+	Remove(o, pulumiv1.ConditionReconciling)
+}
+
 // Settled reports whether everything that can be done for the current generation has been:
 // Ready, or Stalled, for that generation. It is what observedGeneration records.
 func Settled(o Object) bool {

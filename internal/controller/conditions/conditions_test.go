@@ -120,6 +120,30 @@ func TestConditions_Settled_OnlyForTheCurrentGeneration(t *testing.T) {
 	}
 }
 
+func TestConditions_Finalize_ObservesOnlyASettledGeneration(t *testing.T) {
+	reconciling := cond(pulumiv1.ConditionReconciling, metav1.ConditionTrue, "X", "x", 2)
+	tests := []struct {
+		name            string
+		conds           []metav1.Condition
+		wantObserved    int64
+		wantReconciling bool
+	}{
+		{"settled: observed, Reconciling cleared", []metav1.Condition{readyTrue(2), reconciling}, 2, false},
+		{"in progress: unchanged", []metav1.Condition{readyTrue(1), reconciling}, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+			p.Status.Conditions, p.Status.ObservedGeneration = tt.conds, 1
+			conditions.Finalize(p, &p.Status.ObservedGeneration)
+			if p.Status.ObservedGeneration != tt.wantObserved || conditions.IsTrue(p, pulumiv1.ConditionReconciling) != tt.wantReconciling {
+				t.Errorf("observedGeneration %d, Reconciling %v; want %d, %v", p.Status.ObservedGeneration,
+					conditions.IsTrue(p, pulumiv1.ConditionReconciling), tt.wantObserved, tt.wantReconciling)
+			}
+		})
+	}
+}
+
 func TestConditions_Set_TruncatesLongMessagesOnARuneBoundary(t *testing.T) {
 	s := &pulumiv1.Stack{}
 	conditions.MarkStalled(s, "Bad", strings.Repeat("é", conditions.MaxMessage))

@@ -18,15 +18,16 @@ import (
 // Stack.
 var approvalAnnotations = []string{pulumiv1.ApproveAnnotation, pulumiv1.RejectAnnotation}
 
-// approvals returns the approve and reject annotations of instance u to forward to its
-// Stack. An annotation's text says nothing of who wrote it, so they are forwarded only
-// when the template names approvers and the install's admission policy, which checks the
-// writer's groups as the API server authenticated them, is in force. Otherwise ignored
-// says why they were not forwarded ("" when there was nothing to forward).
-func (c *Controller) approvals(ctx context.Context, t *v1alpha1.StackTemplate, u *unstructured.Unstructured) (forward map[string]string, ignored string, err error) {
+// approvals returns the approve and reject annotations of instance u that its Stack st
+// does not carry yet, to forward. An annotation's text says nothing of who wrote it, so
+// they are forwarded only when the template names approvers and the install's admission
+// policy, which checks the writer's groups as the API server authenticated them, is in
+// force. Otherwise ignored says why they were not forwarded ("" when there was nothing
+// new to forward, which asks the API server nothing).
+func (c *Controller) approvals(ctx context.Context, t *v1alpha1.StackTemplate, u *unstructured.Unstructured, st *pulumiv1.Stack) (forward map[string]string, ignored string, err error) {
 	forward = map[string]string{}
 	for _, k := range approvalAnnotations {
-		if v := u.GetAnnotations()[k]; v != "" {
+		if v := u.GetAnnotations()[k]; v != "" && v != st.Annotations[k] {
 			forward[k] = v
 		}
 	}

@@ -224,7 +224,7 @@ func (c *Controller) Reconcile(ctx context.Context, req Request) (result reconci
 	}
 	p := patch.New(c.Client, u, t.Spec.API.Kind, FieldManager)
 	defer func() {
-		finalizeStatus(in)
+		conditions.Finalize(in, &in.status.ObservedGeneration)
 		if err := in.store(); err != nil {
 			retErr = errors.Join(retErr, err)
 		} else if err := p.Status(ctx, u); err != nil {
@@ -353,7 +353,7 @@ func (c *Controller) applyStack(ctx context.Context, t *v1alpha1.StackTemplate, 
 		conditions.MarkStalled(in, v1alpha1.ReasonParametersInvalid, err.Error())
 		return nil, nil
 	}
-	forward, ignored, err := c.approvals(ctx, t, u)
+	forward, ignored, err := c.approvals(ctx, t, u, st)
 	if err != nil {
 		return nil, err
 	}
@@ -365,11 +365,11 @@ func (c *Controller) applyStack(ctx context.Context, t *v1alpha1.StackTemplate, 
 		return nil, err
 	}
 	want := st.DeepCopy()
-	want.Labels = mergeMaps(want.Labels, map[string]string{
+	want.Labels = labels.Merge(want.Labels, map[string]string{
 		v1alpha1.TemplateLabel: t.Name, v1alpha1.InstanceNamespaceLabel: u.GetNamespace(), v1alpha1.InstanceUIDLabel: string(u.GetUID()),
 		v1alpha1.TemplateRevisionLabel: strconv.FormatInt(rev.Spec.Revision, 10),
 	})
-	want.Annotations = mergeMaps(want.Annotations, map[string]string{
+	want.Annotations = labels.Merge(want.Annotations, map[string]string{
 		v1alpha1.InstanceAnnotation:  u.GetNamespace() + "/" + u.GetName(),
 		instanceGenerationAnnotation: strconv.FormatInt(u.GetGeneration(), 10),
 	})
@@ -486,22 +486,4 @@ func (c *Controller) removeOrphans(ctx context.Context, t *v1alpha1.StackTemplat
 		}
 	}
 	return nil
-}
-
-// finalizeStatus moves observedGeneration once the generation is settled.
-func finalizeStatus(in *instance) {
-	if !conditions.Settled(in) {
-		return
-	}
-	in.status.ObservedGeneration = in.GetGeneration()
-	conditions.Remove(in, pulumiv1.ConditionReconciling)
-}
-
-func mergeMaps(base, add map[string]string) map[string]string {
-	out := maps.Clone(base)
-	if out == nil {
-		out = map[string]string{}
-	}
-	maps.Copy(out, add)
-	return out
 }

@@ -116,9 +116,5 @@ func markCompiled(o object, err error) {
 // finalizeStatus moves observedGeneration once the generation is settled (Ready or
 // Stalled), as every controller here does.
 func finalizeStatus(o object) {
-	if !conditions.Settled(o.obj) {
-		return
-	}
-	o.status.ObservedGeneration = o.obj.GetGeneration()
-	conditions.Remove(o.obj, pulumiv1.ConditionReconciling)
+	conditions.Finalize(o.obj, &o.status.ObservedGeneration)
 }

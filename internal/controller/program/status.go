@@ -43,9 +43,5 @@ func markRetrying(p *pulumiv1.Program, msg string) {
 // for it (so that kstatus reads a Program that cannot render as stalled, not in progress)
 // and clears Reconciling then.
 func finalizeStatus(p *pulumiv1.Program) {
-	if !conditions.Settled(p) {
-		return
-	}
-	p.Status.ObservedGeneration = p.Generation
-	conditions.Remove(p, pulumiv1.ConditionReconciling)
+	conditions.Finalize(p, &p.Status.ObservedGeneration)
 }

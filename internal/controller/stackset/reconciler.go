@@ -13,6 +13,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,7 +79,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	p := patch.New(r.Client, set, "StackSet", FieldManager)
 	defer func() {
-		finalizeStatus(set)
+		conditions.Finalize(set, &set.Status.ObservedGeneration)
 		if err := p.Status(ctx, set); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
@@ -99,19 +100,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	requeue := interval(set)
 	elems, err := r.generate(ctx, set)
-	if err != nil {
-		if f, ok := fault.As(err); ok && f.Stalled {
+	if f, ok := fault.As(err); ok {
+		if f.Stalled {
 			conditions.MarkStalled(set, f.Reason, f.Error())
 			return ctrl.Result{}, nil
 		}
-		if f, ok := fault.As(err); ok {
-			conditions.MarkReconciling(set, f.Reason, f.Error()+"; nothing is removed while the elements cannot be listed")
-			return ctrl.Result{RequeueAfter: requeue}, nil
-		}
+		conditions.MarkReconciling(set, f.Reason, f.Error()+"; nothing is removed while the elements cannot be listed")
+		return ctrl.Result{RequeueAfter: requeue}, nil
+	} else if err != nil {
 		return ctrl.Result{}, err
 	}
 	elems = skipExpired(set, elems, stacks)
-	want, err := r.renderAll(set, elems)
+	want, err := renderAll(set, elems)
 	if err != nil {
 		conditions.MarkStalled(set, pulumiv1.ReasonSpecInvalid, err.Error())
 		return ctrl.Result{RequeueAfter: requeue}, nil
@@ -155,8 +155,9 @@ func interval(set *v1alpha1.StackSet) time.Duration {
 
 // generate lists the set's elements.
 func (r *Reconciler) generate(ctx context.Context, set *v1alpha1.StackSet) ([]element, error) {
+	every := interval(set)
 	repo := func(g *v1alpha1.GitRepository) git.Repository {
-		return git.Repository{Namespace: set.Namespace, URL: g.URL, GitAuth: g.GitAuth, Interval: interval(set)}
+		return git.Repository{Namespace: set.Namespace, URL: g.URL, GitAuth: g.GitAuth, Interval: every}
 	}
 	switch g := set.Spec.Generator; {
 	case g.GitBranches != nil:
@@ -227,7 +228,7 @@ func skipExpired(set *v1alpha1.StackSet, elems []element, stacks []pulumiv1.Stac
 
 // renderAll renders every element's Stack, keyed by element key; one that does not render
 // fails them all, so that a broken template changes nothing.
-func (r *Reconciler) renderAll(set *v1alpha1.StackSet, elems []element) (map[string]*pulumiv1.Stack, error) {
+func renderAll(set *v1alpha1.StackSet, elems []element) (map[string]*pulumiv1.Stack, error) {
 	want := make(map[string]*pulumiv1.Stack, len(elems))
 	for _, e := range elems {
 		spec, err := render(&set.Spec.Template, e)
@@ -240,8 +241,8 @@ func (r *Reconciler) renderAll(set *v1alpha1.StackSet, elems []element) (map[str
 		key := elementKey(e.id)
 		st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{
 			Namespace: set.Namespace, Name: stackName(set.Name, e.id),
-			Labels:      mergeMaps(set.Spec.Template.Metadata.Labels, map[string]string{v1alpha1.StackSetLabel: set.Name, v1alpha1.StackSetElementLabel: key}),
-			Annotations: mergeMaps(set.Spec.Template.Metadata.Annotations, map[string]string{v1alpha1.StackSetElementAnnotation: e.id}),
+			Labels:      labels.Merge(set.Spec.Template.Metadata.Labels, map[string]string{v1alpha1.StackSetLabel: set.Name, v1alpha1.StackSetElementLabel: key}),
+			Annotations: labels.Merge(set.Spec.Template.Metadata.Annotations, map[string]string{v1alpha1.StackSetElementAnnotation: e.id}),
 		}, Spec: spec}
 		want[key] = st
 	}
@@ -284,8 +285,8 @@ func (r *Reconciler) apply(ctx context.Context, set *v1alpha1.StackSet, want map
 			continue
 		}
 		next := cur.DeepCopy()
-		next.Labels = mergeMaps(next.Labels, w.Labels)
-		next.Annotations = mergeMaps(next.Annotations, w.Annotations)
+		next.Labels = labels.Merge(next.Labels, w.Labels)
+		next.Annotations = labels.Merge(next.Annotations, w.Annotations)
 		next.Spec = w.Spec
 		if apiequality.Semantic.DeepEqual(cur.Spec, next.Spec) && maps.Equal(cur.Labels, next.Labels) && maps.Equal(cur.Annotations, next.Annotations) {
 			continue
@@ -432,24 +433,6 @@ func observe(set *v1alpha1.StackSet, want map[string]*pulumiv1.Stack, stacks []p
 		return
 	}
 	conditions.MarkReconciling(set, v1alpha1.ReasonStacksProgressing, fmt.Sprintf("%d of %d Stack(s) Ready, %d failing", set.Status.Ready, len(want), set.Status.Failing))
-}
-
-// finalizeStatus moves observedGeneration once the generation is settled.
-func finalizeStatus(set *v1alpha1.StackSet) {
-	if !conditions.Settled(set) {
-		return
-	}
-	set.Status.ObservedGeneration = set.Generation
-	conditions.Remove(set, pulumiv1.ConditionReconciling)
-}
-
-func mergeMaps(base, add map[string]string) map[string]string {
-	out := maps.Clone(base)
-	if out == nil {
-		out = map[string]string{}
-	}
-	maps.Copy(out, add)
-	return out
 }
 
 // SetupWithManager registers the controller; it watches the Stacks it owns.

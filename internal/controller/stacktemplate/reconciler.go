@@ -68,7 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	p := patch.New(r.Client, t, "StackTemplate", FieldManager)
 	defer func() {
-		finalizeStatus(t)
+		conditions.Finalize(t, &t.Status.ObservedGeneration)
 		if err := p.Status(ctx, t); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
@@ -244,16 +244,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *v1alpha1.StackTempl
 	}
 	controllerutil.RemoveFinalizer(t, v1alpha1.TemplateFinalizer)
 	return ctrl.Result{}, p.Finalizers(ctx, t)
-}
-
-// finalizeStatus moves observedGeneration once the generation is settled (Ready or
-// Stalled).
-func finalizeStatus(t *v1alpha1.StackTemplate) {
-	if !conditions.Settled(t) {
-		return
-	}
-	t.Status.ObservedGeneration = t.Generation
-	conditions.Remove(t, pulumiv1.ConditionReconciling)
 }
 
 // SetupWithManager registers the controller. It watches the definitions it made, so that

@@ -101,20 +101,20 @@ func (r secretReader) ref(ref *pulumiv1.ResourceRef, field string) (string, erro
 	return r.Ref(*ref, field)
 }
 
-// resolveCredentials reads the Stack's git credentials. gitAuth wins over the deprecated
+// resolveCredentials reads the git credentials a Stack's (or a StackSet generator's)
+// gitAuth or gitAuthSecret name in namespace ns. gitAuth wins over the deprecated
 // gitAuthSecret: PKO's workspace applies gitAuth last, so that is what its clones used.
-func resolveCredentials(ctx context.Context, c client.Reader, stack *pulumiv1.Stack) (*credentials, error) {
-	r := secretReader{inputs.NewRefs(ctx, c, stack.Namespace, inputs.Options{}, pulumiv1.ReasonSourceUnavailable)}
-	spec := &stack.Spec.GitSource
+func resolveCredentials(ctx context.Context, c client.Reader, ns string, auth *pulumiv1.GitAuthConfig, authSecret string) (*credentials, error) {
+	r := secretReader{inputs.NewRefs(ctx, c, ns, inputs.Options{}, pulumiv1.ReasonSourceUnavailable)}
 	var (
 		cred *credentials
 		err  error
 	)
 	switch {
-	case spec.GitAuth != nil:
-		cred, err = r.gitAuth(spec.GitAuth)
-	case spec.GitAuthSecret != "":
-		cred, err = r.gitAuthSecret(spec.GitAuthSecret)
+	case auth != nil:
+		cred, err = r.gitAuth(auth)
+	case authSecret != "":
+		cred, err = r.gitAuthSecret(authSecret)
 	default:
 		return &credentials{method: authNone}, nil
 	}

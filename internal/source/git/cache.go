@@ -267,6 +267,7 @@ func (c *Cache) newRemote(id, rawURL string, ep *transport.Endpoint, cred *crede
 		namespaces: map[string]time.Time{},
 		digests:    map[plumbing.Hash]string{},
 		checked:    map[dirCheck]error{},
+		projects:   map[plumbing.Hash][]string{},
 		overran:    map[fetchKey]overrun{},
 	}
 	// A repository an earlier run of the manager fetched counts from its first use.

@@ -16,13 +16,12 @@ import (
 	"github.com/stackwright/stackwright/internal/fault"
 )
 
-// Repository names a repository as a generator reads it: its URL and credentials, as a
-// Stack's spec names them, in namespace Namespace.
+// Repository names a repository as a generator reads it: its URL and credentials (as a
+// Stack's gitAuth), in namespace Namespace.
 type Repository struct {
-	Namespace     string
-	URL           string
-	GitAuth       *pulumiv1.GitAuthConfig
-	GitAuthSecret string
+	Namespace string
+	URL       string
+	GitAuth   *pulumiv1.GitAuthConfig
 	// Interval is how old a ref listing may be.
 	Interval time.Duration
 }
@@ -64,15 +63,37 @@ func (r *Resolver) Directories(ctx context.Context, repo Repository, branch stri
 	if err != nil {
 		return "", nil, err
 	}
-	if err := rm.ensure(ctx, repo.Namespace, h, ref, false); err != nil {
-		return "", nil, err
+	dirs, err := rm.projectDirs(ctx, repo.Namespace, h, ref)
+	return h.String(), dirs, err
+}
+
+// projectDirs returns the project directories of commit h, fetching it if needed; they are
+// remembered, since a commit never changes and a set asks at each of its reconciles.
+func (rm *remote) projectDirs(ctx context.Context, ns string, h plumbing.Hash, ref plumbing.ReferenceName) ([]string, error) {
+	rm.mu.Lock()
+	dirs, ok := rm.projects[h]
+	rm.mu.Unlock()
+	if ok {
+		return dirs, nil
+	}
+	if err := rm.ensure(ctx, ns, h, ref, false); err != nil {
+		return nil, err
 	}
 	rp := rm.holder(h)
 	if rp == nil {
-		return "", nil, fault.Retry(pulumiv1.ReasonSourceUnavailable, "commit %s of %s is not in the cache", h, rm.url)
+		return nil, fault.Retry(pulumiv1.ReasonSourceUnavailable, "commit %s of %s is not in the cache", h, rm.url)
 	}
 	dirs, err := rp.projectDirs(h)
-	return h.String(), dirs, err
+	if err != nil {
+		return nil, err
+	}
+	rm.mu.Lock()
+	if len(rm.projects) >= maxMemo {
+		clear(rm.projects)
+	}
+	rm.projects[h] = dirs
+	rm.mu.Unlock()
+	return dirs, nil
 }
 
 func (r *Resolver) now() time.Time {
@@ -86,10 +107,7 @@ func (r *Resolver) remoteOf(ctx context.Context, repo Repository) (*remote, func
 	if repo.URL == "" {
 		return nil, nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "the repository URL is not set")
 	}
-	holder := &pulumiv1.Stack{}
-	holder.Namespace = repo.Namespace
-	holder.Spec.GitAuth, holder.Spec.GitAuthSecret = repo.GitAuth, repo.GitAuthSecret
-	cred, err := resolveCredentials(ctx, r.Client, holder)
+	cred, err := resolveCredentials(ctx, r.Client, repo.Namespace, repo.GitAuth, "")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -48,10 +48,11 @@ type remote struct {
 	// size is the bytes of dir, measured when the remote is created and after each fetch.
 	size atomic.Int64
 
-	mu      sync.Mutex
-	listing *listing
-	digests map[plumbing.Hash]string // commit -> artifact digest
-	checked map[dirCheck]error       // (commit, repoDir) -> nil or the permanent fault
+	mu       sync.Mutex
+	listing  *listing
+	digests  map[plumbing.Hash]string   // commit -> artifact digest
+	checked  map[dirCheck]error         // (commit, repoDir) -> nil or the permanent fault
+	projects map[plumbing.Hash][]string // commit -> its Pulumi project directories
 	// overran remembers the fetches that went over the fetch cap, for overrunTTL.
 	overran map[fetchKey]overrun
 }

@@ -71,7 +71,7 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 		return source.Artifact{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.projectRepo needs spec.commit or spec.branch")
 	}
 
-	cred, err := resolveCredentials(ctx, r.Client, stack)
+	cred, err := resolveCredentials(ctx, r.Client, stack.Namespace, spec.GitAuth, spec.GitAuthSecret)
 	if err != nil {
 		return source.Artifact{}, err
 	}
