@@ -97,7 +97,7 @@ demo: tools build ## Local demo: control plane + operator + the sample Stack rea
 .PHONY: images
 images: tools build ## Write the stackwright, stackwright-runner and pause images into dist/ as OCI archives for `ctr images import`.
 	CGO_ENABLED=0 go build -ldflags "-s -w" -o $(BIN)/pause ./hack/pause
-	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --pause $(BIN)/pause $(if $(wildcard $(BIN)/versitygw),--versitygw $(BIN)/versitygw)
+	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --pause $(BIN)/pause $(foreach s,versitygw source-controller notification-controller,$(if $(wildcard $(BIN)/$(s)),--$(s) $(BIN)/$(s)))
 
 .PHONY: images-testing
 images-testing: tools build ## Write the end-to-end tests' image (the release files and the test provider) into dist/ as stackwright-testing-VERSION.tar; never deploy it.
@@ -131,12 +131,13 @@ fuzz: ## Fuzz the artifact extractor, Program rendering and the Stack decision l
 
 ##@ Cluster
 CLUSTER := $(BIN)/stackwright-cluster
-# versitygw.tar (an S3 server for the e2e tests) is written by `make images` once
-# `make tools` has built versitygw, which `make cluster` does first.
-CLUSTER_IMAGES = dist/pause.tar dist/stackwright-$(VERSION).tar dist/stackwright-runner-$(VERSION).tar dist/stackwright-testing-$(VERSION).tar dist/versitygw.tar
+# versitygw.tar (an S3 server for the e2e tests) and Flux's source-controller.tar and
+# notification-controller.tar are written by `make images` once `make tools-cluster` has
+# built them, which `make cluster` does first.
+CLUSTER_IMAGES = dist/pause.tar dist/stackwright-$(VERSION).tar dist/stackwright-runner-$(VERSION).tar dist/stackwright-testing-$(VERSION).tar dist/versitygw.tar dist/source-controller.tar dist/notification-controller.tar
 
 .PHONY: tools-cluster
-tools-cluster: ## Build the node's tools (kubelet, kube-proxy, controller manager, scheduler, containerd, versitygw) and apt-install runc, CNI plugins, iptables (root).
+tools-cluster: ## Build the node's tools (kubelet, kube-proxy, controller manager, scheduler, containerd, versitygw, Flux's source- and notification-controller) and apt-install runc, CNI plugins, iptables (root).
 	@hack/tools.sh cluster
 
 .PHONY: cluster

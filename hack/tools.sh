@@ -85,6 +85,12 @@ tool_spec() {
 		v=$(modversion "$root/hack/tools/versitygw/go.mod" github.com/versity/versitygw)
 		echo "hack/tools/versitygw|github.com/versity/versitygw/cmd/versitygw|versitygw|-X main.Version=$v|"
 		;;
+	source-controller)
+		echo "hack/tools/source-controller|github.com/fluxcd/source-controller|source-controller||"
+		;;
+	notification-controller)
+		echo "hack/tools/notification-controller|github.com/fluxcd/notification-controller|notification-controller||"
+		;;
 	provider)
 		echo "test/provider|./cmd/pulumi-resource-stackwright-testing|pulumi-resource-stackwright-testing|"
 		;;
@@ -102,7 +108,7 @@ tool_spec() {
 }
 
 all_tools=(k8s pulumi pulumi-yaml provider unlock controller-gen golangci-lint helm promtool krew versitygw fake-gcs-server azurite)
-cluster_tools=(k8s k8s-node containerd versitygw)
+cluster_tools=(k8s k8s-node containerd versitygw source-controller notification-controller)
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=("${all_tools[@]}")
 if [ "${tools[0]}" = cluster ]; then

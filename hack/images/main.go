@@ -24,7 +24,9 @@ const (
 	binDir      = "/usr/local/bin"
 	dataDir     = "/var/lib/stackwright" // the manager's --data-dir default
 
-	versitygwModule = "github.com/versity/versitygw"
+	versitygwModule              = "github.com/versity/versitygw"
+	sourceControllerModule       = "github.com/fluxcd/source-controller"
+	notificationControllerModule = "github.com/fluxcd/notification-controller"
 )
 
 // binaries are what both release images ship: the operator, its reaper and lock remover,
@@ -43,15 +45,23 @@ func main() {
 	version := flag.String("version", "dev", "image tag and org.opencontainers.image.version")
 	testing := flag.Bool("testing", false, "write only the testing image, stackwright-testing-<version>.tar as localhost/stackwright-testing:<version>: the release files and the test provider, for the end-to-end tests (as manager and runner image)")
 	pause := flag.String("pause", "", "path of a static pause binary; when set, also writes pause.tar as "+pauseRef)
-	s3 := flag.String("versitygw", "", "path of a static versitygw binary; when set, also writes versitygw.tar as localhost/versitygw:<its module version> (the end-to-end tests' S3 server)")
+	servers := []testServer{
+		{name: "versitygw", module: versitygwModule, description: "versitygw S3 gateway for Stackwright's end-to-end tests"},
+		{name: "source-controller", module: sourceControllerModule, description: "Flux source-controller for Stackwright's end-to-end tests"},
+		{name: "notification-controller", module: notificationControllerModule, description: "Flux notification-controller for Stackwright's end-to-end tests"},
+	}
+	for i := range servers {
+		ts := &servers[i]
+		flag.StringVar(&ts.path, ts.name, "", "path of a static "+ts.name+" binary; when set, also writes "+ts.name+".tar as localhost/"+ts.name+":<its module version> (a server the end-to-end tests run in the cluster)")
+	}
 	flag.Parse()
-	if err := run(*bin, *out, *version, *testing, *pause, *s3); err != nil {
+	if err := run(*bin, *out, *version, *testing, *pause, servers); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, out, version string, testing bool, pause, s3 string) error {
+func run(bin, out, version string, testing bool, pause string, servers []testServer) error {
 	epoch, err := image.SourceDateEpoch()
 	if err != nil {
 		return err
@@ -131,12 +141,15 @@ func run(bin, out, version string, testing bool, pause, s3 string) error {
 		}})
 	}
 
-	if s3 != "" {
-		spec, err := versitygwSpec(s3)
+	for _, ts := range servers {
+		if ts.path == "" {
+			continue
+		}
+		spec, err := ts.spec()
 		if err != nil {
 			return err
 		}
-		specs = append(specs, archive{"versitygw.tar", spec})
+		specs = append(specs, archive{ts.name + ".tar", spec})
 	}
 
 	for _, s := range specs {
@@ -176,33 +189,40 @@ func binaryFiles(bin string, names []string) ([]image.File, error) {
 	return files, nil
 }
 
-// versitygwSpec is the image of the S3-compatible server the end-to-end tests run in the
-// cluster. Its tag is the versitygw module version the binary was built from, so a test
-// manifest and the binary cannot drift apart silently.
-func versitygwSpec(path string) (image.Spec, error) {
-	if err := checkStatic(path); err != nil {
+// testServer is a third-party server the end-to-end tests run in the cluster, built from
+// the Go module proxy by `make tools-cluster`.
+type testServer struct {
+	name, module, description string
+	path                      string // of its static binary; "" skips it
+}
+
+// spec is the server's image. Its tag is the module version the binary was built from, so
+// a test manifest and the binary cannot drift apart silently.
+func (ts testServer) spec() (image.Spec, error) {
+	if err := checkStatic(ts.path); err != nil {
 		return image.Spec{}, err
 	}
-	info, err := buildinfo.ReadFile(path)
+	info, err := buildinfo.ReadFile(ts.path)
 	if err != nil {
-		return image.Spec{}, fmt.Errorf("failed to read build info of %s: %w", path, err)
+		return image.Spec{}, fmt.Errorf("failed to read build info of %s: %w", ts.path, err)
 	}
 	version := ""
 	for _, m := range append([]*debug.Module{&info.Main}, info.Deps...) {
-		if m.Path == versitygwModule {
+		if m.Path == ts.module {
 			version = m.Version
 		}
 	}
 	if version == "" {
-		return image.Spec{}, fmt.Errorf("failed to find the version of %s in %s: not built from that module", versitygwModule, path)
+		return image.Spec{}, fmt.Errorf("failed to find the version of %s in %s: not built from that module", ts.module, ts.path)
 	}
 	return image.Spec{
-		Ref:        "localhost/versitygw:" + version,
-		Files:      []image.File{{Source: path, Path: binDir + "/versitygw", Mode: 0o755}},
+		Ref:        "localhost/" + ts.name + ":" + version,
+		Files:      []image.File{{Source: ts.path, Path: binDir + "/" + ts.name, Mode: 0o755}},
 		User:       nonrootUser,
-		Entrypoint: []string{binDir + "/versitygw"},
+		Env:        []string{"HOME=/tmp"},
+		Entrypoint: []string{binDir + "/" + ts.name},
 		WorkingDir: "/",
-		Labels:     labels("versitygw", version, "versitygw S3 gateway for Stackwright's end-to-end tests"),
+		Labels:     labels(ts.name, version, ts.description),
 	}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -195,10 +196,20 @@ func addImage(blobs map[v1.Hash]blob, img Image) (v1.Descriptor, error) {
 		Digest:    digest,
 		Platform:  &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant},
 		Annotations: map[string]string{
-			AnnotationContainerdName: img.Ref.String(),
+			AnnotationContainerdName: containerdName(img.Ref),
 			AnnotationRefName:        img.Ref.TagStr(),
 		},
 	}, nil
+}
+
+// containerdName is the name containerd, and so the kubelet, gives ref. Docker Hub is
+// "docker.io" there, where go-containerregistry writes "index.docker.io": an image imported
+// under the latter would never match a Pod's "pulumi/pulumi:tag".
+func containerdName(ref name.Tag) string {
+	if ref.RegistryStr() == name.DefaultRegistry {
+		return "docker.io/" + ref.RepositoryStr() + ":" + ref.TagStr()
+	}
+	return ref.String()
 }
 
 func writeBlob(tw *tar.Writer, d v1.Hash, b blob) error {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -153,6 +154,28 @@ func TestWriteArchive_WriteArchive_Errors(t *testing.T) {
 			}
 			if left, _ := os.ReadDir(dir); len(left) != 0 {
 				t.Errorf("WriteArchive left %d files behind", len(left))
+			}
+		})
+	}
+}
+
+func TestContainerdName_DockerHub_AsTheKubeletAsksForIt(t *testing.T) {
+	for _, tc := range []struct {
+		reason, ref, want string
+	}{
+		{"docker.io is written as containerd names it", "docker.io/pulumi/pulumi:3.202.0-nonroot", "docker.io/pulumi/pulumi:3.202.0-nonroot"},
+		{"index.docker.io is Docker Hub too", "index.docker.io/pulumi/pulumi:3.202.0", "docker.io/pulumi/pulumi:3.202.0"},
+		{"official images keep library/", "docker.io/library/busybox:1", "docker.io/library/busybox:1"},
+		{"other registries are left alone", "localhost/stackwright:v0.1.0", "localhost/stackwright:v0.1.0"},
+		{"registries with ports are left alone", "registry.local:5000/team/app:v2", "registry.local:5000/team/app:v2"},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			ref, err := name.NewTag(tc.ref, name.StrictValidation)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := containerdName(ref); got != tc.want {
+				t.Errorf("containerdName(%s) = %s, want %s", tc.ref, got, tc.want)
 			}
 		})
 	}

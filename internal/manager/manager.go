@@ -17,14 +17,18 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -45,9 +49,11 @@ import (
 	"github.com/stackwright/stackwright/internal/executor/job"
 	"github.com/stackwright/stackwright/internal/executor/local"
 	"github.com/stackwright/stackwright/internal/gc"
+	"github.com/stackwright/stackwright/internal/gitwebhook"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/keyfile"
 	"github.com/stackwright/stackwright/internal/metrics"
+	"github.com/stackwright/stackwright/internal/notify"
 	"github.com/stackwright/stackwright/internal/policy"
 	"github.com/stackwright/stackwright/internal/runner"
 	"github.com/stackwright/stackwright/internal/scheme"
@@ -133,6 +139,11 @@ type Options struct {
 	// leaves StackTemplates unserved (their controllers need cluster-wide rights on
 	// CustomResourceDefinitions).
 	TemplateAPIGroups []string
+	// EventsAddr is Flux's notification-controller event endpoint; every event the
+	// controllers record is also posted there. Empty: events stay in the API server.
+	EventsAddr string
+	// GitWebhookAddr is where git hosts' push webhooks are taken ("" or "0": not served).
+	GitWebhookAddr string
 	// TemplateApprovalPolicy names the ValidatingAdmissionPolicy, and its binding, that
 	// checks who approves template instances; empty means approvals on instances are
 	// ignored.
@@ -227,6 +238,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces whose Stacks, Programs and Updates are reconciled (default: all). The manager then needs no cluster-wide list or watch permission.")
 	fs.StringSliceVar(&o.TemplateAPIGroups, "template-api-groups", o.TemplateAPIGroups, "Comma-separated API groups in which StackTemplates may define kinds; Stackwright installs a CustomResourceDefinition for each template of these groups, and Stalls templates of any other (default: none, and StackTemplates are not served).")
 	fs.StringVar(&o.TemplateApprovalPolicy, "template-approval-policy", o.TemplateApprovalPolicy, "Name of the ValidatingAdmissionPolicy, and of its binding, that lets only a template's approvers set the approve and reject annotations on its instances (config/templates); the manager forwards those annotations to the instances' Stacks only while it is in force (default: none, and approvals on instances are ignored).")
+	fs.StringVar(&o.EventsAddr, "events-addr", o.EventsAddr, "URL of Flux's notification-controller event endpoint (e.g. http://notification-controller.flux-system.svc.cluster.local./): every event recorded about a Stack, Program, StackSet or template instance is also posted there, in Flux's event format, for Flux Alerts to deliver (default: none).")
+	fs.StringVar(&o.GitWebhookAddr, "git-webhook-bind-address", o.GitWebhookAddr, "Address of the endpoint (POST /hooks/git/<namespace>) that takes git hosts' push webhooks (GitHub, GitLab, or a generic HMAC-signed body) and makes the namespace's Stacks on the pushed repository and branch look at it at once; the namespace's Secret stackwright-git-webhook holds the shared secret under token. Served by the leader only (default: \"0\", not served).")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for artifacts, work directories, PULUMI_HOME and the default file:// backend.")
 	fs.StringVar(&o.PulumiBin, "pulumi-bin", o.PulumiBin, "Directory holding the pulumi CLI, language hosts and providers (default: found on PATH).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Stacks reconciled in parallel (cheap: no engine runs happen in reconciles).")
@@ -571,6 +584,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		return err
 	}
 	ctrlOpts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	recorder, err := o.eventRecorder(mgr)
+	if err != nil {
+		return err
+	}
 	gitSource := &git.Resolver{Client: mgr.GetClient(), Store: store, Cache: gitCache, Limits: limits, Now: time.Now}
 	sources := source.Registry{
 		pulumiv1.SourceKindProgram: &program.Resolver{Client: mgr.GetClient(), Store: store},
@@ -584,9 +601,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	requests, err := o.addGitWebhook(mgr, gitCache)
+	if err != nil {
+		return err
+	}
 	stacks := &stackctrl.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources, Detached: detached,
-		Recorder: mgr.GetEventRecorder("stackwright"), Now: o.Now,
+		Recorder: recorder, Now: o.Now, Requests: requests,
 		Options: stackctrl.Options{
 			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, UpdateMaxAge: o.UpdateMaxAge, Inputs: in,
 			RunnerPods: o.Executor == executorJob,
@@ -595,7 +616,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err := stacks.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Stack controller: %w", err)
 	}
-	programs := &programctrl.Reconciler{Client: mgr.GetClient(), Store: store, Recorder: mgr.GetEventRecorder("stackwright")}
+	programs := &programctrl.Reconciler{Client: mgr.GetClient(), Store: store, Recorder: recorder}
 	if err := programs.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Program controller: %w", err)
 	}
@@ -606,7 +627,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err := (&policyctrl.Controllers{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Policy controllers: %w", err)
 	}
-	sets := &stacksetctrl.Reconciler{Client: mgr.GetClient(), Git: gitSource, Recorder: mgr.GetEventRecorder("stackwright")}
+	sets := &stacksetctrl.Reconciler{Client: mgr.GetClient(), Git: gitSource, Recorder: recorder}
 	if err := sets.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up StackSet controller: %w", err)
 	}
@@ -615,7 +636,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	}
 	instances := &instancectrl.Controller{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
-		Recorder: mgr.GetEventRecorder("stackwright"), ApprovalPolicy: o.TemplateApprovalPolicy,
+		Recorder: recorder, ApprovalPolicy: o.TemplateApprovalPolicy,
 	}
 	if err := instances.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return err
@@ -625,6 +646,57 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		return fmt.Errorf("failed to set up StackTemplate controller: %w", err)
 	}
 	return nil
+}
+
+// eventRecorder is the recorder of every controller: the API server's events, also posted
+// to Flux's notification-controller when --events-addr is set.
+func (o *Options) eventRecorder(mgr ctrl.Manager) (events.EventRecorder, error) {
+	rec := mgr.GetEventRecorder("stackwright")
+	if o.EventsAddr == "" {
+		return rec, nil
+	}
+	fwd, err := notify.NewForwarder(o.EventsAddr, "stackwright", cmp.Or(os.Getenv("POD_NAME"), hostname()))
+	if err != nil {
+		return nil, fmt.Errorf("--events-addr: %w", err)
+	}
+	if err := mgr.Add(fwd); err != nil {
+		return nil, fmt.Errorf("failed to add event forwarder: %w", err)
+	}
+	return fwd.Recorder(rec), nil
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// webhookRequests bounds the reconcile requests of pushes waiting for the Stack
+// controller; beyond it a push is dropped, and the Stack's polling picks the commit up.
+const webhookRequests = 1024
+
+// addGitWebhook serves git hosts' push webhooks when --git-webhook-bind-address is set, and
+// returns the channel through which they ask the Stack controller to look at Stacks now
+// (nil when not served).
+func (o *Options) addGitWebhook(mgr ctrl.Manager, cache *git.Cache) (chan event.GenericEvent, error) {
+	if o.GitWebhookAddr == "" || o.GitWebhookAddr == "0" {
+		return nil, nil
+	}
+	requests := make(chan event.GenericEvent, webhookRequests)
+	log := ctrl.Log.WithName("git-webhook")
+	srv := &gitwebhook.Server{
+		Addr: o.GitWebhookAddr, Stacks: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Poke: cache.Poke,
+		Enqueue: func(key types.NamespacedName) {
+			select {
+			case requests <- event.GenericEvent{Object: &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
+			default:
+				log.Info("Dropped a push's reconcile request: the Stack controller is behind; polling picks the commit up", "stack", key)
+			}
+		},
+	}
+	if err := mgr.Add(srv); err != nil {
+		return nil, fmt.Errorf("failed to add git webhook: %w", err)
+	}
+	return requests, nil
 }
 
 type dataDirs struct {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"testing"
@@ -24,33 +25,51 @@ import (
 // namespace, where the manager's Pod can reach it and nothing outside the machine can.
 func listenOnNode(t *testing.T) net.Listener {
 	t.Helper()
-	type result struct {
-		l   net.Listener
-		err error
+	var l net.Listener
+	err := inClusterNetwork(func() (err error) {
+		l, err = net.Listen("tcp", net.JoinHostPort(cluster.NodeIP, "0"))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("failed to listen on the node: %v", err)
 	}
-	done := make(chan result, 1)
+	return l
+}
+
+// clusterHTTP is an HTTP client whose connections are made inside the cluster's network
+// namespace, so the tests reach Services by their cluster IPs as Pods do.
+var clusterHTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var conn net.Conn
+		err := inClusterNetwork(func() (err error) {
+			conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return conn, err
+	},
+}}
+
+// inClusterNetwork runs fn on a thread inside the cluster's network namespace: sockets it
+// opens stay there.
+func inClusterNetwork(fn func() error) error {
+	done := make(chan error, 1)
 	go func() {
 		// The thread switches network namespace and is never unlocked, so the runtime
-		// discards it when this goroutine ends; the socket keeps its namespace.
+		// discards it when this goroutine ends; the sockets keep their namespace.
 		runtime.LockOSThread()
 		f, err := os.Open("/var/run/netns/" + cluster.NetNS)
 		if err != nil {
-			done <- result{err: err}
+			done <- err
 			return
 		}
 		defer func() { _ = f.Close() }()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			done <- result{err: fmt.Errorf("failed to enter network namespace %s: %w", cluster.NetNS, err)}
+			done <- fmt.Errorf("failed to enter network namespace %s: %w", cluster.NetNS, err)
 			return
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort(cluster.NodeIP, "0"))
-		done <- result{l, err}
+		done <- fn()
 	}()
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("failed to listen on the node: %v", r.err)
-	}
-	return r.l
+	return <-done
 }
 
 // configMapProgram is a Pulumi.yaml that writes value into a ConfigMap with the runner

@@ -23,8 +23,7 @@ const bakedImage = "localhost/e2e-baked-program:v1"
 // buildBakedImage builds bakedImage from ./bin and loads it into the cluster.
 func buildBakedImage(t *testing.T) {
 	t.Helper()
-	dir := t.TempDir()
-	program := filepath.Join(dir, "Pulumi.yaml")
+	program := filepath.Join(t.TempDir(), "Pulumi.yaml")
 	if err := os.WriteFile(program, []byte(`name: baked
 runtime: yaml
 resources:
@@ -37,12 +36,20 @@ resources:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files := []image.File{{Source: program, Path: "/share/source/Pulumi.yaml", Mode: 0o444}}
+	loadWorkspaceImage(t, bakedImage, image.File{Source: program, Path: "/share/source/Pulumi.yaml", Mode: 0o444})
+}
+
+// loadWorkspaceImage builds a PKO-style workspace image named ref, with pulumi, the YAML
+// language host and the test provider from ./bin on its PATH plus extra files, and loads it
+// into the cluster.
+func loadWorkspaceImage(t *testing.T, ref string, extra ...image.File) {
+	t.Helper()
+	files := extra
 	for _, b := range []string{"pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"} {
 		files = append(files, image.File{Source: filepath.Join(root, "bin", b), Path: "/opt/pulumi/bin/" + b, Mode: 0o755})
 	}
 	img, err := image.NewBuilder(t.TempDir(), time.Unix(0, 0)).Build(image.Spec{
-		Ref:   bakedImage,
+		Ref:   ref,
 		Files: files,
 		User:  "1000:1000",
 		Env: []string{
@@ -55,7 +62,7 @@ resources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive := filepath.Join(dir, "baked.tar")
+	archive := filepath.Join(t.TempDir(), "image.tar")
 	if _, err := image.WriteArchive(archive, img); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,11 @@ type jobCluster struct {
 	c             client.Client
 	s3            *s3Server
 	defaultBucket string
+	// flux is Flux's source- and notification-controller, which the manager posts its
+	// events to.
+	flux *fluxCluster
+	// gitWebhookIP is the cluster IP of the manager's git webhook Service.
+	gitWebhookIP string
 }
 
 // TestInstall_JobExecutor installs once and runs its tests in parallel, each in namespaces
@@ -27,13 +32,16 @@ type jobCluster struct {
 func TestInstall_JobExecutor(t *testing.T) {
 	c := newClient(t)
 	buildBakedImage(t)
-	jc := &jobCluster{c: c, s3: startS3(t, c), defaultBucket: "tenants"}
+	// Flux first: the manager watches the Flux source kinds installed when it starts.
+	jc := &jobCluster{c: c, s3: startS3(t, c), defaultBucket: "tenants", flux: installFlux(t, c)}
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	// Four slots for the parallel tests below, one of which holds its tenant's share for
 	// the whole run; unschedulable runners give theirs back after a minute.
-	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\nrunner:\n  pendingTimeout: 1m\ntemplates:\n  apiGroups: ["+templateGroup+"]\ndefaultBackend: "+jc.s3.bucket(t, jc.defaultBucket, "")+"\n"), 0o600)).To(Succeed())
+	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\nrunner:\n  pendingTimeout: 1m\ntemplates:\n  apiGroups: ["+templateGroup+"]\ndefaultBackend: "+jc.s3.bucket(t, jc.defaultBucket, "")+
+		"\nflux:\n  eventsAddress: "+jc.flux.eventsURL+"\ngitWebhook:\n  enabled: true\n"), 0o600)).To(Succeed())
 	helmInstall(t, "install", "-f", values)
 	waitManager(t, c)
+	jc.gitWebhookIP = serviceIP(t, c, systemNamespace, "stackwright-git-webhook")
 	for _, tc := range []struct {
 		name string
 		run  func(*testing.T, *jobCluster)
@@ -51,6 +59,9 @@ func TestInstall_JobExecutor(t *testing.T) {
 		{"NamespaceDeletionDestroys", testNamespaceDeletionDestroys},
 		{"SelfServiceTemplate", testSelfServiceTemplate},
 		{"StackSetReviewBranches", testStackSetReviewBranches},
+		{"FluxSources", testFluxSources},
+		{"FluxNotifications", testFluxNotifications},
+		{"GitWebhook", testGitWebhook},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

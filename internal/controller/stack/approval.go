@@ -202,7 +202,7 @@ func (r *Reconciler) observePreview(s *scope, u *v1alpha1.Update) (bool, error) 
 		a.State = pulumiv1.ApprovalFailed
 		recordStart(stack, u)
 		recordFinish(stack, u, nil, r.Now())
-		r.event(stack, corev1.EventTypeWarning, EventUpdateFailed, "preview for approval failed (Update %s): %s", u.Name, u.Status.Message)
+		r.eventAbout(stack, u, corev1.EventTypeWarning, EventUpdateFailed, "preview for approval failed (Update %s): %s", u.Name, u.Status.Message)
 		return true, nil
 	}
 	a.Summary = u.Status.Message
@@ -212,23 +212,23 @@ func (r *Reconciler) observePreview(s *scope, u *v1alpha1.Update) (bool, error) 
 		a.State = pulumiv1.ApprovalBlocked
 		// A reconcile request made before the verdict must not undo it.
 		stack.Status.ObservedReconcileRequest = stack.ReconcileRequest()
-		r.event(stack, corev1.EventTypeWarning, EventPolicyViolation, "%s", blockedMessage(a))
+		r.eventAbout(stack, u, corev1.EventTypeWarning, EventPolicyViolation, "%s", blockedMessage(a))
 		return true, nil
 	case len(a.Violations) > 0:
-		r.event(stack, corev1.EventTypeWarning, EventPolicyWarning, "advisory policies found in preview Update %s: %s", u.Name, listViolations(a.Violations))
+		r.eventAbout(stack, u, corev1.EventTypeWarning, EventPolicyWarning, "advisory policies found in preview Update %s: %s", u.Name, listViolations(a.Violations))
 	}
 	switch {
 	case !hasChanges(u.Status.Changes):
 		a.State = pulumiv1.ApprovalApproved
-		r.event(stack, corev1.EventTypeNormal, EventApproved, "Preview Update %s plans no change; applying it needs no approval", u.Name)
+		r.eventAbout(stack, u, corev1.EventTypeNormal, EventApproved, "Preview Update %s plans no change; applying it needs no approval", u.Name)
 		return true, nil
 	case stack.Spec.ApprovalMode() != pulumiv1.ApprovalManual:
 		a.State = pulumiv1.ApprovalApproved
-		r.event(stack, corev1.EventTypeNormal, EventApproved, "Preview Update %s passed the policies (%s); applying exactly its plan", u.Name, strings.Join(u.Status.Policy.Evaluated, ", "))
+		r.eventAbout(stack, u, corev1.EventTypeNormal, EventApproved, "Preview Update %s passed the policies (%s); applying exactly its plan", u.Name, strings.Join(u.Status.Policy.Evaluated, ", "))
 		return true, nil
 	}
 	a.State = pulumiv1.ApprovalAwaiting
-	r.event(stack, corev1.EventTypeNormal, EventAwaitingApproval, "%s", awaitingMessage(stack, a))
+	r.eventAbout(stack, u, corev1.EventTypeNormal, EventAwaitingApproval, "%s", awaitingMessage(stack, a))
 	return true, nil
 }
 

@@ -69,12 +69,12 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 	recordFinish(s.stack, u, outputs, r.Now())
 	crashpoint.Hit(crashpoint.StackResultObserved)
 	if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
-		r.event(s.stack, corev1.EventTypeNormal, EventUpdateSucceeded, "%s succeeded at revision %s (Update %s)", u.Spec.Type, u.Spec.Revision, u.Name)
+		r.eventAbout(s.stack, u, corev1.EventTypeNormal, EventUpdateSucceeded, "%s succeeded at revision %s (Update %s)", u.Spec.Type, u.Spec.Revision, u.Name)
 		if n := len(u.Status.PendingOperations); n > 0 {
-			r.event(s.stack, corev1.EventTypeWarning, EventPendingOperations, "an interrupted update left %d pending operation(s) in the state (Update %s lists them): check them at the provider, then run pulumi refresh with --clear-pending-creates or --import-pending-creates", n, u.Name)
+			r.eventAbout(s.stack, u, corev1.EventTypeWarning, EventPendingOperations, "an interrupted update left %d pending operation(s) in the state (Update %s lists them): check them at the provider, then run pulumi refresh with --clear-pending-creates or --import-pending-creates", n, u.Name)
 		}
 	} else {
-		r.event(s.stack, corev1.EventTypeWarning, EventUpdateFailed, "%s failed (Update %s): %s", u.Spec.Type, u.Name, u.Status.Message)
+		r.eventAbout(s.stack, u, corev1.EventTypeWarning, EventUpdateFailed, "%s failed (Update %s): %s", u.Spec.Type, u.Name, u.Status.Message)
 	}
 	r.prune(ctx, s)
 	return true, nil
@@ -201,9 +201,6 @@ func (r *Reconciler) decideNext(_ context.Context, s *scope) (bool, error) {
 		return false, nil
 	case actionStalled:
 		failures := stackwrightStatus(s.stack).PermanentFailures
-		if !isStalled(s.stack) {
-			r.event(s.stack, corev1.EventTypeWarning, EventStalled, "%s stalled after %d permanent failures", s.op, failures)
-		}
 		markStalled(s.stack, failedReason(s.op), fmt.Sprintf("%s failed %d times in a row with a permanent error; change the spec, its references or the source, or set the %s annotation to retry. Last error: %s",
 			s.op, failures, pulumiv1.ReconcileRequestAnnotation, lu.Message))
 		return false, nil
@@ -275,7 +272,7 @@ func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pu
 		metrics.ObserveRetry(u.Namespace)
 	}
 	log.Info("Started update", "update", u.Name, "type", u.Spec.Type, "revision", u.Spec.Revision, "attempt", u.Spec.Attempt, "why", s.next.why)
-	r.event(stack, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, s.next.why, u.Name)
+	r.eventAbout(stack, u, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, s.next.why, u.Name)
 	return false, nil
 }
 

@@ -5,13 +5,17 @@ import (
 	"errors"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/conditions"
 	"github.com/stackwright/stackwright/internal/controller/patch"
 	"github.com/stackwright/stackwright/internal/crashpoint"
@@ -85,6 +89,9 @@ type Reconciler struct {
 	// Detached runs destroys that cannot be recorded as Updates (terminating namespaces).
 	Detached executor.Detacher
 	Recorder events.EventRecorder
+	// Requests carries reconcile requests from outside the cluster's objects (pushes
+	// announced by git hosts' webhooks); nil means none.
+	Requests <-chan event.GenericEvent
 	Options  Options
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -102,10 +109,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{stack: stack, patcher: patch.New(r.Client, stack, "Stack", fieldManager)}
+	stalledBefore := stalledReason(stack)
 	defer func() {
 		finalizeStatus(stack, s.upToDate)
-		if err := s.patcher.Status(ctx, stack); err != nil && !errors.Is(retErr, err) {
+		err := s.patcher.Status(ctx, stack)
+		if err != nil && !errors.Is(retErr, err) {
 			retErr = errors.Join(retErr, err)
+		}
+		// Once the stall is recorded, so that a failed write is announced by the retry,
+		// never twice.
+		if err == nil {
+			r.announceStall(stack, stalledBefore)
 		}
 		logEnd(ctx, stack, start, result, retErr)
 	}()
@@ -168,7 +182,38 @@ func logEnd(ctx context.Context, stack *pulumiv1.Stack, start time.Time, res ctr
 }
 
 func (r *Reconciler) event(stack *pulumiv1.Stack, typ, reason, note string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(stack, nil, typ, reason, eventAction, note, args...)
+	r.eventAbout(stack, nil, typ, reason, note, args...)
+}
+
+// eventAbout records an event about the Stack related to one of its Updates, which event
+// sinks (Flux's notification-controller) use to tell incidents apart and to show the
+// revision.
+func (r *Reconciler) eventAbout(stack *pulumiv1.Stack, u *v1alpha1.Update, typ, reason, note string, args ...any) {
+	if r.Recorder == nil {
+		return
 	}
+	var related runtime.Object
+	if u != nil {
+		related = u
+	}
+	r.Recorder.Eventf(stack, related, typ, reason, eventAction, note, args...)
+}
+
+// stalledReason is the reason of the Stack's Stalled=True condition, "" when not stalled.
+func stalledReason(stack *pulumiv1.Stack) string {
+	if !conditions.IsTrue(stack, pulumiv1.ConditionStalled) {
+		return ""
+	}
+	return conditions.Get(stack, pulumiv1.ConditionStalled).Reason
+}
+
+// announceStall records one Stalled event when the Stack has just stalled, for whatever
+// reason, or stalled anew for another reason: a person must act, and this is what alerts
+// them.
+func (r *Reconciler) announceStall(stack *pulumiv1.Stack, before string) {
+	now := stalledReason(stack)
+	if now == "" || now == before {
+		return
+	}
+	r.event(stack, corev1.EventTypeWarning, EventStalled, "Stalled (%s): %s", now, conditions.Get(stack, pulumiv1.ConditionStalled).Message)
 }

@@ -11,7 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -51,6 +53,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		src := &unstructured.Unstructured{}
 		src.SetGroupVersionKind(gvk)
 		b = b.Watches(src, r.enqueueReferrersBy(IndexFluxSourceRef, flux.ObjectIndexKey), builder.WithPredicates(flux.ArtifactChanged{}))
+	}
+	if r.Requests != nil {
+		b = b.WatchesRawSource(source.Channel(r.Requests, &handler.EnqueueRequestForObject{}))
 	}
 	if err := b.Complete(r); err != nil {
 		return err

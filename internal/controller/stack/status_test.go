@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -147,6 +148,43 @@ func TestMarkUpdateInFlight_Retry_SaysWhyTheLastAttemptFailed(t *testing.T) {
 			c := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionReconciling)
 			if c == nil || c.Message != tt.want {
 				t.Errorf("Reconciling = %+v; want message %q", c, tt.want)
+			}
+		})
+	}
+}
+
+// A person must act on a stall, whatever caused it: exactly one Stalled event announces
+// each new stall, and a stall that goes on says nothing more.
+func TestReconciler_AnnounceStall_OncePerNewStall(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		before string // the Stalled reason before the reconcile, "" for none
+		after  string // the Stalled reason after it, "" for none
+		want   []string
+	}{
+		{reason: "not stalled says nothing"},
+		{reason: "a new stall is announced", after: pulumiv1.ReasonSpecInvalid,
+			want: []string{"Warning Stalled Stalled (SpecInvalid): the message"}},
+		{reason: "a stall that goes on is not announced again", before: pulumiv1.ReasonUpdateFailed, after: pulumiv1.ReasonUpdateFailed},
+		{reason: "a stall for another reason is announced", before: pulumiv1.ReasonUpdateFailed, after: pulumiv1.ReasonSpecInvalid,
+			want: []string{"Warning Stalled Stalled (SpecInvalid): the message"}},
+		{reason: "a stall that ends says nothing", before: pulumiv1.ReasonUpdateFailed},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			rec := events.NewFakeRecorder(10)
+			r := &Reconciler{Recorder: rec}
+			st := &pulumiv1.Stack{}
+			if tc.after != "" {
+				markStalled(st, tc.after, "the message")
+			}
+			r.announceStall(st, tc.before)
+			close(rec.Events)
+			var got []string
+			for e := range rec.Events {
+				got = append(got, e)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -48,8 +48,11 @@ type remote struct {
 	// size is the bytes of dir, measured when the remote is created and after each fetch.
 	size atomic.Int64
 
-	mu       sync.Mutex
-	listing  *listing
+	mu      sync.Mutex
+	listing *listing
+	// pokes counts the push notifications that named the repository (Cache.Poke); a
+	// listing begun before the last of them is stale.
+	pokes    uint64
 	digests  map[plumbing.Hash]string   // commit -> artifact digest
 	checked  map[dirCheck]error         // (commit, repoDir) -> nil or the permanent fault
 	projects map[plumbing.Hash][]string // commit -> its Pulumi project directories
@@ -74,9 +77,11 @@ type overrun struct {
 
 // listing is the outcome of one ref listing (ls-remote).
 type listing struct {
-	at   time.Time
-	refs map[plumbing.ReferenceName]plumbing.Hash
-	err  error
+	at time.Time
+	// pokes is the remote's poke count when the listing began.
+	pokes uint64
+	refs  map[plumbing.ReferenceName]plumbing.Hash
+	err   error
 }
 
 // fresh reports whether l may answer a caller polling every interval. Any caller's
@@ -99,6 +104,25 @@ func (rm *remote) currentListing() *listing {
 	return rm.listing
 }
 
+// pokedSince reports whether the repository was poked after l was begun.
+func (rm *remote) pokedSince(l *listing) bool {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	return l != nil && l.pokes < rm.pokes
+}
+
+// pokeCount is the number of pokes so far, recorded by a listing as it begins.
+func (rm *remote) pokeCount() uint64 {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	return rm.pokes
+}
+
+// usable reports whether l may answer a caller polling every interval.
+func (rm *remote) usable(l *listing, now time.Time, interval time.Duration) bool {
+	return l.fresh(now, interval) && !rm.pokedSince(l)
+}
+
 // head returns the commit ref points at, from a listing no older than interval. Concurrent
 // callers share one listing; the caller whose call lists also fetches its head in the same
 // session when it is missing (see list), if its namespace ns may fetch.
@@ -118,11 +142,13 @@ func (rm *remote) head(ctx context.Context, ns string, ref plumbing.ReferenceNam
 // see list) when the last is older.
 func (rm *remote) listed(ctx context.Context, ns string, interval time.Duration, now func() time.Time, ref plumbing.ReferenceName, shallow bool) (*listing, error) {
 	l := rm.currentListing()
-	if !l.fresh(now(), interval) {
+	// A second round only when a poke arrived while the first listing was under way: the
+	// caller joined a listing that may predate the push it was poked for.
+	for round := 0; round < 2 && (round == 0 || rm.pokedSince(l)) && !rm.usable(l, now(), interval); round++ {
 		var err error
 		l, err = await(ctx, &rm.lists, "", listTimeout+fetchTimeout, func(ctx context.Context) (*listing, error) {
 			// Another caller may have listed between our check and this call.
-			if l := rm.currentListing(); l.fresh(now(), interval) {
+			if l := rm.currentListing(); rm.usable(l, now(), interval) {
 				return l, nil
 			}
 			return rm.list(ctx, ns, now(), ref, shallow), nil
@@ -141,7 +167,7 @@ func (rm *remote) listed(ctx context.Context, ns string, interval time.Duration,
 // server accepts. Namespace ns is the caller's, whose cap the fetch is subject to.
 func (rm *remote) list(ctx context.Context, ns string, at time.Time, ref plumbing.ReferenceName, shallow bool) *listing {
 	log := ctrl.LoggerFrom(ctx).WithValues("repo", rm.url)
-	l := &listing{at: at}
+	l := &listing{at: at, pokes: rm.pokeCount()}
 	sess, ar, err := rm.advertise(ctx)
 	if err != nil {
 		l.err = rm.fault("list the refs of", err)

@@ -1,0 +1,244 @@
+package gitwebhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/source/git"
+)
+
+const (
+	// SecretName is the Secret, in each namespace that takes notifications, holding the
+	// token its git hosts sign with (or send, for GitLab).
+	SecretName = "stackwright-git-webhook"
+	// SecretKey is the Secret's key holding the token.
+	SecretKey = "token"
+
+	// hookPath is followed by the namespace.
+	hookPath = "/hooks/git/"
+	// maxBodyBytes is above what a host sends for a push (GitHub's commit lists are
+	// bounded) and small enough that unauthenticated callers cannot make the manager
+	// hold much: the body is read before it is verified.
+	maxBodyBytes = 10 << 20
+
+	shutdownTimeout = 10 * time.Second
+)
+
+// unauthorizedBody is the one answer to every failed proof, so that a caller cannot tell
+// a namespace with a webhook from one without.
+const unauthorizedBody = "unauthorized"
+
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// Server serves the git push webhook, POST /hooks/git/{namespace}. It implements
+// manager.Runnable, on the leader only: the git cache it pokes and the queue it adds to are
+// the leader's.
+type Server struct {
+	// Addr is the address to listen on.
+	Addr string
+	// Listener, when set, is used instead of listening on Addr.
+	Listener net.Listener
+	// Stacks lists a namespace's Stacks (cached reads).
+	Stacks client.Reader
+	// Secrets gets the namespace's Secret SecretName. Uncached reads suit it: caching
+	// would mean watching every Secret of the cluster for a few webhook tokens.
+	Secrets client.Reader
+	// Poke makes the cached ref listings of a repository stale and says how many cached
+	// remotes use it: git.Cache.Poke.
+	Poke func(repoURL string) int
+	// Enqueue asks the Stack controller to reconcile a Stack now.
+	Enqueue func(types.NamespacedName)
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (s *Server) NeedLeaderElection() bool { return true }
+
+// Start serves until ctx ends, then lets the requests under way finish.
+func (s *Server) Start(ctx context.Context) error {
+	ln := s.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.Addr); err != nil {
+			return fmt.Errorf("failed to listen on %s: %w", s.Addr, err)
+		}
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		// Not cancelled with ctx: the requests under way at shutdown finish their List and
+		// Enqueue instead of answering 500 to a host that will not retry.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			return fmt.Errorf("failed to shut down git webhook server: %w", err)
+		}
+		return nil
+	case err := <-errc:
+		return fmt.Errorf("failed to serve git webhook: %w", err)
+	}
+}
+
+// Handler returns the webhook's routes. Requests to other paths, or with another method,
+// get the mux's 404 or 405 and are not counted.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+hookPath+"{namespace}", func(w http.ResponseWriter, r *http.Request) {
+		requests.WithLabelValues(s.serve(w, r)).Inc()
+	})
+	return mux
+}
+
+// serve answers one notification and returns the result to count.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) string {
+	ctx := r.Context()
+	log := ctrl.LoggerFrom(ctx).WithName("git-webhook")
+	ns := r.PathValue("namespace")
+	if len(validation.IsDNS1123Label(ns)) > 0 {
+		http.NotFound(w, r)
+		return resultNotFound
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+			return resultTooLarge
+		}
+		http.Error(w, "failed to read payload", http.StatusBadRequest)
+		return resultBadRequest
+	}
+	h := hookOf(r.Header)
+	// A request without any proof costs no API read.
+	if h.proof == "" {
+		log.V(1).Info("Refused unsigned notification", "namespace", ns, "kind", h.kind)
+		return unauthorized(w)
+	}
+	token, err := s.token(ctx, ns)
+	if err != nil {
+		log.Error(err, "Failed to read the webhook token", "namespace", ns)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return resultError
+	}
+	// An empty token would let anyone compute the signature.
+	if len(token) == 0 || !h.verify(h.proof, body, token) {
+		log.V(1).Info("Refused notification", "namespace", ns, "kind", h.kind)
+		return unauthorized(w)
+	}
+	if h.kind == "github" && h.event == "ping" {
+		reply(w, http.StatusOK, 0)
+		return resultIgnored
+	}
+	p, err := h.parse(h.event, r.Header.Get("Content-Type"), body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return resultBadRequest
+	}
+	if p == nil {
+		reply(w, http.StatusAccepted, 0)
+		return resultIgnored
+	}
+	n, remotes, err := s.dispatch(ctx, ns, p)
+	if err != nil {
+		log.Error(err, "Failed to notify Stacks of a push", "namespace", ns)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return resultError
+	}
+	log.Info("Accepted git push", "namespace", ns, "kind", h.kind, "repositories", p.repos, "ref", p.ref, "stacks", n, "cachedRemotes", remotes)
+	reply(w, http.StatusAccepted, n)
+	return resultAccepted
+}
+
+// token returns the namespace's webhook token, nil when it has none. Forbidden counts as
+// none: a namespace-scoped install cannot read Secrets where it serves no Stacks.
+func (s *Server) token(ctx context.Context, ns string) ([]byte, error) {
+	var secret corev1.Secret
+	err := s.Secrets.Get(ctx, types.NamespacedName{Namespace: ns, Name: SecretName}, &secret)
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to get Secret %s/%s: %w", ns, SecretName, err)
+	}
+	return secret.Data[SecretKey], nil
+}
+
+// dispatch pokes each repository the push concerns once, before enqueueing its Stacks, so
+// that their reconciles list the refs anew. It returns how many Stacks it enqueued and how
+// many cached remotes it made stale (0 where no Stack has listed the repository yet).
+func (s *Server) dispatch(ctx context.Context, ns string, p *push) (int, int, error) {
+	var stacks pulumiv1.StackList
+	if err := s.Stacks.List(ctx, &stacks, client.InNamespace(ns)); err != nil {
+		return 0, 0, fmt.Errorf("failed to list Stacks in %s: %w", ns, err)
+	}
+	poked, remotes := map[string]bool{}, 0
+	var matched []types.NamespacedName
+	for i := range stacks.Items {
+		st := &stacks.Items[i]
+		if !p.concerns(st) {
+			continue
+		}
+		if key := git.RepoKey(st.Spec.ProjectRepo); !poked[key] {
+			poked[key] = true
+			remotes += s.Poke(st.Spec.ProjectRepo)
+		}
+		matched = append(matched, client.ObjectKeyFromObject(st))
+	}
+	for _, k := range matched {
+		s.Enqueue(k)
+	}
+	return len(matched), remotes, nil
+}
+
+// concerns reports whether the Stack tracks the pushed branch. A Stack without a branch
+// follows the repository's default one, which a notification does not name: it is
+// concerned by every branch, at the cost of a listing that may find nothing new.
+func (p *push) concerns(st *pulumiv1.Stack) bool {
+	spec := &st.Spec
+	if st.DeletionTimestamp != nil || spec.ProjectRepo == "" || spec.Commit != "" {
+		return false
+	}
+	if len(p.repos) > 0 && !slices.Contains(p.repos, git.RepoKey(spec.ProjectRepo)) {
+		return false
+	}
+	branch := strings.TrimPrefix(spec.Branch, "refs/heads/")
+	return p.branch == "" || branch == "" || branch == p.branch
+}
+
+func unauthorized(w http.ResponseWriter) string {
+	http.Error(w, unauthorizedBody, http.StatusUnauthorized)
+	return resultUnauthorized
+}
+
+// reply tells the count only: the names of a namespace's Stacks are not the host's business.
+func reply(w http.ResponseWriter, status, stacks int) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Stacks int `json:"stacks"`
+	}{stacks})
+}
