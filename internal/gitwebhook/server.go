@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,6 +39,12 @@ const (
 	maxBodyBytes = 10 << 20
 
 	shutdownTimeout = 10 * time.Second
+
+	// secretReads and secretBurst bound the API reads that callers can cause before they
+	// are authenticated: every signed-looking request costs one uncached Secret read.
+	// Pushes come a few per second at most; a flood beyond that is answered 429.
+	secretReads = 10
+	secretBurst = 50
 )
 
 // unauthorizedBody is the one answer to every failed proof, so that a caller cannot tell
@@ -108,14 +115,15 @@ func (s *Server) Start(ctx context.Context) error {
 // get the mux's 404 or 405 and are not counted.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	reads := rate.NewLimiter(secretReads, secretBurst)
 	mux.HandleFunc("POST "+hookPath+"{namespace}", func(w http.ResponseWriter, r *http.Request) {
-		requests.WithLabelValues(s.serve(w, r)).Inc()
+		requests.WithLabelValues(s.serve(w, r, reads)).Inc()
 	})
 	return mux
 }
 
 // serve answers one notification and returns the result to count.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) string {
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, reads *rate.Limiter) string {
 	ctx := r.Context()
 	log := ctrl.LoggerFrom(ctx).WithName("git-webhook")
 	ns := r.PathValue("namespace")
@@ -137,6 +145,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) string {
 	if h.proof == "" {
 		log.V(1).Info("Refused unsigned notification", "namespace", ns, "kind", h.kind)
 		return unauthorized(w)
+	}
+	if !reads.Allow() {
+		http.Error(w, "too many requests", http.StatusTooManyRequests)
+		return resultThrottled
 	}
 	token, err := s.token(ctx, ns)
 	if err != nil {

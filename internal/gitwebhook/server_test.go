@@ -370,8 +370,25 @@ func TestServer_ServeHTTP_CountsByResultOnly(t *testing.T) {
 	if got := testutil.ToFloat64(requests.WithLabelValues(resultUnauthorized)) - before; got != 4 {
 		t.Errorf("unauthorized requests counted = %v, want 4", got)
 	}
-	if n := testutil.CollectAndCount(requests); n != 7 {
-		t.Errorf("series = %d, want the 7 results", n)
+	if n := testutil.CollectAndCount(requests); n != 8 {
+		t.Errorf("series = %d, want the 8 results", n)
+	}
+}
+
+// A flood of signed-looking requests costs the API server a bounded number of Secret
+// reads; the rest are answered 429 without one.
+func TestServer_ServeHTTP_FloodIsThrottledBeforeTheSecretRead(t *testing.T) {
+	srv, _, secrets := newServer(t)
+	h := srv.Handler()
+	codes := map[int]int{}
+	for range secretBurst + 20 {
+		codes[do(h, "", "attacker-chosen", map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": "sha256=00"}, "{}").Code]++
+	}
+	if secrets.reads > secretBurst+1 {
+		t.Errorf("Secret reads = %d, want at most the burst %d (and what the rate adds meanwhile)", secrets.reads, secretBurst)
+	}
+	if codes[http.StatusTooManyRequests] == 0 {
+		t.Errorf("answers = %v, want some 429", codes)
 	}
 }
 
