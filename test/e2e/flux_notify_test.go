@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -115,12 +118,12 @@ func testFluxNotifications(t *testing.T, jc *jobCluster) {
 	const ns = "e2e-flux-notify"
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	deleteStacksFirst(t, ns)
 	sink := startNotificationSink(t)
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, configMapWriterYAML+"---\n"+s3CredentialsYAML))
 	run(t, "kubectl", "create", "secret", "generic", "-n", ns, "canary", "--from-literal=value="+notifyCanary)
 
-	patch := strings.TrimSpace(docsManifest(t, "alert-crd-patch"))
-	run(t, "bash", "-c", patch)
+	runShell(t, docsManifest(t, "alert-crd-patch"))
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, docsManifest(t, "provider", "https://hooks.example.com/stackwright", sink.URL)))
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, docsManifest(t, "alert")))
 
@@ -189,6 +192,17 @@ func testFluxNotifications(t *testing.T, jc *jobCluster) {
 	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "gated"}, &cm)).NotTo(Succeed(), "a change awaiting approval was applied")
 	for _, s := range []string{"failing", "gated", "drifting"} {
 		run(t, "kubectl", "delete", "-n", ns, "stack/"+s, "--timeout=5m")
+	}
+}
+
+// runShell runs a shell command as a reader would, with ./bin first on the PATH.
+func runShell(t *testing.T, script string) {
+	t.Helper()
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(root, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
 	}
 }
 

@@ -31,6 +31,15 @@ import (
 	"github.com/stackwright/stackwright/internal/testing/gitserver"
 )
 
+// deleteStacksFirst deletes the namespace's Stacks, when the test ends, before its
+// namespace: each destroy then runs in a runner Pod as its Stack's ServiceAccount, and a
+// test that failed half-way leaves no Stack holding its namespace.
+func deleteStacksFirst(t *testing.T, ns string) {
+	t.Cleanup(func() {
+		_, _ = runErr("kubectl", "delete", "stacks.pulumi.com", "--all", "-n", ns, "--timeout=5m")
+	})
+}
+
 // docsManifest is the block of docs/flux.md marked `<!-- e2e: name -->`, as written there,
 // with each old string of replace (pairs of old, new) replaced: only addresses, which
 // differ between a reader's cluster and this one.
@@ -212,6 +221,7 @@ func testFluxSources(t *testing.T, jc *jobCluster) {
 	const ns = "e2e-flux"
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	deleteStacksFirst(t, ns)
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, configMapWriterYAML+"---\n"+stateCredentialsYAML))
 
 	repos := t.TempDir()
@@ -264,17 +274,14 @@ func testFluxSources(t *testing.T, jc *jobCluster) {
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
 	g.Expect(ups(g, c, ns, "waits")).To(BeZero())
 
-	// A Bucket of the in-cluster S3 server.
-	dir := filepath.Join(jc.s3.dir, "programs", "edge")
-	g.Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
-	g.Expect(os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(namedConfigMapProgram("edge", "edge", "from-bucket")), 0o644)).To(Succeed())
-	for _, p := range []string{filepath.Dir(dir), dir, filepath.Join(dir, "Pulumi.yaml")} {
-		g.Expect(os.Chown(p, s3UID, s3UID)).To(Succeed())
-	}
+	// A Bucket of an S3 server that keeps objects' ETags, which source-controller needs
+	// (the shared one keeps no metadata).
+	programs := runS3(t, c, ns, "programs-s3", false)
+	programs.putObject(t, "programs", "edge/Pulumi.yaml", namedConfigMapProgram("edge", "edge", "from-bucket"))
 	run(t, "kubectl", "create", "secret", "generic", "-n", ns, "bucket-credentials", "--from-literal=accesskey="+s3Access, "--from-literal=secretkey="+s3Secret)
 	// Plain HTTP is this S3 server's only protocol; the docs' endpoint speaks HTTPS.
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, docsManifest(t, "bucket",
-		"endpoint: s3.example.com", "endpoint: "+strings.TrimPrefix(jc.s3.endpoint, "http://")+"\n  insecure: true")))
+		"endpoint: s3.example.com", "endpoint: "+strings.TrimPrefix(programs.endpoint, "http://")+"\n  insecure: true")))
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, docsManifest(t, "stack-on-bucket")))
 	deployedValue(t, c, ns, "edge", "edge", "sha256:", "from-bucket")
 
@@ -293,6 +300,7 @@ func testGitWebhook(t *testing.T, jc *jobCluster) {
 	const ns = "e2e-git-webhook"
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	deleteStacksFirst(t, ns)
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, configMapWriterYAML+"---\n"+s3CredentialsYAML+"---\n"+docsManifest(t, "git-webhook-secret")))
 	const token = "a-long-random-string" // the docs' example secret, applied as written
 

@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/md5" //nolint:gosec // S3's ETag of a single-part object is its MD5, not a security measure.
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"golang.org/x/sys/unix"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,28 +41,41 @@ type s3Server struct {
 // startS3 runs the server for one test and removes it when the test ends.
 func startS3(t *testing.T, c client.Client) *s3Server {
 	t.Helper()
+	createNamespace(t, c, s3Namespace)
+	t.Cleanup(func() { deleteNamespace(t, c, s3Namespace) })
+	return runS3(t, c, s3Namespace, "s3", true)
+}
+
+// runS3 runs versitygw as the Deployment and Service name in ns, on a node directory of
+// its own. With noMeta it keeps no metadata, so buckets and objects can be made as plain
+// directories and files, but objects have no ETag; without, an object made by hand needs
+// its ETag set as the xattr user.etag (see putObject).
+func runS3(t *testing.T, c client.Client, ns, name string, noMeta bool) *s3Server {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.Chown(dir, s3UID, s3UID); err != nil {
 		t.Fatal(err)
 	}
-	createNamespace(t, c, s3Namespace)
-	t.Cleanup(func() { deleteNamespace(t, c, s3Namespace) })
+	backend := `"posix", "/data"`
+	if noMeta {
+		backend = `"posix", "--nometa", "/data"`
+	}
 	manifest := fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: s3
+  name: %[6]s
 spec:
   selector:
-    matchLabels: {app: s3}
+    matchLabels: {app: %[6]s}
   template:
     metadata:
-      labels: {app: s3}
+      labels: {app: %[6]s}
     spec:
       containers:
       - name: versitygw
         image: %[1]s
         imagePullPolicy: Never
-        args: ["--port", ":%[2]d", "--access", "%[3]s", "--secret", "%[4]s", "posix", "--nometa", "/data"]
+        args: ["--port", ":%[2]d", "--access", "%[3]s", "--secret", "%[4]s", %[7]s]
         ports:
         - containerPort: %[2]d
         readinessProbe:
@@ -74,29 +90,50 @@ spec:
 apiVersion: v1
 kind: Service
 metadata:
-  name: s3
+  name: %[6]s
 spec:
-  selector: {app: s3}
+  selector: {app: %[6]s}
   ports:
   - port: %[2]d
     targetPort: %[2]d
-`, s3Image, s3Port, s3Access, s3Secret, dir)
+`, s3Image, s3Port, s3Access, s3Secret, dir, name, backend)
 	path := filepath.Join(t.TempDir(), "s3.yaml")
 	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run(t, "kubectl", "apply", "-n", s3Namespace, "-f", path)
+	run(t, "kubectl", "apply", "-n", ns, "-f", path)
 	s := &s3Server{dir: dir}
 	NewWithT(t).Eventually(func(g Gomega) {
 		var d appsv1.Deployment
-		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: s3Namespace, Name: "s3"}, &d)).To(Succeed())
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d)).To(Succeed())
 		g.Expect(d.Status.ReadyReplicas).To(Equal(int32(1)))
 		var svc corev1.Service
-		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: s3Namespace, Name: "s3"}, &svc)).To(Succeed())
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &svc)).To(Succeed())
 		g.Expect(svc.Spec.ClusterIP).NotTo(BeEmpty())
 		s.endpoint = fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, s3Port)
-	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "S3 server not ready\n%s", describeNamespace(s3Namespace))
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "S3 server not ready\n%s", describeNamespace(ns))
 	return s
+}
+
+// putObject writes an object of a server started without noMeta, as a file with its ETag.
+func (s *s3Server) putObject(t *testing.T, bucket, key, content string) {
+	t.Helper()
+	path := filepath.Join(s.dir, bucket, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := md5.Sum([]byte(content))
+	if err := unix.Setxattr(path, "user.etag", []byte(hex.EncodeToString(sum[:])), 0); err != nil {
+		t.Fatalf("failed to set the ETag of %s: %v", path, err)
+	}
+	for p := path; p != s.dir; p = filepath.Dir(p) {
+		if err := os.Chown(p, s3UID, s3UID); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // bucket creates a bucket (a directory of the server's) and returns the backend URL of a

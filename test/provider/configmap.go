@@ -32,6 +32,7 @@ type ConfigMapState struct {
 var (
 	_ infer.CustomUpdate[ConfigMapArgs, ConfigMapState] = (*ConfigMap)(nil)
 	_ infer.CustomDelete[ConfigMapState]                = (*ConfigMap)(nil)
+	_ infer.CustomRead[ConfigMapArgs, ConfigMapState]   = (*ConfigMap)(nil)
 )
 
 // Annotate describes the resource.
@@ -98,6 +99,40 @@ func (*ConfigMap) Update(ctx context.Context, req infer.UpdateRequest[ConfigMapA
 		return infer.UpdateResponse[ConfigMapState]{}, fmt.Errorf("failed to update ConfigMap %s/%s: %w", state.Namespace, state.Name, err)
 	}
 	return infer.UpdateResponse[ConfigMapState]{Output: state}, nil
+}
+
+// Read reports the ConfigMap as the API server has it, so that a refresh (and a drift
+// check) sees a change made behind the stack's back. A missing ConfigMap yields an empty
+// ID, which tells the engine the resource is gone.
+func (*ConfigMap) Read(ctx context.Context, req infer.ReadRequest[ConfigMapArgs, ConfigMapState]) (infer.ReadResponse[ConfigMapArgs, ConfigMapState], error) {
+	state := req.State
+	if state.Name == "" {
+		// An import knows only the ID, namespace/name.
+		state.Namespace, state.Name, _ = strings.Cut(req.ID, "/")
+	}
+	api, err := newKubeAPI()
+	if err != nil {
+		return infer.ReadResponse[ConfigMapArgs, ConfigMapState]{}, err
+	}
+	var live struct {
+		Metadata struct {
+			UID string `json:"uid"`
+		} `json:"metadata"`
+		Data map[string]string `json:"data"`
+	}
+	err = api.do(ctx, http.MethodGet, "/api/v1/namespaces/"+state.Namespace+"/configmaps/"+state.Name, nil, &live)
+	if err != nil && strings.Contains(err.Error(), "NotFound") {
+		return infer.ReadResponse[ConfigMapArgs, ConfigMapState]{}, nil
+	}
+	if err != nil {
+		return infer.ReadResponse[ConfigMapArgs, ConfigMapState]{}, fmt.Errorf("failed to read ConfigMap %s/%s: %w", state.Namespace, state.Name, err)
+	}
+	state.Data, state.UID = live.Data, live.Metadata.UID
+	return infer.ReadResponse[ConfigMapArgs, ConfigMapState]{
+		ID:     req.ID,
+		Inputs: ConfigMapArgs{Name: state.Name, Namespace: state.Namespace, Data: live.Data},
+		State:  state,
+	}, nil
 }
 
 // Delete deletes the ConfigMap; one already gone is fine.

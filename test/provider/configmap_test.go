@@ -118,3 +118,36 @@ func TestConfigMap_Create_ExplicitCredentials(t *testing.T) {
 		t.Error("a wrong token was accepted: the explicit token was not used")
 	}
 }
+
+// Read reports the ConfigMap as the API server has it, so a drift check sees a hand edit,
+// and reports a deleted one as gone.
+func TestConfigMap_Read_ReportsTheLiveObject(t *testing.T) {
+	fakeInCluster(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/namespaces/team/configmaps/edited":
+			_, _ = w.Write([]byte(`{"metadata":{"uid":"uid-2"},"data":{"a":"changed by hand"}}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"kind":"Status","reason":"NotFound","message":"configmaps \"gone\" not found"}`))
+		}
+	}))
+	for _, tc := range []struct {
+		name, cm, wantID string
+		wantData         map[string]string
+	}{
+		{name: "edited by hand", cm: "edited", wantID: "team/edited", wantData: map[string]string{"a": "changed by hand"}},
+		{name: "deleted", cm: "gone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := (&ConfigMap{}).Read(t.Context(), infer.ReadRequest[ConfigMapArgs, ConfigMapState]{
+				ID: "team/" + tc.cm, State: ConfigMapState{Name: tc.cm, Namespace: "team", Data: map[string]string{"a": "1"}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.ID != tc.wantID || len(resp.Inputs.Data) != len(tc.wantData) || resp.Inputs.Data["a"] != tc.wantData["a"] || resp.State.Data["a"] != tc.wantData["a"] {
+				t.Errorf("Read() = %+v, want ID %q and data %v", resp, tc.wantID, tc.wantData)
+			}
+		})
+	}
+}

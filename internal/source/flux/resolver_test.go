@@ -118,6 +118,15 @@ func TestResolver_Resolve_RetriesUnavailableSources(t *testing.T) {
 				st["conditions"] = []any{condition(obj, "Ready", "False", "GitOperationFailed", "failed to checkout and determine revision: authentication required")}
 			},
 			wantMsg: `GitRepository "infra" is not ready (GitOperationFailed): failed to checkout and determine revision: authentication required`},
+		// What source-controller v1.9.6 writes for a URL it cannot fetch: its Ready
+		// condition says why, status.observedGeneration stays at -1.
+		{name: "a new spec that keeps failing", create: true,
+			edit: func(obj *unstructured.Unstructured, _ *artifactServer, st map[string]any) {
+				st["observedGeneration"] = int64(-1)
+				delete(st, "artifact")
+				st["conditions"] = []any{condition(obj, "Ready", "False", "GitOperationFailed", "failed to checkout and determine revision: unable to list remote")}
+			},
+			wantMsg: `GitRepository "infra" is not ready (GitOperationFailed): failed to checkout and determine revision: unable to list remote`},
 		{name: "building a new artifact", create: true,
 			edit: func(obj *unstructured.Unstructured, _ *artifactServer, st map[string]any) {
 				msg := "building artifact: new upstream revision 'main@sha1:bbbb'"

@@ -31,15 +31,23 @@ var digestHexLen = map[string]int{"sha256": 64, "sha384": 96, "sha512": 128}
 // it (yet). It asks what kstatus asks of any object before trusting its status: the status
 // describes the current generation, Ready is True. Otherwise a Stack could deploy the
 // artifact of a branch its GitRepository was just moved away from.
+//
+// A source whose Ready is False is reported as such first, whatever generation its status
+// observed: source-controller leaves status.observedGeneration behind while a new spec
+// keeps failing, and its Ready condition is what tells the Stack's author why.
 func readArtifact(obj *unstructured.Unstructured) (published, error) {
 	what := fmt.Sprintf("%s %q", obj.GetKind(), obj.GetName())
+	status, reason, msg, hasReady := readyCondition(obj)
+	if hasReady && status != "True" {
+		return published{}, fault.Retry(pulumiv1.ReasonSourceUnavailable, "%s is not ready (%s): %s", what, reason, msg)
+	}
 	observed, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
 	if found && observed != obj.GetGeneration() {
 		return published{}, fault.Retry(pulumiv1.ReasonSourceUnavailable,
 			"%s has not reconciled its latest spec yet (generation %d, observed %d)", what, obj.GetGeneration(), observed)
 	}
-	if err := checkReady(obj, what); err != nil {
-		return published{}, err
+	if !hasReady {
+		return published{}, fault.Retry(pulumiv1.ReasonSourceUnavailable, "%s is not ready: it has no Ready condition yet", what)
 	}
 	a, found, _ := unstructured.NestedMap(obj.Object, "status", "artifact")
 	if !found {
@@ -70,21 +78,21 @@ func readArtifact(obj *unstructured.Unstructured) (published, error) {
 	return p, nil
 }
 
-func checkReady(obj *unstructured.Unstructured, what string) error {
+// readyCondition returns the status, reason and message of obj's Ready condition, and
+// whether it has one.
+func readyCondition(obj *unstructured.Unstructured) (status, reason, msg string, found bool) {
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
 		if !ok || m["type"] != "Ready" {
 			continue
 		}
-		if m["status"] == "True" {
-			return nil
-		}
-		reason, _ := m["reason"].(string)
-		msg, _ := m["message"].(string)
-		return fault.Retry(pulumiv1.ReasonSourceUnavailable, "%s is not ready (%s): %s", what, reason, msg)
+		status, _ = m["status"].(string)
+		reason, _ = m["reason"].(string)
+		msg, _ = m["message"].(string)
+		return status, reason, msg, true
 	}
-	return fault.Retry(pulumiv1.ReasonSourceUnavailable, "%s is not ready: it has no Ready condition yet", what)
+	return "", "", "", false
 }
 
 // declaredDigest normalises what status.artifact declares. digest ("sha256:<hex>") is what
