@@ -153,7 +153,7 @@ cluster-down: ## Stop the one-node cluster and remove its state, containers, mou
 .PHONY: e2e
 e2e: cluster ## End-to-end tests against the one-node cluster (make cluster): install with YAML and Helm, Stacks in Pods.
 	$(CLUSTER) load --bin $(BIN) $(CLUSTER_IMAGES)
-	KUBECONFIG=$$($(CLUSTER) kubeconfig) go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
+	KUBECONFIG=$$($(CLUSTER) kubeconfig) go test -tags e2e -count=1 -timeout 30m -parallel $(or $(E2E_PARALLEL),4) -v ./test/e2e/...
 
 ##@ Benchmarks
 .PHONY: bench-executors

@@ -262,14 +262,14 @@ spec:
 	g.Expect(out).To(ContainSubstring("only members of no group"))
 
 	// A parameter change runs the stack once.
-	before := selfUps(g, c, st.Name)
+	before := ups(g, c, selfPlatform, st.Name)
 	run(t, "kubectl", app(selfA), "apply", "-n", selfA, "-f", writeManifest(t, bucketYAML("data", "    size: 6\n")))
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(conn), conn)).To(Succeed())
 		g.Expect(conn.Data).To(HaveKeyWithValue("greeting", []byte("size 6")))
 	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(selfPlatform))
 	run(t, "kubectl", app(selfA), "wait", "-n", selfA, "--for=condition=Ready", "buckets/data", "--timeout=2m")
-	g.Expect(selfUps(g, c, st.Name)).To(Equal(before+1), "ups after one parameter change")
+	g.Expect(ups(g, c, selfPlatform, st.Name)).To(Equal(before+1), "ups after one parameter change")
 
 	// A schema change is served by the running manager.
 	run(t, "kubectl", "apply", "-f", writeManifest(t, selfTemplateYAML("      tier:\n        type: string\n        enum: [gold, silver]\n")))
@@ -309,15 +309,3 @@ func selfStack(g Gomega, c client.Client, ns, name string) *pulumiv1.Stack {
 	return nil
 }
 
-// selfUps counts the ups of a Stack in the platform namespace.
-func selfUps(g Gomega, c client.Client, stack string) int {
-	var list v1alpha1.UpdateList
-	g.Expect(c.List(context.Background(), &list, client.InNamespace(selfPlatform), client.MatchingLabels{v1alpha1.StackLabel: stack})).To(Succeed())
-	n := 0
-	for _, u := range list.Items {
-		if u.Spec.Type == v1alpha1.UpdateTypeUp {
-			n++
-		}
-	}
-	return n
-}
