@@ -308,4 +308,3 @@ func selfStack(g Gomega, c client.Client, ns, name string) *pulumiv1.Stack {
 	g.Expect(fmt.Errorf("no Stack of %s/%s among %d", ns, name, len(stacks.Items))).NotTo(HaveOccurred())
 	return nil
 }
-
