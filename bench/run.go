@@ -34,10 +34,11 @@ const (
 	ScenarioGit       = "git"
 	ScenarioFaulty    = "faulty"
 	ScenarioTemplates = "templates"
+	ScenarioSecrets   = "secrets"
 )
 
 // AllScenarios is every scenario in running order.
-var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioDrift, ScenarioGit, ScenarioFaulty, ScenarioTemplates}
+var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioDrift, ScenarioGit, ScenarioFaulty, ScenarioTemplates, ScenarioSecrets}
 
 // DefaultScenarios run when none are named: all but drift, whose settling and window would
 // more than double a run, faulty, a second fleet, and templates, two more.
@@ -86,6 +87,8 @@ type Config struct {
 	// GitSettle is how long the git fleet is left alone before the manager's RSS is read,
 	// once all are Ready on the first commit (its idle figure) and again on the second.
 	GitSettle time.Duration
+	// SecretsN is how many unrelated Secrets the secrets scenario creates.
+	SecretsN int
 	// RunnerDeadline is the manager's --runner-deadline: the faulty fleet's hanging Stacks
 	// hold a worker that long per attempt.
 	RunnerDeadline time.Duration
@@ -153,6 +156,9 @@ func (c *Config) defaults() error {
 	}
 	if c.GitSettle <= 0 {
 		c.GitSettle = 2 * time.Minute
+	}
+	if c.SecretsN <= 0 {
+		c.SecretsN = 10000
 	}
 	if c.RunnerDeadline <= 0 {
 		c.RunnerDeadline = 15 * time.Second
@@ -274,6 +280,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.has(ScenarioTemplates) {
 		watched = append(append(watched, nsPlatform), tenantNamespaces()...)
 	}
+	if cfg.has(ScenarioSecrets) {
+		watched = append(watched, nsSecrets)
+	}
 	for _, ns := range watched {
 		if err := b.cluster.client.Create(ctx, namespace(ns)); err != nil {
 			return fmt.Errorf("failed to create namespace %s: %w", ns, err)
@@ -307,6 +316,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		{ScenarioGit, b.runGit},
 		{ScenarioFaulty, b.runFaulty},
 		{ScenarioTemplates, b.runTemplates},
+		{ScenarioSecrets, b.runSecrets},
 	}
 	for _, s := range steps {
 		if !cfg.has(s.name) {

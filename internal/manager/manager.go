@@ -57,6 +57,7 @@ import (
 	"github.com/stackwright/stackwright/internal/policy"
 	"github.com/stackwright/stackwright/internal/runner"
 	"github.com/stackwright/stackwright/internal/scheme"
+	"github.com/stackwright/stackwright/internal/secretcache"
 	"github.com/stackwright/stackwright/internal/source"
 	"github.com/stackwright/stackwright/internal/source/flux"
 	"github.com/stackwright/stackwright/internal/source/git"
@@ -316,7 +317,11 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace: cmp.Or(o.LeaderElectionNamespace, os.Getenv("POD_NAMESPACE")),
 		// Engine runs record their result after cancellation; give them the time.
 		GracefulShutdownTimeout: ptr(time.Minute),
-		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr(o.SeveralPerProcess)},
+		// Secrets are not cached: a tenant's namespace holds many, most of no concern to
+		// any Stack, and each would sit in the manager's memory. Their metadata is watched
+		// and their values read on use (internal/secretcache).
+		Client:     client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr(o.SeveralPerProcess)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create manager: %w", err)
@@ -452,6 +457,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if o.Executor == executorLocal && o.NoTenantIsolation {
 		ctrl.Log.WithName("setup").Info("Tenant isolation is off (--no-tenant-isolation): every Stack's engine runs in this process with the manager's rights")
 	}
+	// Every controller reads Secrets through this client: values of the Secrets Stacks
+	// reference, kept while their watched metadata shows them unchanged (see New).
+	c := secretcache.New(mgr.GetClient(), mgr.GetCache(), mgr.GetAPIReader())
 	dirs, err := prepareDataDir(o.DataDir)
 	if err != nil {
 		return err
@@ -470,7 +478,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		MaxFetchBytes: o.MaxGitFetchBytes, MaxListBytes: o.MaxGitListBytes, MaxNamespaceBytes: o.MaxGitCacheBytesPerNamespace,
 	})
 	if o.ArtifactRetention > 0 {
-		collector := &gc.Artifacts{Client: mgr.GetClient(), Store: store, Interval: gcInterval, Retention: o.ArtifactRetention}
+		collector := &gc.Artifacts{Client: c, Store: store, Interval: gcInterval, Retention: o.ArtifactRetention}
 		if err := mgr.Add(collector); err != nil {
 			return fmt.Errorf("failed to add artifact collector: %w", err)
 		}
@@ -510,13 +518,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	}
 	limits := artifact.Limits{MaxBytes: o.MaxArtifactBytes}
 	run := &runner.Runner{
-		Client: mgr.GetClient(), Engine: eng, Store: store, WorkRoot: dirs.work, Inputs: in,
+		Client: c, Engine: eng, Store: store, WorkRoot: dirs.work, Inputs: in,
 		Limits: limits, Policies: policy.NewEvaluator(),
 	}
 	var tenantOf executor.TenantOf
 	if len(o.TemplateAPIGroups) > 0 {
 		// Instances' Stacks live in platform namespaces; their runs are their tenants'.
-		tenantOf = instancectrl.TenantOf(mgr.GetClient())
+		tenantOf = instancectrl.TenantOf(c)
 	}
 	var (
 		exec     executor.Executor
@@ -526,7 +534,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	)
 	switch o.Executor {
 	case executorLocal:
-		localExec := local.New(mgr.GetClient(), run, o.MaxConcurrentUpdates)
+		localExec := local.New(c, run, o.MaxConcurrentUpdates)
 		localExec.Deadline = o.RunnerDeadline
 		localExec.MaxPerNamespace = o.MaxConcurrentUpdatesPerNamespace
 		localExec.Tenant = tenantOf
@@ -546,7 +554,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		if err := job.ValidateAllowedVolumeTypes(o.RunnerAllowedVolumeTypes); err != nil {
 			return fmt.Errorf("--runner-allowed-volume-types: %w", err)
 		}
-		jobs, err := job.New(mgr.GetClient(), mgr.GetAPIReader(), run, store, job.Options{
+		jobs, err := job.New(c, mgr.GetAPIReader(), run, store, job.Options{
 			Pod: job.PodOptions{
 				Image: o.RunnerImage, PullPolicy: corev1.PullPolicy(o.RunnerPullPolicy),
 				Deadline: int64(o.RunnerDeadline.Seconds()), TTL: int32(o.RunnerJobTTL.Seconds()),
@@ -588,10 +596,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err != nil {
 		return err
 	}
-	gitSource := &git.Resolver{Client: mgr.GetClient(), Store: store, Cache: gitCache, Limits: limits, Now: time.Now}
+	gitSource := &git.Resolver{Client: c, Store: store, Cache: gitCache, Limits: limits, Now: time.Now}
 	sources := source.Registry{
-		pulumiv1.SourceKindProgram: &program.Resolver{Client: mgr.GetClient(), Store: store},
-		pulumiv1.SourceKindFlux:    &flux.Resolver{Client: mgr.GetClient(), Store: store, MaxBytes: o.MaxArtifactBytes},
+		pulumiv1.SourceKindProgram: &program.Resolver{Client: c, Store: store},
+		pulumiv1.SourceKindFlux:    &flux.Resolver{Client: c, Store: store, MaxBytes: o.MaxArtifactBytes},
 		pulumiv1.SourceKindGit:     gitSource,
 	}
 	if o.Executor == executorJob {
@@ -606,7 +614,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		return err
 	}
 	stacks := &stackctrl.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sources: sources, Detached: detached,
+		Client: c, APIReader: mgr.GetAPIReader(), Sources: sources, Detached: detached,
 		Recorder: recorder, Now: o.Now, Requests: requests,
 		Options: stackctrl.Options{
 			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, UpdateMaxAge: o.UpdateMaxAge, Inputs: in,
@@ -616,18 +624,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err := stacks.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Stack controller: %w", err)
 	}
-	programs := &programctrl.Reconciler{Client: mgr.GetClient(), Store: store, Recorder: recorder}
+	programs := &programctrl.Reconciler{Client: c, Store: store, Recorder: recorder}
 	if err := programs.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Program controller: %w", err)
 	}
-	updates := &updatectrl.Reconciler{Client: mgr.GetClient(), Executor: exec, RunnerJobs: o.Executor == executorJob}
+	updates := &updatectrl.Reconciler{Client: c, Executor: exec, RunnerJobs: o.Executor == executorJob}
 	if err := updates.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Update controller: %w", err)
 	}
-	if err := (&policyctrl.Controllers{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+	if err := (&policyctrl.Controllers{Client: c}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Policy controllers: %w", err)
 	}
-	sets := &stacksetctrl.Reconciler{Client: mgr.GetClient(), Git: gitSource, Recorder: recorder}
+	sets := &stacksetctrl.Reconciler{Client: c, Git: gitSource, Recorder: recorder}
 	if err := sets.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up StackSet controller: %w", err)
 	}
@@ -635,13 +643,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		return nil
 	}
 	instances := &instancectrl.Controller{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
+		Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
 		Recorder: recorder, ApprovalPolicy: o.TemplateApprovalPolicy,
 	}
 	if err := instances.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return err
 	}
-	templates := &templatectrl.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), AllowedGroups: o.TemplateAPIGroups, Instances: instances}
+	templates := &templatectrl.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), AllowedGroups: o.TemplateAPIGroups, Instances: instances}
 	if err := templates.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up StackTemplate controller: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,7 +42,13 @@ type inputKind struct {
 }
 
 var inputKinds = []inputKind{
-	{name: "Secret", controller: "stack-inputs-secret", new: func() client.Object { return &corev1.Secret{} },
+	// Secrets by their metadata: the finalizer is all protection touches, and the
+	// manager caches no Secret values.
+	{name: "Secret", controller: "stack-inputs-secret", new: func() client.Object {
+		o := &metav1.PartialObjectMetadata{}
+		o.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		return o
+	},
 		refs: func(s, _ []string) []string { return s }},
 	{name: "ConfigMap", controller: "stack-inputs-configmap", new: func() client.Object { return &corev1.ConfigMap{} },
 		refs: func(_, c []string) []string { return c }},

@@ -41,7 +41,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&v1alpha1.Update{}, builder.WithPredicates(predicates.UpdatePhaseChanged{})).
 		// A Program's new artifact (or its failure to render) is what its Stacks wait for.
 		Watches(&pulumiv1.Program{}, r.enqueueReferrers(IndexProgramRef), builder.WithPredicates(programRendered{})).
-		Watches(&corev1.Secret{}, r.enqueueReferrers(IndexSecretRefs), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		// Secrets' metadata only: a change of resourceVersion is all a referrer needs to
+		// hear, and caching values would hold every Secret of every watched namespace.
+		WatchesMetadata(&corev1.Secret{}, r.enqueueReferrers(IndexSecretRefs), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Watches(&corev1.ConfigMap{}, r.enqueueReferrers(IndexConfigMapRefs), builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		// A prerequisite that succeeds (or appears, or changes its own prerequisites)
 		// releases the Stacks waiting on it at once, not at their next requeue.
