@@ -98,7 +98,7 @@ resources:
 `
 }
 
-// fluxGVR is a Flux kind's resource.
+// fluxObject reads a Flux object of kind (a source, or a Receiver) in ns.
 func fluxObject(g Gomega, c client.Client, ns, kind, name string) *unstructured.Unstructured {
 	group := "source.toolkit.fluxcd.io"
 	version := "v1"
