@@ -61,6 +61,28 @@ const (
 
 	// ConditionSuspended is True while spec.stackwright.suspend is set.
 	ConditionSuspended = "Suspended"
+
+	// ConditionHeldBack is True while a StackRollout keeps the Stack at an older revision
+	// than its source offers (status.stackwright.rollout says which and why); Ready then
+	// speaks of the revision it is held at.
+	ConditionHeldBack = "HeldBack"
+)
+
+// Reasons of the HeldBack condition, and of a Stack that two rollouts select.
+const (
+	// ReasonWaveClosed (HeldBack=True): the Stack's wave of the rollout is not open yet.
+	ReasonWaveClosed = "WaveClosed"
+	// ReasonRolloutAborted (HeldBack=True): the rollout aborted the revision the source
+	// offers.
+	ReasonRolloutAborted = "RolloutAborted"
+	// ReasonRolloutPending (HeldBack=True): the rollout has not started the revision the
+	// source offers (another rollout is in progress, or it has not looked yet).
+	ReasonRolloutPending = "RolloutPending"
+	// ReasonRolloutConflict (Stalled=True): more than one StackRollout selects the Stack.
+	ReasonRolloutConflict = "RolloutConflict"
+	// ReasonRolloutArtifactMissing (Reconciling=True): the artifact the rollout holds the
+	// Stack at is no longer in the manager's store (its volume was lost); the Stack waits.
+	ReasonRolloutArtifactMissing = "RolloutArtifactMissing"
 )
 
 // Condition reasons. Each is a CamelCase token suitable for metav1.Condition.

@@ -131,6 +131,11 @@ type StackwrightStatus struct {
 	// +optional
 	Approval *ApprovalStatus `json:"approval,omitempty"`
 
+	// Rollout is set while a StackRollout selects the Stack: which one, what the source
+	// offers, and the revision the Stack is held at while its wave is closed.
+	// +optional
+	Rollout *StackRolloutState `json:"rollout,omitempty"`
+
 	// ExpiresAt is when the Stack's TTL (spec.stackwright.ttl) expires.
 	// +optional
 	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
@@ -221,6 +226,22 @@ type ApprovalStatus struct {
 	HandledApproval string `json:"handledApproval,omitempty"`
 	// +optional
 	HandledRejection string `json:"handledRejection,omitempty"`
+}
+
+// StackRolloutState is where a Stack stands in the StackRollout that selects it.
+type StackRolloutState struct {
+	// Name of the StackRollout.
+	Name string `json:"name"`
+
+	// Available is the revision the Stack's source offers now (its artifact without the
+	// project directory), which the rollout rolls out.
+	// +optional
+	Available *ArtifactRef `json:"available,omitempty"`
+
+	// HeldAt is the revision the Stack is held at while the rollout keeps it from the
+	// available one; empty when it may deploy what its source offers.
+	// +optional
+	HeldAt string `json:"heldAt,omitempty"`
 }
 
 // ArtifactRef names an immutable program artifact.

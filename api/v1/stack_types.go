@@ -296,6 +296,8 @@ const (
 // +kubebuilder:printcolumn:name="Deployed",type=string,priority=10,JSONPath=`.status.lastUpdate.lastSuccessfulCommit`
 // +kubebuilder:printcolumn:name="Drift",type=string,priority=10,JSONPath=`.status.conditions[?(@.type=="DriftDetected")].status`
 // +kubebuilder:printcolumn:name="Expires",type=string,priority=10,JSONPath=`.status.stackwright.expiresAt`
+// +kubebuilder:printcolumn:name="Rollout",type=string,priority=10,JSONPath=`.status.stackwright.rollout.name`
+// +kubebuilder:printcolumn:name="Held At",type=string,priority=10,JSONPath=`.status.stackwright.rollout.heldAt`
 type Stack struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

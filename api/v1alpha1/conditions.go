@@ -118,3 +118,46 @@ const (
 	// raised or the set changes.
 	ReasonRemovalsHeld = "RemovalsHeld"
 )
+
+// ConditionHalted is True on a StackRollout whose wave failed: its reason says how
+// (UpdateFailed, StackStalled, PolicyWarning, GateFailed) and its message names the Stacks
+// or the gate Job at fault. Later waves keep the stable revision until a person resumes or
+// aborts the rollout.
+const ConditionHalted = "Halted"
+
+// Reasons of a StackRollout's conditions.
+const (
+	// ReasonRolledOut (Ready=True): every wave has the stable revision; no newer one is
+	// offered.
+	ReasonRolledOut = "RolledOut"
+	// ReasonRolloutAborted (Ready=True once rolled back): the target was aborted and every
+	// Stack has the stable revision again; a newer revision starts a new rollout.
+	ReasonRolloutAborted = "Aborted"
+	// ReasonWaveUpdating (Reconciling=True): the current wave's Stacks are updating.
+	ReasonWaveUpdating = "WaveUpdating"
+	// ReasonWaveBaking (Reconciling=True): the current wave is Ready and bakes.
+	ReasonWaveBaking = "WaveBaking"
+	// ReasonWaveGating (Reconciling=True): the gate Job of the current wave runs.
+	ReasonWaveGating = "WaveGating"
+	// ReasonAwaitingPromotion (Reconciling=True): the current wave passed its gates and
+	// waits for a person to promote it.
+	ReasonAwaitingPromotion = "AwaitingPromotion"
+	// ReasonRollingBack (Reconciling=True): after an abort, Stacks of the opened waves are
+	// deploying the stable revision again.
+	ReasonRollingBack = "RollingBack"
+	// ReasonRolloutWaiting (Reconciling=True): no Stack has reported the revision its
+	// source offers yet.
+	ReasonRolloutWaiting = "WaitingForStacks"
+	// ReasonStackUpdateFailed (Halted=True): an update to the target failed.
+	ReasonStackUpdateFailed = "UpdateFailed"
+	// ReasonStackStalled (Halted=True): a Stack of an open wave is Stalled.
+	ReasonStackStalled = "StackStalled"
+	// ReasonPolicyWarning (Halted=True): a Stack's preview of the target drew an advisory
+	// policy violation.
+	ReasonPolicyWarning = "PolicyWarning"
+	// ReasonGateFailed (Halted=True): the gate Job failed, or its CronJob is missing.
+	ReasonGateFailed = "GateFailed"
+	// ReasonMixedSources (Stalled=True): the selected Stacks do not share one source, so
+	// no revision is common to them.
+	ReasonMixedSources = "MixedSources"
+)

@@ -26,6 +26,7 @@ var (
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&Update{}, &UpdateList{},
+		&StackRollout{}, &StackRolloutList{},
 		&Policy{}, &PolicyList{},
 		&ClusterPolicy{}, &ClusterPolicyList{},
 		&StackTemplate{}, &StackTemplateList{},

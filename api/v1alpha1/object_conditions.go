@@ -20,3 +20,9 @@ func (s *StackSet) GetConditions() []metav1.Condition { return s.Status.Conditio
 
 // SetConditions replaces the StackSet's conditions.
 func (s *StackSet) SetConditions(c []metav1.Condition) { s.Status.Conditions = c }
+
+// GetConditions returns the StackRollout's conditions.
+func (r *StackRollout) GetConditions() []metav1.Condition { return r.Status.Conditions }
+
+// SetConditions replaces the StackRollout's conditions.
+func (r *StackRollout) SetConditions(c []metav1.Condition) { r.Status.Conditions = c }

@@ -1,0 +1,294 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Annotations a person (or `kubectl stackwright rollout`) sets on a StackRollout. Each acts
+// once per new value, as Flux's reconcile.fluxcd.io/requestedAt does: any value not acted
+// on before (a timestamp, say) is a new request. A request that does not apply to the
+// rollout's state (promote while no wave awaits promotion) is recorded as handled and
+// announced by an Ignored event, so that it never acts later by surprise.
+const (
+	// RolloutPromoteAnnotation opens the next wave of a rollout whose wave awaits a
+	// person's promotion (spec.gates.approval: Manual).
+	RolloutPromoteAnnotation = "stackwright.dev/promote"
+	// RolloutAbortAnnotation aborts a progressing or halted rollout: the Stacks of its open
+	// waves deploy the stable revision again (a new up of it, not a restore of the state).
+	RolloutAbortAnnotation = "stackwright.dev/abort"
+	// RolloutResumeAnnotation resumes a halted rollout: the failures that halted it are
+	// forgiven, their Stacks are retried, and the wave continues.
+	RolloutResumeAnnotation = "stackwright.dev/resume"
+)
+
+// RolloutLabel is set on the gate Jobs a rollout creates, to its name.
+const RolloutLabel = "stackwright.dev/rollout"
+
+// StackRolloutSpec says which Stacks a new revision of their source reaches in which
+// order, and what must hold before the next wave starts.
+type StackRolloutSpec struct {
+	// Selector selects the rollout's Stacks in its namespace. They must share one source
+	// (one Program, one git repository and branch, or one Flux source): a revision is
+	// what that source offers. A Stack is selected by at most one rollout.
+	Selector metav1.LabelSelector `json:"selector"`
+
+	// Waves divides the selected Stacks into ordered waves.
+	Waves RolloutWaves `json:"waves"`
+
+	// MaxParallel bounds how many Stacks of a wave update to the new revision at once.
+	// 0 (the default) lets the whole wave update at once.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxParallel int32 `json:"maxParallel,omitempty"`
+
+	// BakeTime is how long a wave must stay Ready at the new revision before its gates
+	// run and the next wave may start. Default 0.
+	// +optional
+	BakeTime *metav1.Duration `json:"bakeTime,omitempty"`
+
+	// Gates must pass after each wave but the last, before the next wave starts.
+	// +optional
+	Gates RolloutGates `json:"gates,omitempty"`
+}
+
+// RolloutWaves divides the selected Stacks into waves: exactly one field is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.byLabel) ? 1 : 0) + (has(self.steps) ? 1 : 0) == 1",message="set exactly one of byLabel and steps"
+type RolloutWaves struct {
+	// ByLabel makes one wave per value of a label, in the order the values are listed.
+	// Selected Stacks without the label, or with a value not listed, form a last wave.
+	// +optional
+	ByLabel *RolloutWavesByLabel `json:"byLabel,omitempty"`
+
+	// Steps makes one wave per step. Each step's stacks is a cumulative count ("1") or
+	// percentage ("30%", rounded up) of the selected Stacks, in the order of their names;
+	// Stacks beyond the last step form a last wave.
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	Steps []RolloutStep `json:"steps,omitempty"`
+}
+
+// RolloutWavesByLabel orders waves by a label's values.
+type RolloutWavesByLabel struct {
+	// Key of the label (e.g. ring).
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key"`
+
+	// Values of the label, one wave each, in rollout order (e.g. "0", "1", "2").
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	Values []string `json:"values"`
+}
+
+// RolloutStep is one wave of a step rollout.
+type RolloutStep struct {
+	// Stacks is how many of the selected Stacks have the new revision once this step is
+	// done: a count ("2") or a percentage ("25%").
+	// +kubebuilder:validation:XIntOrString
+	Stacks intstr.IntOrString `json:"stacks"`
+}
+
+// RolloutGates are checked between waves, in this order.
+type RolloutGates struct {
+	// JobFrom names a CronJob in the rollout's namespace whose jobTemplate is run once per
+	// wave, as `kubectl create job --from=cronjob/<name>` runs it: the gate passes when the
+	// Job completes and fails when the Job fails. The Job's containers get the rollout's
+	// name, the wave, the revision and the wave's Stacks' outputs (status.outputs, where
+	// secret values are masked) in their environment. Give the CronJob suspend: true so
+	// that it never runs on its own schedule.
+	// +optional
+	JobFrom *corev1.LocalObjectReference `json:"jobFrom,omitempty"`
+
+	// Approval Manual makes each wave wait, once its other gates passed, for a person to
+	// promote it (the stackwright.dev/promote annotation, or
+	// `kubectl stackwright rollout promote`). Default Auto.
+	// +optional
+	// +kubebuilder:validation:Enum=Auto;Manual
+	Approval RolloutApproval `json:"approval,omitempty"`
+}
+
+// RolloutApproval says whether waves wait for a person.
+type RolloutApproval string
+
+const (
+	// RolloutApprovalAuto opens the next wave as soon as the gates pass.
+	RolloutApprovalAuto RolloutApproval = "Auto"
+	// RolloutApprovalManual waits for a promotion after each wave but the last.
+	RolloutApprovalManual RolloutApproval = "Manual"
+)
+
+// RolloutPhase is where a rollout stands.
+type RolloutPhase string
+
+const (
+	// RolloutIdle: every Stack may stay at the stable revision; no new one is offered.
+	RolloutIdle RolloutPhase = "Idle"
+	// RolloutProgressing: a new revision is moving through the waves.
+	RolloutProgressing RolloutPhase = "Progressing"
+	// RolloutHalted: a wave failed; later waves keep the stable revision until a person
+	// resumes or aborts.
+	RolloutHalted RolloutPhase = "Halted"
+	// RolloutAborted: the target revision was abandoned; every Stack deploys the stable
+	// revision, and the next new revision starts a new rollout.
+	RolloutAborted RolloutPhase = "Aborted"
+)
+
+// WaveState is where one wave stands.
+type WaveState string
+
+const (
+	WavePending           WaveState = "Pending"
+	WaveUpdating          WaveState = "Updating"
+	WaveBaking            WaveState = "Baking"
+	WaveGating            WaveState = "Gating"
+	WaveAwaitingPromotion WaveState = "AwaitingPromotion"
+	WaveDone              WaveState = "Done"
+	WaveFailed            WaveState = "Failed"
+)
+
+// RolloutRevision is a revision of the rollout's source and the artifact it resolved to.
+type RolloutRevision struct {
+	// Revision as the source reports it (a commit, a Flux artifact revision, a Program
+	// generation).
+	Revision string `json:"revision"`
+	// Digest of the artifact, "sha256:<hex>".
+	Digest string `json:"digest"`
+}
+
+// RolloutWaveStatus is one wave of the current rollout.
+type RolloutWaveStatus struct {
+	// Name of the wave: the label value, or step-<n>.
+	Name string `json:"name"`
+	// Stacks of the wave, by name, frozen when the rollout of the target started: Stacks
+	// selected later keep their revision until the rollout ends.
+	// +listType=atomic
+	Stacks []string `json:"stacks,omitempty"`
+	// Released counts the Stacks of the wave, in the order listed, that may update to the
+	// target (all once the wave is done; at most maxParallel unfinished at a time).
+	// +optional
+	Released int32 `json:"released,omitempty"`
+	// Updated counts the Stacks of the wave Ready at the target revision.
+	// +optional
+	Updated int32 `json:"updated,omitempty"`
+	// State of the wave.
+	State WaveState `json:"state"`
+	// ReadyTime is when every Stack of the wave was first Ready at the target; its bake
+	// time counts from it.
+	// +optional
+	ReadyTime *metav1.Time `json:"readyTime,omitempty"`
+	// GateJob names the gate Job run for the wave.
+	// +optional
+	GateJob string `json:"gateJob,omitempty"`
+}
+
+// StackRolloutStatus is where the rollout stands.
+type StackRolloutStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready when no revision waits to be rolled out (Idle, or Aborted and
+	// rolled back); Reconciling while a revision moves through the waves (reason
+	// AwaitingPromotion when a person must promote); Halted and Stalled when a wave
+	// failed, naming the Stacks or the gate at fault.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Phase of the rollout.
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+
+	// Stable is the revision Stacks return to on abort, and the one a Stack that never
+	// deployed gets while its wave is closed: the last target that reached every wave.
+	// +optional
+	Stable *RolloutRevision `json:"stable,omitempty"`
+
+	// Target is the revision being rolled out.
+	// +optional
+	Target *RolloutRevision `json:"target,omitempty"`
+
+	// Aborted is the last revision aborted: it is not rolled out again.
+	// +optional
+	Aborted *RolloutRevision `json:"aborted,omitempty"`
+
+	// Wave is the index of the current wave in waves.
+	// +optional
+	Wave int32 `json:"wave,omitempty"`
+
+	// WaveName is the current wave's name.
+	// +optional
+	WaveName string `json:"waveName,omitempty"`
+
+	// Waves of the current (or last) rollout.
+	// +optional
+	// +listType=atomic
+	Waves []RolloutWaveStatus `json:"waves,omitempty"`
+
+	// Stacks counts the Stacks of the waves; Updated those Ready at the target.
+	// +optional
+	Stacks int32 `json:"stacks,omitempty"`
+	// +optional
+	Updated int32 `json:"updated,omitempty"`
+
+	// FailedStacks names the Stacks that halted the rollout.
+	// +optional
+	// +listType=atomic
+	FailedStacks []string `json:"failedStacks,omitempty"`
+
+	// ResumeTime is when the rollout was last resumed: failures that finished before it
+	// no longer halt it.
+	// +optional
+	ResumeTime *metav1.Time `json:"resumeTime,omitempty"`
+
+	// StartTime is when the rollout of the target started; CompletionTime when the last
+	// target reached every wave.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// The values of the promote, abort and resume annotations already acted on.
+	// +optional
+	HandledPromote string `json:"handledPromote,omitempty"`
+	// +optional
+	HandledAbort string `json:"handledAbort,omitempty"`
+	// +optional
+	HandledResume string `json:"handledResume,omitempty"`
+}
+
+// StackRollout moves a new revision of a shared source through its Stacks in waves,
+// behind gates, and halts on the first bad wave.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=stackwright
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Wave",type=string,JSONPath=`.status.waveName`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updated`
+// +kubebuilder:printcolumn:name="Stacks",type=integer,JSONPath=`.status.stacks`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.target.revision`
+// +kubebuilder:printcolumn:name="Stable",type=string,priority=10,JSONPath=`.status.stable.revision`
+// +kubebuilder:printcolumn:name="Halted",type=string,JSONPath=`.status.conditions[?(@.type=="Halted")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type StackRollout struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   StackRolloutSpec   `json:"spec,omitempty"`
+	Status StackRolloutStatus `json:"status,omitempty"`
+}
+
+// StackRolloutList is a list of StackRollouts.
+//
+// +kubebuilder:object:root=true
+type StackRolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []StackRollout `json:"items"`
+}
+
