@@ -291,4 +291,3 @@ type StackRolloutList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []StackRollout `json:"items"`
 }
-
