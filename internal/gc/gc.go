@@ -51,7 +51,8 @@ func (a *Artifacts) Collect(ctx context.Context) error {
 
 // live returns the digests an object names: a Stack's last deployed artifact (destroy on
 // deletion and drift checks run on it), a Program's current artifact (Stacks resolve to
-// it), and an unfinished Update's (its runner is about to fetch it). A finished Update
+// it), a StackRollout's stable, target and aborted revisions (Stacks are held at them),
+// and an unfinished Update's (its runner is about to fetch it). A finished Update
 // never runs again, so its artifact is not needed for it.
 func (a *Artifacts) live(ctx context.Context) (map[string]bool, error) {
 	live := map[string]bool{}
@@ -71,6 +72,18 @@ func (a *Artifacts) live(ctx context.Context) (map[string]bool, error) {
 	for _, p := range programs.Items {
 		if p.Status.Artifact != nil {
 			live[p.Status.Artifact.Digest] = true
+		}
+	}
+	var rollouts v1alpha1.StackRolloutList
+	if err := a.Client.List(ctx, &rollouts); err != nil {
+		return nil, fmt.Errorf("failed to list StackRollouts: %w", err)
+	}
+	for _, ro := range rollouts.Items {
+		// A Stack may be held at, returned to or opened to any of these.
+		for _, rev := range []*v1alpha1.RolloutRevision{ro.Status.Stable, ro.Status.Target, ro.Status.Aborted} {
+			if rev != nil {
+				live[rev.Digest] = true
+			}
 		}
 	}
 	var updates v1alpha1.UpdateList

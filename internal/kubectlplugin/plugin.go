@@ -50,7 +50,7 @@ type Env struct {
 func NewCommand(scheme *runtime.Scheme, out io.Writer, connect func() (*Env, error)) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kubectl-stackwright",
-		Short:         "Work with Stackwright Stacks and their Updates",
+		Short:         "Work with Stackwright Stacks, their Updates and StackRollouts",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -202,7 +202,7 @@ func NewCommand(scheme *runtime.Scheme, out io.Writer, connect func() (*Env, err
 	for _, c := range []*cobra.Command{history, outputs, retry, suspend, resume, preview, approve, reject, extend} {
 		c.ValidArgsFunction = completeStacks(connect)
 	}
-	root.AddCommand(get, history, logs, outputs, retry, suspend, resume, preview, approve, reject, extend)
+	root.AddCommand(get, history, logs, outputs, retry, suspend, resume, preview, approve, reject, extend, rolloutCommand(connect))
 	return root
 }
 
@@ -237,6 +237,22 @@ func Connect(cfg *rest.Config, scheme *runtime.Scheme, namespace string, out io.
 }
 
 func completeStacks(connect func() (*Env, error)) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return completeNames(connect, func(ctx context.Context, e *Env) ([]string, error) {
+		list := &pulumiv1.StackList{}
+		if err := e.Client.List(ctx, list, client.InNamespace(e.Namespace)); err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, s := range list.Items {
+			names = append(names, s.Name)
+		}
+		return names, nil
+	})
+}
+
+// completeNames completes a command's one argument with the names list returns, and
+// never with file names.
+func completeNames(connect func() (*Env, error), list func(context.Context, *Env) ([]string, error)) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -245,13 +261,9 @@ func completeStacks(connect func() (*Env, error)) func(*cobra.Command, []string,
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		list := &pulumiv1.StackList{}
-		if err := env.Client.List(cmd.Context(), list, client.InNamespace(env.Namespace)); err != nil {
+		names, err := list(cmd.Context(), env)
+		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
-		}
-		var names []string
-		for _, s := range list.Items {
-			names = append(names, s.Name)
 		}
 		return names, cobra.ShellCompDirectiveNoFileComp
 	}

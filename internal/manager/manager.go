@@ -40,6 +40,7 @@ import (
 	instancectrl "github.com/stackwright/stackwright/internal/controller/instance"
 	policyctrl "github.com/stackwright/stackwright/internal/controller/policy"
 	programctrl "github.com/stackwright/stackwright/internal/controller/program"
+	rolloutctrl "github.com/stackwright/stackwright/internal/controller/rollout"
 	stackctrl "github.com/stackwright/stackwright/internal/controller/stack"
 	stacksetctrl "github.com/stackwright/stackwright/internal/controller/stackset"
 	templatectrl "github.com/stackwright/stackwright/internal/controller/stacktemplate"
@@ -615,7 +616,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	}
 	stacks := &stackctrl.Reconciler{
 		Client: c, APIReader: mgr.GetAPIReader(), Sources: sources, Detached: detached,
-		Recorder: recorder, Now: o.Now, Requests: requests,
+		Recorder: recorder, Now: o.Now, Requests: requests, Store: store,
 		Options: stackctrl.Options{
 			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, UpdateMaxAge: o.UpdateMaxAge, Inputs: in,
 			RunnerPods: o.Executor == executorJob,
@@ -634,6 +635,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	}
 	if err := (&policyctrl.Controllers{Client: c}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up Policy controllers: %w", err)
+	}
+	rollouts := &rolloutctrl.Reconciler{Client: c, Recorder: recorder, Now: o.Now}
+	if err := rollouts.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+		return fmt.Errorf("failed to set up StackRollout controller: %w", err)
 	}
 	sets := &stacksetctrl.Reconciler{Client: c, Git: gitSource, Recorder: recorder}
 	if err := sets.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {

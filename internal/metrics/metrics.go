@@ -26,6 +26,8 @@ const (
 	labelExecutor  = "executor"
 	labelStackSet  = "stackset"
 	labelCount     = "count"
+	labelRollout   = "rollout"
+	labelPhase     = "phase"
 	metricPrefix   = "stackwright_"
 )
 
@@ -94,7 +96,54 @@ var (
 	}, []string{labelKind, labelReason})
 )
 
+var (
+	rolloutWave = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: metricPrefix + "rollout_wave",
+		Help: "Index (from 0) of the current wave of each StackRollout.",
+	}, []string{labelNS, labelRollout})
+
+	rolloutHalted = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: metricPrefix + "rollout_halted",
+		Help: "1 while the StackRollout is halted by a failed wave, else 0.",
+	}, []string{labelNS, labelRollout})
+
+	rolloutPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: metricPrefix + "rollout_phase",
+		Help: "1 for the StackRollout's current phase (Idle, Progressing, Halted, Aborted), 0 for the others.",
+	}, []string{labelNS, labelRollout, labelPhase})
+)
+
+// rolloutPhases are the values of the phase label.
+var rolloutPhases = []string{"Idle", "Progressing", "Halted", "Aborted"}
+
+// ObserveRollout records where a StackRollout stands.
+func ObserveRollout(namespace, name, phase string, wave int, halted bool) {
+	rolloutWave.WithLabelValues(namespace, name).Set(float64(wave))
+	h := 0.0
+	if halted {
+		h = 1
+	}
+	rolloutHalted.WithLabelValues(namespace, name).Set(h)
+	for _, p := range rolloutPhases {
+		v := 0.0
+		if p == phase {
+			v = 1
+		}
+		rolloutPhase.WithLabelValues(namespace, name, p).Set(v)
+	}
+}
+
+// ForgetRollout drops the series of a StackRollout that no longer exists.
+func ForgetRollout(namespace, name string) {
+	rolloutWave.DeleteLabelValues(namespace, name)
+	rolloutHalted.DeleteLabelValues(namespace, name)
+	for _, p := range rolloutPhases {
+		rolloutPhase.DeleteLabelValues(namespace, name, p)
+	}
+}
+
 func init() {
+	crmetrics.Registry.MustRegister(rolloutWave, rolloutHalted, rolloutPhase)
 	crmetrics.Registry.MustRegister(driftChecks, driftDetected, updateDuration, updates, engineCPU, managerRuns, keptOnDelete, retries,
 		locksHealed, sourceDuration, sourceErrors)
 	// Every series at 0 from the start: a scrape then shows "no engine ran in the manager"

@@ -62,6 +62,7 @@ func TestInstall_JobExecutor(t *testing.T) {
 		{"FluxSources", testFluxSources},
 		{"FluxNotifications", testFluxNotifications},
 		{"GitWebhook", testGitWebhook},
+		{"FleetRollout", testFleetRollout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -225,10 +225,43 @@ func (r *Reconciler) startUpdate(ctx context.Context, s *scope) (bool, error) {
 	})
 }
 
+// skipTakenNames moves a new up or destroy past the attempts of its desired state whose
+// Updates are still in the history: a desired state can come back (a rollout's abort
+// returns Stacks to the revision they had, a config change is reverted), and its first
+// attempt's name would then be taken by the earlier round's finished Update. The name is
+// chosen here, before the intent is recorded, so a crash still resumes the same Update.
+func (r *Reconciler) skipTakenNames(ctx context.Context, s *scope) error {
+	if s.resume != "" || s.driftName != "" || s.previewName != "" {
+		return nil
+	}
+	for range maxTakenNames {
+		u := &v1alpha1.Update{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: updateName(s.stack.Name, s.key, s.next.attempt)}, u)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("failed to get Update: %w", err)
+		case !u.Status.Finished():
+			// In flight under this name: creating it again is refused, and the next
+			// reconcile observes it.
+			return nil
+		}
+		s.next.attempt++
+	}
+	return nil
+}
+
+// maxTakenNames bounds the lookups of skipTakenNames; the history keeps fewer Updates.
+const maxTakenNames = 64
+
 // createUpdate builds the Update scope decided to start, records the intent to run it with
 // record, persists that with an optimistic lock, and only then creates the Update.
 func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pulumiv1.Stack, *v1alpha1.Update)) (bool, error) {
 	stack := s.stack
+	if err := r.skipTakenNames(ctx, s); err != nil {
+		return false, err
+	}
 	u := r.buildUpdate(s)
 	record(stack, u)
 	// The lock makes a decision taken on a stale copy of the Stack (a lagging cache) fail

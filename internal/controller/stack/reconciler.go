@@ -74,6 +74,7 @@ type Options struct {
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups=stackwright.dev,resources=stackrollouts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets,verbs=get;list;watch
 
@@ -92,7 +93,10 @@ type Reconciler struct {
 	// Requests carries reconcile requests from outside the cluster's objects (pushes
 	// announced by git hosts' webhooks); nil means none.
 	Requests <-chan event.GenericEvent
-	Options  Options
+	// Store is the artifact store, to tell that an artifact a rollout holds a Stack at is
+	// gone; nil skips the check.
+	Store   ArtifactStore
+	Options Options
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -151,6 +155,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.reviewSpec,
 		r.checkExecutor,
 		r.resolveSource,
+		r.holdForRollout,
 		r.resolveInputs,
 		r.decideNext,
 		r.awaitPrerequisites,

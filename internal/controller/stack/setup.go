@@ -50,7 +50,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&pulumiv1.Stack{}, r.enqueueReferrers(IndexPrerequisites), builder.WithPredicates(prerequisiteChanged{})).
 		// A new, changed or deleted policy may release a change it (or its absence) held.
 		Watches(&v1alpha1.Policy{}, r.enqueueGated(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.ClusterPolicy{}, r.enqueueGated(), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		Watches(&v1alpha1.ClusterPolicy{}, r.enqueueGated(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A rollout that opens a wave, starts, completes or aborts changes the revision its
+		// Stacks may deploy.
+		Watches(&v1alpha1.StackRollout{}, r.enqueueRolloutStacks())
 	for _, gvk := range fluxKinds {
 		src := &unstructured.Unstructured{}
 		src.SetGroupVersionKind(gvk)

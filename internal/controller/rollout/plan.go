@@ -1,0 +1,149 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
+	"github.com/stackwright/stackwright/internal/source/git"
+)
+
+// otherWave names the last wave of a byLabel rollout: the Stacks without a listed value.
+const otherWave = "(other)"
+
+// planWaves divides stacks into the spec's waves, each listing its Stacks by name. Empty
+// waves are dropped: they would only wait on nothing.
+func planWaves(spec *v1alpha1.StackRolloutSpec, stacks []pulumiv1.Stack) []v1alpha1.RolloutWaveStatus {
+	names := make([]string, 0, len(stacks))
+	for i := range stacks {
+		names = append(names, stacks[i].Name)
+	}
+	sort.Strings(names)
+	var waves []v1alpha1.RolloutWaveStatus
+	add := func(name string, members []string) {
+		if len(members) > 0 {
+			waves = append(waves, v1alpha1.RolloutWaveStatus{Name: name, Stacks: members, State: v1alpha1.WavePending})
+		}
+	}
+	if bl := spec.Waves.ByLabel; bl != nil {
+		byValue := map[string][]string{}
+		labels := map[string]map[string]string{}
+		for i := range stacks {
+			labels[stacks[i].Name] = stacks[i].Labels
+		}
+		var other []string
+		for _, n := range names {
+			v, ok := labels[n][bl.Key]
+			if ok && slices.Contains(bl.Values, v) {
+				byValue[v] = append(byValue[v], n)
+			} else {
+				other = append(other, n)
+			}
+		}
+		for _, v := range bl.Values {
+			add(v, byValue[v])
+			delete(byValue, v) // a value listed twice makes one wave
+		}
+		add(otherWave, other)
+		return waves
+	}
+	from := 0
+	for i, step := range spec.Waves.Steps {
+		upTo := min(max(stepCount(step.Stacks, len(names)), from), len(names))
+		add(fmt.Sprintf("step-%d", i), names[from:upTo])
+		from = upTo
+	}
+	add(fmt.Sprintf("step-%d", len(spec.Waves.Steps)), names[from:])
+	return waves
+}
+
+// stepCount is how many of n Stacks a step's cumulative count or percentage covers: a
+// percentage rounds up, so that 1% of a small fleet is one Stack, not none.
+func stepCount(v intstr.IntOrString, n int) int {
+	c, err := intstr.GetScaledValueFromIntOrPercent(&v, n, true)
+	if err != nil || c < 0 {
+		return 0
+	}
+	return c
+}
+
+// sourceKey identifies the source a Stack deploys from: Stacks of one rollout must share
+// it, because a revision is a revision of one source.
+func sourceKey(spec *pulumiv1.StackSpec) string {
+	switch {
+	case spec.ProgramRef != nil:
+		return "Program/" + spec.ProgramRef.Name
+	case spec.FluxSource != nil:
+		return fmt.Sprintf("%s/%s", spec.FluxSource.SourceRef.Kind, spec.FluxSource.SourceRef.Name)
+	case spec.ProjectRepo != "":
+		ref := spec.Branch
+		if spec.Commit != "" {
+			ref = spec.Commit
+		}
+		return "git/" + git.RepoKey(spec.ProjectRepo) + "@" + ref
+	}
+	return string(spec.SourceKind())
+}
+
+// verdict is how a Stack of an open wave stands toward the target revision.
+type verdict int
+
+const (
+	pending verdict = iota
+	done
+	failed
+)
+
+// judge tells whether stack is Ready at the target, failed it, or is still on its way.
+// Failures that finished before since (the last resume) are forgiven: the Stack gets a new
+// try. Failures the Stack retries by itself (conflicts, lost runners, transient errors)
+// are not failures of the revision.
+func judge(stack *pulumiv1.Stack, target *v1alpha1.RolloutRevision, since *metav1.Time) (verdict, string, string) {
+	if c := conditions.Get(stack, pulumiv1.ConditionStalled); c != nil && c.Status == "True" && !forgiven(since, c.LastTransitionTime.Time) {
+		return failed, v1alpha1.ReasonStackStalled, fmt.Sprintf("Stack %s is Stalled (%s): %s", stack.Name, c.Reason, c.Message)
+	}
+	lu := stack.Status.LastUpdate
+	sw := stack.Status.Stackwright
+	if lu != nil && lu.State == pulumiv1.UpdateStateFailed && lu.LastAttemptedCommit == target.Revision &&
+		sw != nil && sw.LastFailureReason == v1alpha1.ReasonPermanentFailure && (lu.LastResyncTime == nil || !forgiven(since, lu.LastResyncTime.Time)) {
+		return failed, v1alpha1.ReasonStackUpdateFailed, fmt.Sprintf("Stack %s failed to update to %s: %s", stack.Name, target.Revision, lu.Message)
+	}
+	if sw != nil && sw.Approval != nil && sw.Approval.DesiredStateKey == sw.DesiredStateKey && len(sw.Approval.Violations) > 0 && sw.Approval.Revision == target.Revision {
+		v := sw.Approval.Violations[0]
+		return failed, v1alpha1.ReasonPolicyWarning, fmt.Sprintf("Stack %s: policy %s warns about %s: %s", stack.Name, v.Policy, target.Revision, v.Message)
+	}
+	if conditions.IsTrue(stack, pulumiv1.ConditionReady) && lu != nil && lu.LastSuccessfulCommit == target.Revision {
+		return done, "", ""
+	}
+	return pending, "", ""
+}
+
+// forgiven reports whether something that happened at t came before the resume at since.
+func forgiven(since *metav1.Time, t time.Time) bool {
+	return since != nil && !t.After(since.Time)
+}
+
+// release lets more Stacks of wave w update, in the order listed, until maxParallel of the
+// released ones are unfinished (0: no bound). Released never shrinks: a Stack once allowed
+// the target keeps it.
+func release(w *v1alpha1.RolloutWaveStatus, isDone func(string) bool, maxParallel int32) {
+	unfinished := int32(0)
+	for _, n := range w.Stacks[:w.Released] {
+		if !isDone(n) {
+			unfinished++
+		}
+	}
+	for int(w.Released) < len(w.Stacks) && (maxParallel == 0 || unfinished < maxParallel) {
+		if !isDone(w.Stacks[w.Released]) {
+			unfinished++
+		}
+		w.Released++
+	}
+}

@@ -1,0 +1,203 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"k8s.io/client-go/util/workqueue"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/conditions"
+	"github.com/stackwright/stackwright/internal/source"
+)
+
+// ArtifactStore tells whether the manager still holds an artifact.
+type ArtifactStore interface {
+	Has(digest string) bool
+}
+
+// holdForRollout lets the StackRollout that selects the Stack choose the revision it
+// deploys: the rollout's target once the Stack's wave is open; otherwise the revision the
+// Stack has (or the rollout's stable one, for a Stack that has none, or after an abort).
+// Everything that deploys (updates, resyncs, retries, drift remediation) then runs on that
+// revision, since it replaces the resolved artifact. The Stack reports what its source
+// offers, which is what the rollout rolls out next.
+func (r *Reconciler) holdForRollout(ctx context.Context, s *scope) (bool, error) {
+	stack := s.stack
+	sw := stackwrightStatus(stack)
+	ro, others, err := r.rolloutOf(ctx, stack)
+	if err != nil {
+		return false, err
+	}
+	if len(others) > 0 {
+		markStalled(stack, pulumiv1.ReasonRolloutConflict, fmt.Sprintf("StackRollouts %s all select the Stack: a Stack may be in one rollout only; change their selectors or the Stack's labels",
+			strings.Join(append([]string{ro.Name}, others...), ", ")))
+		return false, nil
+	}
+	if ro == nil {
+		sw.Rollout = nil
+		conditions.Remove(stack, pulumiv1.ConditionHeldBack)
+		return true, nil
+	}
+	avail := s.artifact
+	state := &pulumiv1.StackRolloutState{Name: ro.Name, Available: &pulumiv1.ArtifactRef{Revision: avail.Revision, Digest: avail.Digest}}
+	sw.Rollout = state
+	pin := pinFor(ro, stack.Name, sw.LastArtifact)
+	if pin == nil {
+		state.HeldAt = "none"
+		msg := fmt.Sprintf("StackRollout %s has not opened wave %s, and the Stack has deployed nothing yet: it waits for its wave", ro.Name, waveName(ro, stack.Name))
+		conditions.Set(stack, pulumiv1.ConditionHeldBack, metav1.ConditionTrue, pulumiv1.ReasonWaveClosed, msg)
+		markReconciling(stack, pulumiv1.ReasonWaveClosed, msg)
+		return false, nil
+	}
+	if pin.Revision == avail.Revision {
+		conditions.Remove(stack, pulumiv1.ConditionHeldBack)
+		return true, nil
+	}
+	state.HeldAt = pin.Revision
+	reason, why := heldReason(ro, stack.Name, avail.Revision)
+	conditions.Set(stack, pulumiv1.ConditionHeldBack, metav1.ConditionTrue, reason, fmt.Sprintf("held at %s by StackRollout %s: %s; the source offers %s", pin.Revision, ro.Name, why, avail.Revision))
+	if r.Store != nil && !r.Store.Has(pin.Digest) {
+		markReconciling(stack, pulumiv1.ReasonRolloutArtifactMissing, fmt.Sprintf("StackRollout %s holds the Stack at %s, whose artifact %s is no longer in the manager's store (its data volume was replaced?); the Stack waits until the rollout opens its wave or is deleted",
+			ro.Name, pin.Revision, pin.Digest))
+		s.requeueAfter(faultRequeue)
+		return false, nil
+	}
+	s.artifact = source.Artifact{Revision: pin.Revision, Digest: pin.Digest, Dir: avail.Dir}
+	return true, nil
+}
+
+// pinFor is the revision a rollout lets a Stack deploy, nil when it may deploy nothing
+// yet; last is the artifact the Stack deployed last.
+func pinFor(ro *v1alpha1.StackRollout, stack string, last *pulumiv1.ArtifactRef) *v1alpha1.RolloutRevision {
+	st := &ro.Status
+	switch {
+	case ro.Opens(stack):
+		return st.Target
+	case st.Aborted != nil && last != nil && last.Revision == st.Aborted.Revision && st.Stable != nil:
+		return st.Stable
+	case last != nil && last.Digest != "":
+		return &v1alpha1.RolloutRevision{Revision: last.Revision, Digest: last.Digest}
+	}
+	return st.Stable
+}
+
+// heldReason says why a Stack is kept from the revision its source offers.
+func heldReason(ro *v1alpha1.StackRollout, stack, offered string) (string, string) {
+	st := &ro.Status
+	switch {
+	case st.Aborted != nil && st.Aborted.Revision == offered:
+		return pulumiv1.ReasonRolloutAborted, fmt.Sprintf("the rollout of %s was aborted", offered)
+	case st.Target != nil && st.Target.Revision == offered:
+		return pulumiv1.ReasonWaveClosed, fmt.Sprintf("wave %s is not open (the rollout is at wave %s, %s)", waveName(ro, stack), st.WaveName, st.Phase)
+	case st.Target != nil:
+		return pulumiv1.ReasonRolloutPending, fmt.Sprintf("the rollout of %s comes first", st.Target.Revision)
+	}
+	return pulumiv1.ReasonRolloutPending, "the rollout has not started it yet"
+}
+
+func waveName(ro *v1alpha1.StackRollout, stack string) string {
+	if w := ro.WaveOf(stack); w != "" {
+		return w
+	}
+	return "(none: selected after the rollout started, it waits for the rollout's end)"
+}
+
+// rolloutOf returns the StackRollout that selects the Stack, nil if none; others names
+// any further ones, which is a conflict.
+func (r *Reconciler) rolloutOf(ctx context.Context, stack *pulumiv1.Stack) (*v1alpha1.StackRollout, []string, error) {
+	var list v1alpha1.StackRolloutList
+	if err := r.Client.List(ctx, &list, client.InNamespace(stack.Namespace)); err != nil {
+		return nil, nil, fmt.Errorf("failed to list StackRollouts: %w", err)
+	}
+	var found []*v1alpha1.StackRollout
+	for i := range list.Items {
+		if ro := &list.Items[i]; ro.DeletionTimestamp.IsZero() && ro.Selects(stack.Labels) {
+			found = append(found, ro)
+		}
+	}
+	if len(found) == 0 {
+		return nil, nil, nil
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
+	var others []string
+	for _, ro := range found[1:] {
+		others = append(others, ro.Name)
+	}
+	return found[0], others, nil
+}
+
+// enqueueRolloutStacks queues the Stacks whose permitted revision a rollout's change may
+// have changed: all of its Stacks when it starts, completes, aborts or changes selector;
+// otherwise only those whose wave opened (a release of maxParallel more), so that a
+// rollout's progress costs one reconcile per released Stack, not one per Stack.
+func (r *Reconciler) enqueueRolloutStacks() handler.EventHandler {
+	all := func(ctx context.Context, ro *v1alpha1.StackRollout, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		var list pulumiv1.StackList
+		sel, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
+		if err != nil || sel.Empty() {
+			return
+		}
+		if err := r.Client.List(ctx, &list, client.InNamespace(ro.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return
+		}
+		for _, st := range list.Items {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&st)})
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if ro, ok := e.Object.(*v1alpha1.StackRollout); ok {
+				all(ctx, ro, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if ro, ok := e.Object.(*v1alpha1.StackRollout); ok {
+				all(ctx, ro, q)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			o, okOld := e.ObjectOld.(*v1alpha1.StackRollout)
+			n, okNew := e.ObjectNew.(*v1alpha1.StackRollout)
+			if !okOld || !okNew {
+				return
+			}
+			if o.Generation != n.Generation || o.Status.Phase != n.Status.Phase || o.Status.Wave != n.Status.Wave ||
+				!sameRevision(o.Status.Target, n.Status.Target) || !sameRevision(o.Status.Stable, n.Status.Stable) || !sameRevision(o.Status.Aborted, n.Status.Aborted) {
+				all(ctx, o, q)
+				all(ctx, n, q)
+				return
+			}
+			for _, name := range openedBetween(o, n) {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: n.Namespace, Name: name}})
+			}
+		},
+	}
+}
+
+func sameRevision(a, b *v1alpha1.RolloutRevision) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// openedBetween lists the Stacks the newer rollout lets deploy its target and the older
+// did not (or the reverse), for two versions with the same target and wave.
+func openedBetween(o, n *v1alpha1.StackRollout) []string {
+	var out []string
+	for _, w := range n.Status.Waves {
+		for _, name := range w.Stacks {
+			if o.Opens(name) != n.Opens(name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,95 @@
+package stack
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+func TestPinFor_Revision(t *testing.T) {
+	v1 := &v1alpha1.RolloutRevision{Revision: "generation/1", Digest: "sha256:1"}
+	v2 := &v1alpha1.RolloutRevision{Revision: "generation/2", Digest: "sha256:2"}
+	last := func(r *v1alpha1.RolloutRevision) *pulumiv1.ArtifactRef {
+		return &pulumiv1.ArtifactRef{Revision: r.Revision, Digest: r.Digest, Dir: "d"}
+	}
+	waves := []v1alpha1.RolloutWaveStatus{{Name: "0", Stacks: []string{"a"}}, {Name: "1", Stacks: []string{"b", "c"}, Released: 1}, {Name: "2", Stacks: []string{"d"}}}
+	progressing := v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutProgressing, Stable: v1, Target: v2, Wave: 1, Waves: waves}
+	tests := []struct {
+		name   string
+		status v1alpha1.StackRolloutStatus
+		stack  string
+		last   *pulumiv1.ArtifactRef
+		want   *v1alpha1.RolloutRevision
+	}{
+		{name: "EarlierWaveIsOpen", status: progressing, stack: "a", last: last(v1), want: v2},
+		{name: "ReleasedInTheCurrentWaveIsOpen", status: progressing, stack: "b", last: last(v1), want: v2},
+		{name: "NotYetReleasedKeepsItsOwn", status: progressing, stack: "c", last: last(v1), want: v1},
+		{name: "LaterWaveKeepsItsOwn", status: progressing, stack: "d", last: last(v1), want: v1},
+		{name: "LaterWaveNeverDeployedGetsStable", status: progressing, stack: "d", want: v1},
+		{name: "SelectedAfterTheStartGetsStable", status: progressing, stack: "new", want: v1},
+		{name: "NothingStableAndNeverDeployedWaits", status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutProgressing, Target: v2, Waves: waves}, stack: "d", want: nil},
+		{
+			name:   "HaltedKeepsOpenWavesOpen",
+			status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutHalted, Stable: v1, Target: v2, Wave: 1, Waves: waves}, stack: "a", last: last(v2), want: v2,
+		},
+		{
+			name:   "AbortedReturnsToStable",
+			status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: v1, Aborted: v2, Wave: 1, Waves: waves}, stack: "a", last: last(v2), want: v1,
+		},
+		{
+			name:   "IdleKeepsItsOwn",
+			status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Stable: v2, Waves: waves}, stack: "a", last: last(v2), want: v2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ro := &v1alpha1.StackRollout{Status: tt.status}
+			if diff := cmp.Diff(tt.want, pinFor(ro, tt.stack, tt.last)); diff != "" {
+				t.Errorf("pin (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOpenedBetween_OnlyNewlyReleased(t *testing.T) {
+	v2 := &v1alpha1.RolloutRevision{Revision: "generation/2", Digest: "sha256:2"}
+	mk := func(released int32) *v1alpha1.StackRollout {
+		return &v1alpha1.StackRollout{Status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutProgressing, Target: v2, Wave: 1, Waves: []v1alpha1.RolloutWaveStatus{
+			{Name: "0", Stacks: []string{"a"}}, {Name: "1", Stacks: []string{"b", "c", "d"}, Released: released},
+		}}}
+	}
+	if diff := cmp.Diff([]string{"c", "d"}, openedBetween(mk(1), mk(3))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := openedBetween(mk(2), mk(2)); len(got) != 0 {
+		t.Errorf("nothing changed, got %v", got)
+	}
+}
+
+func TestHeldReason_SaysWhy(t *testing.T) {
+	v1 := &v1alpha1.RolloutRevision{Revision: "generation/1", Digest: "sha256:1"}
+	v2 := &v1alpha1.RolloutRevision{Revision: "generation/2", Digest: "sha256:2"}
+	v3 := &v1alpha1.RolloutRevision{Revision: "generation/3", Digest: "sha256:3"}
+	tests := []struct {
+		name    string
+		status  v1alpha1.StackRolloutStatus
+		offered string
+		want    string
+	}{
+		{name: "WaveClosed", status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutProgressing, Stable: v1, Target: v2}, offered: "generation/2", want: pulumiv1.ReasonWaveClosed},
+		{name: "QueuedBehindTheCurrentTarget", status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutProgressing, Stable: v1, Target: v2}, offered: "generation/3", want: pulumiv1.ReasonRolloutPending},
+		{name: "Aborted", status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: v1, Aborted: v3}, offered: "generation/3", want: pulumiv1.ReasonRolloutAborted},
+		{name: "NotStartedYet", status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Stable: v1}, offered: "generation/2", want: pulumiv1.ReasonRolloutPending},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := heldReason(&v1alpha1.StackRollout{Status: tt.status}, "s", tt.offered)
+			if got != tt.want {
+				t.Errorf("reason %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
