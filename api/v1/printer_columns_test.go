@@ -37,7 +37,8 @@ func TestPrinterColumns_Table_ShowStatusAtAGlance(t *testing.T) {
 			LastAttemptedCommit: commit, LastSuccessfulCommit: commit, LastResyncTime: &done,
 		},
 		CurrentUpdate: &pulumiv1.CurrentStackUpdate{Name: "web-up-2"},
-		Stackwright:   &pulumiv1.StackwrightStatus{ExpiresAt: &metav1.Time{Time: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}},
+		Stackwright: &pulumiv1.StackwrightStatus{ExpiresAt: &metav1.Time{Time: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)},
+			Rollout: &pulumiv1.StackRolloutState{Name: "web-fleet", HeldAt: "generation/1"}},
 		Conditions: []metav1.Condition{
 			{Type: pulumiv1.ConditionReady, Status: metav1.ConditionFalse, Reason: pulumiv1.ReasonNotReadyInProgress, LastTransitionTime: done},
 			{Type: pulumiv1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: pulumiv1.ReasonStackProcessing, LastTransitionTime: done},
@@ -75,6 +76,7 @@ func TestPrinterColumns_Table_ShowStatusAtAGlance(t *testing.T) {
 				"Ready": "False", "Reconciling": pulumiv1.ReasonStackProcessing, "Stalled": "", "Permalink": "",
 				"Suspended": "", "Current Update": "web-up-2", "Deployed": commit, "Drift": "False",
 				"Expires": "2026-12-01T12:00:00Z",
+				"Rollout": "web-fleet", "Held At": "generation/1",
 			},
 		},
 		{

@@ -148,7 +148,7 @@ func TestSamples_Kustomization_ListsEveryFile(t *testing.T) {
 // userField is the top-level field holding what the user wrote for Stackwright's kinds.
 func userField(kind string) (string, bool) {
 	switch kind {
-	case "Stack", "Update", "Policy", "ClusterPolicy":
+	case "Stack", "Update", "Policy", "ClusterPolicy", "StackRollout":
 		return "spec", true
 	case "Program":
 		return "program", true

@@ -26,6 +26,11 @@ const (
 // RolloutLabel is set on the gate Jobs a rollout creates, to its name.
 const RolloutLabel = "stackwright.dev/rollout"
 
+// RolloutGateLabel, set to "true" on a CronJob by its author, lets rollouts of its
+// namespace run it as a gate (spec.gates.jobFrom). The manager may create Jobs where the
+// rollout's author may not; the label is the CronJob author's consent.
+const RolloutGateLabel = "stackwright.dev/rollout-gate"
+
 // StackRolloutSpec says which Stacks a new revision of their source reaches in which
 // order, and what must hold before the next wave starts.
 type StackRolloutSpec struct {
@@ -97,8 +102,9 @@ type RolloutGates struct {
 	// wave, as `kubectl create job --from=cronjob/<name>` runs it: the gate passes when the
 	// Job completes and fails when the Job fails. The Job's containers get the rollout's
 	// name, the wave, the revision and the wave's Stacks' outputs (status.outputs, where
-	// secret values are masked) in their environment. Give the CronJob suspend: true so
-	// that it never runs on its own schedule.
+	// secret values are masked) in their environment. The CronJob must be labelled
+	// stackwright.dev/rollout-gate: "true" by its author; give it suspend: true so that
+	// it never runs on its own schedule.
 	// +optional
 	JobFrom *corev1.LocalObjectReference `json:"jobFrom,omitempty"`
 

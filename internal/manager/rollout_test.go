@@ -259,7 +259,7 @@ func TestManager_StackRollout_WavesGatesHaltAbortAndFix(t *testing.T) {
 	waitAt(t, ns, "generation/1", f.all()...)
 
 	cron := &batchv1.CronJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "smoke"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "smoke", Labels: map[string]string{v1alpha1.RolloutGateLabel: "true"}},
 		Spec: batchv1.CronJobSpec{Schedule: "@yearly", Suspend: ptrTo(true), JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{Name: "smoke", Image: "example.invalid/smoke:1"}}}},

@@ -19,7 +19,7 @@ import (
 func exported(t *testing.T) map[string]bool {
 	t.Helper()
 	cs := []prometheus.Collector{driftChecks, driftDetected, updateDuration, updates, engineCPU, retries,
-		locksHealed, sourceDuration, sourceErrors, &stackCollector{}, &executorCollector{}}
+		locksHealed, sourceDuration, sourceErrors, &stackCollector{}, &executorCollector{}, rolloutWave, rolloutHalted, rolloutPhase}
 	fq := regexp.MustCompile(`fqName: "([a-z_:]+)"`)
 	names := map[string]bool{}
 	for _, c := range cs {

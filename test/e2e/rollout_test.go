@@ -38,6 +38,8 @@ func rolloutGateYAML(arg string) string {
 kind: CronJob
 metadata:
   name: smoke
+  labels:
+    stackwright.dev/rollout-gate: "true"
 spec:
   schedule: "@yearly"
   suspend: true

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +41,7 @@ const maxOutputsEnv = 256 << 10
 func (r *Reconciler) gate(ctx context.Context, s *state) (passed bool, failure string, err error) {
 	ro, st := s.ro, &s.ro.Status
 	w := &st.Waves[st.Wave]
-	name := gateJobName(ro.Name, int(st.Wave), st.Target.Revision)
+	name := gateJobName(ro.Name, int(st.Wave), gateRun(st))
 	w.GateJob = name
 	j := &batchv1.Job{}
 	err = r.Client.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: name}, j)
@@ -77,6 +78,12 @@ func (r *Reconciler) startGate(ctx context.Context, s *state, name string) error
 			return nil
 		}
 		return fmt.Errorf("failed to get CronJob %s: %w", ref, err)
+	}
+	// The manager may create Jobs where the rollout's author may not: only a CronJob
+	// whose author (who could run its Pods anyway) marked it as a gate is started.
+	if cj.Labels[v1alpha1.RolloutGateLabel] != "true" {
+		r.halt(s, v1alpha1.ReasonGateFailed, []string{fmt.Sprintf("CronJob %q (spec.gates.jobFrom) is not labelled %s=true, which its author sets to let rollouts run it as a gate", ref, v1alpha1.RolloutGateLabel)})
+		return nil
 	}
 	w := &st.Waves[st.Wave]
 	j := &batchv1.Job{
@@ -116,6 +123,15 @@ func (r *Reconciler) startGate(ctx context.Context, s *state, name string) error
 	}
 	r.event(ro, corev1.EventTypeNormal, EventGateStarted, "gate Job %s started for wave %s (from CronJob %s)", name, w.Name, ref)
 	return nil
+}
+
+// gateRun tells one run of a wave's gate from another: a resume after a failed gate runs
+// it again, under a new name.
+func gateRun(st *v1alpha1.StackRolloutStatus) string {
+	if st.ResumeTime == nil {
+		return st.Target.Revision
+	}
+	return st.Target.Revision + "@" + st.ResumeTime.UTC().Format(time.RFC3339)
 }
 
 // waveOutputs is the JSON of the wave's Stacks' outputs, as their status shows them.

@@ -115,7 +115,8 @@ func judge(stack *pulumiv1.Stack, target *v1alpha1.RolloutRevision, since *metav
 		sw != nil && sw.LastFailureReason == v1alpha1.ReasonPermanentFailure && (lu.LastResyncTime == nil || !forgiven(since, lu.LastResyncTime.Time)) {
 		return failed, v1alpha1.ReasonStackUpdateFailed, fmt.Sprintf("Stack %s failed to update to %s: %s", stack.Name, target.Revision, lu.Message)
 	}
-	if sw != nil && sw.Approval != nil && sw.Approval.DesiredStateKey == sw.DesiredStateKey && len(sw.Approval.Violations) > 0 && sw.Approval.Revision == target.Revision {
+	// A person who resumes a rollout halted by a warning has read it.
+	if sw != nil && since == nil && sw.Approval != nil && sw.Approval.DesiredStateKey == sw.DesiredStateKey && len(sw.Approval.Violations) > 0 && sw.Approval.Revision == target.Revision {
 		v := sw.Approval.Violations[0]
 		return failed, v1alpha1.ReasonPolicyWarning, fmt.Sprintf("Stack %s: policy %s warns about %s: %s", stack.Name, v.Policy, target.Revision, v.Message)
 	}

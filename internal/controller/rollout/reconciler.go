@@ -269,6 +269,11 @@ func (r *Reconciler) idle(s *state) {
 				revisionOf(st.Aborted), len(behind), revisionOf(st.Stable), names(behind)))
 			return
 		}
+		if st.Stable == nil {
+			conditions.MarkReady(ro, v1alpha1.ReasonRolloutAborted, fmt.Sprintf("revision %s was aborted; no revision ever reached every wave, so there is none to return to and the Stacks keep what they have; a newer revision starts a new rollout",
+				revisionOf(st.Aborted)))
+			return
+		}
 		conditions.MarkReady(ro, v1alpha1.ReasonRolloutAborted, fmt.Sprintf("revision %s was aborted and every Stack has %s; a newer revision starts a new rollout",
 			revisionOf(st.Aborted), revisionOf(st.Stable)))
 	case avail == nil && len(s.list) > 0:
@@ -329,6 +334,8 @@ func (r *Reconciler) progress(ctx context.Context, s *state) error {
 		}
 		release(w, isDone, ro.Spec.MaxParallel)
 		if int(w.Updated) < len(w.Stacks) {
+			// A wave that fell out of Ready bakes afresh once it is back.
+			w.ReadyTime = nil
 			w.State = v1alpha1.WaveUpdating
 			conditions.MarkReconciling(ro, v1alpha1.ReasonWaveUpdating, fmt.Sprintf("wave %s (%d of %d): %d of %d Stack(s) at %s, %d released",
 				w.Name, st.Wave+1, len(st.Waves), w.Updated, len(w.Stacks), st.Target.Revision, w.Released))

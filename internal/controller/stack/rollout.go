@@ -77,15 +77,22 @@ func (r *Reconciler) holdForRollout(ctx context.Context, s *scope) (bool, error)
 }
 
 // pinFor is the revision a rollout lets a Stack deploy, nil when it may deploy nothing
-// yet; last is the artifact the Stack deployed last.
+// yet; last is the artifact the Stack deployed last. An open wave gets the target. A
+// closed wave keeps what it has while a target moves through the waves (the target itself
+// included, for a Stack that was ahead), and returns to the stable revision from an
+// aborted one. Between rollouts every Stack converges on the stable revision, which has
+// passed every wave: a Stack selected late, or left behind, catches up then.
 func pinFor(ro *v1alpha1.StackRollout, stack string, last *pulumiv1.ArtifactRef) *v1alpha1.RolloutRevision {
 	st := &ro.Status
+	own := last != nil && last.Digest != ""
 	switch {
 	case ro.Opens(stack):
 		return st.Target
-	case st.Aborted != nil && last != nil && last.Revision == st.Aborted.Revision && st.Stable != nil:
+	case st.Aborted != nil && own && last.Revision == st.Aborted.Revision && st.Stable != nil:
 		return st.Stable
-	case last != nil && last.Digest != "":
+	case st.Target == nil && st.Stable != nil:
+		return st.Stable
+	case own:
 		return &v1alpha1.RolloutRevision{Revision: last.Revision, Digest: last.Digest}
 	}
 	return st.Stable

@@ -40,6 +40,14 @@ func TestPinFor_Revision(t *testing.T) {
 			status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: v1, Aborted: v2, Wave: 1, Waves: waves}, stack: "a", last: last(v2), want: v1,
 		},
 		{
+			name:   "IdleCatchesUpToStable",
+			status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Stable: v2, Waves: waves}, stack: "late", last: last(v1), want: v2,
+		},
+		{
+			name:   "ClosedWaveAheadAtTheTargetKeepsIt",
+			status: progressing, stack: "d", last: last(v2), want: v2,
+		},
+		{
 			name:   "IdleKeepsItsOwn",
 			status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Stable: v2, Waves: waves}, stack: "a", last: last(v2), want: v2,
 		},
