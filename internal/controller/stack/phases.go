@@ -66,10 +66,15 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 	if err != nil {
 		return false, err
 	}
+	deployed := stackwrightStatus(s.stack).LastSuccessfulKey
 	recordFinish(s.stack, u, outputs, r.Now())
 	crashpoint.Hit(crashpoint.StackResultObserved)
 	if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
-		r.eventAbout(s.stack, u, corev1.EventTypeNormal, EventUpdateSucceeded, "%s succeeded at revision %s (Update %s)", u.Spec.Type, u.Spec.Revision, u.Name)
+		// A resync that found nothing to change is no news: events (and the notifications
+		// Flux sends for them) are for transitions.
+		if u.Spec.DesiredStateKey != deployed || changedResources(u) {
+			r.eventAbout(s.stack, u, corev1.EventTypeNormal, EventUpdateSucceeded, "%s succeeded at revision %s (Update %s)", u.Spec.Type, u.Spec.Revision, u.Name)
+		}
 		if n := len(u.Status.PendingOperations); n > 0 {
 			r.eventAbout(s.stack, u, corev1.EventTypeWarning, EventPendingOperations, "an interrupted update left %d pending operation(s) in the state (Update %s lists them): check them at the provider, then run pulumi refresh with --clear-pending-creates or --import-pending-creates", n, u.Name)
 		}
@@ -154,8 +159,12 @@ func (r *Reconciler) checkExecutor(_ context.Context, s *scope) (bool, error) {
 
 // resolveSource resolves the program to run into an artifact.
 func (r *Reconciler) resolveSource(ctx context.Context, s *scope) (bool, error) {
-	if err := s.progress(ctx, "Fetching "+describeSource(&s.stack.Spec)); err != nil {
-		return false, err
+	// Only a fetch over the network can be slow enough to be worth a status write of its
+	// own: a Program's artifact, or a program in the image, resolves locally.
+	if k := s.stack.Spec.SourceKind(); k == pulumiv1.SourceKindGit || k == pulumiv1.SourceKindFlux {
+		if err := s.progress(ctx, "Fetching "+describeSource(&s.stack.Spec)); err != nil {
+			return false, err
+		}
 	}
 	art, err := r.Sources.Resolve(ctx, s.stack)
 	if err != nil {
@@ -305,8 +314,22 @@ func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pu
 		metrics.ObserveRetry(u.Namespace)
 	}
 	log.Info("Started update", "update", u.Name, "type", u.Spec.Type, "revision", u.Spec.Revision, "attempt", u.Spec.Attempt, "why", s.next.why)
-	r.eventAbout(stack, u, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, s.next.why, u.Name)
+	if u.Spec.DesiredStateKey != stackwrightStatus(stack).LastSuccessfulKey {
+		// A resync of the deployed state is announced only if it changes something.
+		r.eventAbout(stack, u, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, s.next.why, u.Name)
+	}
 	return false, nil
+}
+
+// changedResources reports whether an Update created, updated, replaced or deleted a
+// resource (anything but "same").
+func changedResources(u *v1alpha1.Update) bool {
+	for op, n := range u.Status.Changes {
+		if op != "same" && n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // markUpToDate ends a reconcile that found the desired state deployed.

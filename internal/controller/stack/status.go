@@ -3,6 +3,7 @@ package stack
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -56,9 +57,18 @@ func markUpdateInFlight(s *pulumiv1.Stack, u *v1alpha1.Update, detached bool) {
 		verb = "Running"
 	}
 	msg := fmt.Sprintf("%s %s (Update %s)", verb, u.Spec.Type, u.Name)
+	retry := ""
 	if lu := s.Status.LastUpdate; u.Spec.Attempt > 1 && lu != nil && lu.State == pulumiv1.UpdateStateFailed && lu.Message != "" {
 		// A retry may wait behind a whole fleet; meanwhile the Stack still says what is wrong.
-		msg += fmt.Sprintf("; attempt %d, the last one failed: %s", u.Spec.Attempt, clip.Text(lu.Message, maxFailureInMessage))
+		retry = fmt.Sprintf("; attempt %d, the last one failed: ", u.Spec.Attempt)
+		msg += retry + clip.Text(lu.Message, maxFailureInMessage)
+	}
+	if c := conditions.Get(s, pulumiv1.ConditionReconciling); !detached && c != nil && c.Status == metav1.ConditionTrue &&
+		c.Reason == inProgressReason(u.Spec.Type) && strings.Contains(c.Message, "(Update "+u.Name+")") && strings.Contains(c.Message, retry) {
+		// The condition already names the Update (and the failure it retries): a status
+		// write per phase of the Update (queued, running) would double the Stack's writes
+		// for what the Update itself shows.
+		return
 	}
 	markReconciling(s, inProgressReason(u.Spec.Type), msg)
 }
