@@ -33,15 +33,17 @@ const (
 	ScenarioDrift     = "drift"
 	ScenarioGit       = "git"
 	ScenarioFaulty    = "faulty"
+	ScenarioRollout   = "rollout"
 	ScenarioTemplates = "templates"
 	ScenarioSecrets   = "secrets"
 )
 
 // AllScenarios is every scenario in running order.
-var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioDrift, ScenarioGit, ScenarioFaulty, ScenarioTemplates, ScenarioSecrets}
+var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioDrift, ScenarioGit, ScenarioFaulty, ScenarioRollout, ScenarioTemplates, ScenarioSecrets}
 
 // DefaultScenarios run when none are named: all but drift, whose settling and window would
-// more than double a run, faulty, a second fleet, and templates, two more.
+// more than double a run, faulty, a second fleet, templates, two more, and rollout, a
+// fleet deployed and then updated again in waves.
 var DefaultScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioGit}
 
 // Namespaces of the scenarios.
@@ -89,6 +91,10 @@ type Config struct {
 	GitSettle time.Duration
 	// SecretsN is how many unrelated Secrets the secrets scenario creates.
 	SecretsN int
+	// RolloutN is the rollout scenario's Stacks (N when 0), RolloutBake its StackRollout's
+	// bakeTime.
+	RolloutN    int
+	RolloutBake time.Duration
 	// RunnerDeadline is the manager's --runner-deadline: the faulty fleet's hanging Stacks
 	// hold a worker that long per attempt.
 	RunnerDeadline time.Duration
@@ -159,6 +165,12 @@ func (c *Config) defaults() error {
 	}
 	if c.SecretsN <= 0 {
 		c.SecretsN = 10000
+	}
+	if c.RolloutN <= 0 {
+		c.RolloutN = c.N
+	}
+	if c.has(ScenarioRollout) && (c.RolloutN < len(rolloutSteps) || c.RolloutBake < 0) {
+		return fmt.Errorf("the rollout scenario needs at least %d Stacks (one per ring) and a bake time not negative", len(rolloutSteps))
 	}
 	if c.RunnerDeadline <= 0 {
 		c.RunnerDeadline = 15 * time.Second
@@ -283,6 +295,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.has(ScenarioSecrets) {
 		watched = append(watched, nsSecrets)
 	}
+	if cfg.has(ScenarioRollout) {
+		watched = append(watched, nsRollout)
+	}
 	for _, ns := range watched {
 		if err := b.cluster.client.Create(ctx, namespace(ns)); err != nil {
 			return fmt.Errorf("failed to create namespace %s: %w", ns, err)
@@ -315,6 +330,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		{ScenarioDrift, b.runDrift},
 		{ScenarioGit, b.runGit},
 		{ScenarioFaulty, b.runFaulty},
+		{ScenarioRollout, b.runRollout},
 		{ScenarioTemplates, b.runTemplates},
 		{ScenarioSecrets, b.runSecrets},
 	}

@@ -2,8 +2,8 @@ package manager_test
 
 import (
 	"bytes"
-	"io"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"sync"
