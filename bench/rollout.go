@@ -1,0 +1,731 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// The rollout scenario: one shared Program, its Stacks labelled into rings, a StackRollout
+// over them, and a change of the Program rolled out ring by ring.
+const (
+	// nsRollout holds the scenario's Program, Stacks and StackRollout.
+	nsRollout = "bench-rollout"
+	// rolloutProgram is the one Program every Stack of the scenario runs.
+	rolloutProgram = "shared"
+	// rolloutName is the StackRollout's name, rolloutApp the app label that selects its Stacks.
+	rolloutName = "fleet"
+	rolloutApp  = "rollout"
+	// rolloutRingLabel is the label the waves are made of (byLabel, values 0..3).
+	rolloutRingLabel = "ring"
+)
+
+// rolloutSteps are the cumulative shares of the fleet the rings reach, in percent: rings of
+// 1%, 9%, 30% and 60%, each boundary rounded up as a StackRollout's percentage steps are.
+var rolloutSteps = []int{1, 10, 40, 100}
+
+// rolloutRings returns the size of each ring of n Stacks: ring i ends at ceil(n ×
+// rolloutSteps[i] / 100), at least one Stack after the previous ring while Stacks remain.
+// Rings may be empty only when n is smaller than the number of rings.
+func rolloutRings(n int) []int {
+	sizes := make([]int, len(rolloutSteps))
+	from := 0
+	for i, pct := range rolloutSteps {
+		upTo := int(math.Ceil(float64(n) * float64(pct) / 100))
+		upTo = min(max(upTo, from+1), n)
+		sizes[i] = upTo - from
+		from = upTo
+	}
+	return sizes
+}
+
+// ringOf returns the ring of the i-th of n Stacks (in name order).
+func ringOf(sizes []int, i int) int {
+	for r, s := range sizes {
+		if i < s {
+			return r
+		}
+		i -= s
+	}
+	return len(sizes) - 1
+}
+
+// waveTimes is what the harness saw of one wave of the rollout of the target: each time is
+// when a watch saw it (zero: never).
+type waveTimes struct {
+	ring   int
+	stacks []string
+	// opened: the rollout's status first showed the wave as the current one.
+	opened time.Time
+	// firstCreated: the wave's first Update at the target was first seen; firstRun: the
+	// first of them seen Running (a runner started it), firstStart its status.startTime.
+	firstCreated, firstRun time.Time
+	firstStart             time.Time
+	// lastReady: the wave's last Stack first seen Ready with lastSuccessfulCommit the target.
+	lastReady time.Time
+	// ready counts the Stacks seen Ready at the target.
+	ready int
+	// early counts the wave's Updates at the target first seen before the previous wave's
+	// last Stack was Ready (a wave that started too soon).
+	early int
+}
+
+// boundary is the wait between two waves.
+type boundary struct {
+	from, to int
+	// overhead is to.firstRun − from.lastReady − bake: what the rollout adds between waves.
+	overhead time.Duration
+	// toOpened, toCreated and toRun split it: the rollout opening the next wave, its first
+	// Update created, and a runner starting it, each since the previous wave's last Ready.
+	toOpened, toCreated, toRun time.Duration
+}
+
+// boundaries are the waits between consecutive waves with both ends seen; bake is
+// subtracted from each overhead (the wait the rollout is asked for).
+func boundaries(waves []waveTimes, bake time.Duration) []boundary {
+	var out []boundary
+	for i := 0; i+1 < len(waves); i++ {
+		a, z := waves[i], waves[i+1]
+		if a.lastReady.IsZero() || z.firstRun.IsZero() {
+			continue
+		}
+		since := func(t time.Time) time.Duration {
+			if t.IsZero() {
+				return 0
+			}
+			return t.Sub(a.lastReady)
+		}
+		out = append(out, boundary{from: a.ring, to: z.ring, overhead: z.firstRun.Sub(a.lastReady) - bake,
+			toOpened: since(z.opened), toCreated: since(z.firstCreated), toRun: since(z.firstRun)})
+	}
+	return out
+}
+
+// rolloutUpdate is what the rollout watch saw of one Update.
+type rolloutUpdate struct {
+	stack, revision string
+	typ             v1alpha1.UpdateType
+	phase           v1alpha1.UpdatePhase
+	// seen, run, done: when the watch first saw it, saw it Running (or finished, if it never
+	// saw it Running) and saw it finished. started is status.startTime (whole seconds).
+	seen, run, done time.Time
+	started         time.Time
+}
+
+// rolloutWatch records the Updates (with their revision, which the tracker does not keep)
+// and the StackRollout's progress in the scenario's namespace, at the moment the API server
+// announced them.
+type rolloutWatch struct {
+	mu      sync.Mutex
+	target  string
+	updates map[string]*rolloutUpdate
+	// progressing: the rollout first seen Progressing toward target; opened[i] and
+	// waveReady[i]: wave i first seen as the current wave, and with its readyTime set;
+	// idle: first seen Idle with target as its stable revision.
+	progressing, idle time.Time
+	opened, waveReady map[int]time.Time
+	last              *v1alpha1.StackRollout
+}
+
+func watchRollout(ctx context.Context, b *bench) (*rolloutWatch, error) {
+	w := &rolloutWatch{updates: map[string]*rolloutUpdate{}, opened: map[int]time.Time{}, waveReady: map[int]time.Time{}}
+	c, err := cache.New(b.cluster.cfg, cache.Options{Scheme: b.cluster.scheme, DefaultNamespaces: map[string]cache.Config{nsRollout: {}}})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create cache: %w", err)
+	}
+	for _, h := range []struct {
+		obj client.Object
+		fn  func(any)
+	}{
+		{&v1alpha1.Update{}, w.onUpdate},
+		{&v1alpha1.StackRollout{}, w.onRollout},
+	} {
+		inf, err := c.GetInformer(ctx, h.obj)
+		if err != nil {
+			return nil, fmt.Errorf("failed to watch %T: %w", h.obj, err)
+		}
+		fn := h.fn
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    fn,
+			UpdateFunc: func(_, obj any) { fn(obj) },
+		}); err != nil {
+			return nil, err
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("failed to sync the rollout watch: %w", ctx.Err())
+	}
+	return w, nil
+}
+
+func (w *rolloutWatch) setTarget(rev string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.target = rev
+}
+
+func (w *rolloutWatch) onUpdate(obj any) {
+	u, ok := obj.(*v1alpha1.Update)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ru := w.updates[u.Name]
+	if ru == nil {
+		ru = &rolloutUpdate{stack: u.Spec.StackName, revision: u.Spec.Revision, typ: u.Spec.Type, seen: now}
+		w.updates[u.Name] = ru
+	}
+	ru.phase = u.Status.Phase
+	if u.Status.StartTime != nil {
+		ru.started = u.Status.StartTime.Time
+	}
+	switch u.Status.Phase {
+	case v1alpha1.UpdatePhaseRunning:
+		if ru.run.IsZero() {
+			ru.run = now
+		}
+	case v1alpha1.UpdatePhaseSucceeded, v1alpha1.UpdatePhaseFailed:
+		if ru.run.IsZero() {
+			ru.run = now
+		}
+		if ru.done.IsZero() {
+			ru.done = now
+		}
+	}
+}
+
+func (w *rolloutWatch) onRollout(obj any) {
+	ro, ok := obj.(*v1alpha1.StackRollout)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last = ro
+	st := &ro.Status
+	if w.target == "" {
+		return
+	}
+	if st.Target != nil && st.Target.Revision == w.target {
+		if st.Phase == v1alpha1.RolloutProgressing && w.progressing.IsZero() {
+			w.progressing = now
+		}
+		for i := 0; i <= int(st.Wave) && i < len(st.Waves); i++ {
+			if _, ok := w.opened[i]; !ok {
+				w.opened[i] = now
+			}
+		}
+		for i, wave := range st.Waves {
+			if _, ok := w.waveReady[i]; !ok && wave.ReadyTime != nil {
+				w.waveReady[i] = now
+			}
+		}
+	}
+	if st.Stable != nil && st.Stable.Revision == w.target && st.Phase == v1alpha1.RolloutIdle && w.idle.IsZero() {
+		w.idle = now
+	}
+}
+
+// rollout returns the latest version seen of the StackRollout.
+func (w *rolloutWatch) rollout() *v1alpha1.StackRollout {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// ups returns copies of the Updates seen, by Stack.
+func (w *rolloutWatch) byStack() map[string][]rolloutUpdate {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string][]rolloutUpdate{}
+	for _, u := range w.updates {
+		out[u.stack] = append(out[u.stack], *u)
+	}
+	return out
+}
+
+// rolloutStack is a Stack of the shared Program in ring ring; its own stack name (the
+// Stacks share a project) and STACKWRIGHT_TESTING_ROOT.
+func rolloutStack(name string, ring int, files string) *pulumiv1.Stack {
+	return &pulumiv1.Stack{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: nsRollout,
+			Labels: map[string]string{"app": rolloutApp, rolloutRingLabel: fmt.Sprint(ring)}},
+		Spec: pulumiv1.StackSpec{
+			Stack:      name,
+			ProgramRef: &pulumiv1.ProgramReference{Name: rolloutProgram},
+			Config:     map[string]apiextensionsv1.JSON{"message": *jsonOf(greetingMessage)},
+			EnvRefs:    map[string]pulumiv1.ResourceRef{"STACKWRIGHT_TESTING_ROOT": literal(files)},
+		},
+	}
+}
+
+// benchRollout is the StackRollout over the scenario's Stacks: one wave per ring, each
+// wave all at once, bake as given, no gate.
+func benchRollout(rings int, bake time.Duration) *v1alpha1.StackRollout {
+	values := make([]string, rings)
+	for i := range values {
+		values[i] = fmt.Sprint(i)
+	}
+	return &v1alpha1.StackRollout{
+		ObjectMeta: metav1.ObjectMeta{Namespace: nsRollout, Name: rolloutName},
+		Spec: v1alpha1.StackRolloutSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": rolloutApp}},
+			Waves:    v1alpha1.RolloutWaves{ByLabel: &v1alpha1.RolloutWavesByLabel{Key: rolloutRingLabel, Values: values}},
+			BakeTime: &metav1.Duration{Duration: bake},
+		},
+	}
+}
+
+// runRollout deploys a fleet on one shared Program without a rollout, puts a StackRollout
+// over it, changes the Program and times the change's way through the four rings, in
+// particular the rollout's own wait between a wave's last Stack Ready and the next wave's
+// first runner start.
+func (b *bench) runRollout(ctx context.Context) error {
+	n, par, bake := b.cfg.RolloutN, b.cfg.Parallelism, b.cfg.RolloutBake
+	sizes := rolloutRings(n)
+	names := make([]string, n)
+	ring := map[string]int{}
+	for i := range names {
+		names[i] = fmt.Sprintf("stack-%05d", i)
+		ring[names[i]] = ringOf(sizes, i)
+	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	w, err := watchRollout(wctx, b)
+	if err != nil {
+		return err
+	}
+
+	// The fleet's own first deploy, without a rollout.
+	prog := benchProgram(nsRollout, rolloutProgram)
+	t0 := time.Now()
+	if err := b.cluster.client.Create(ctx, prog); err != nil {
+		return fmt.Errorf("failed to create Program %s: %w", rolloutProgram, err)
+	}
+	if err := b.waitPrograms(ctx, []client.ObjectKey{client.ObjectKeyFromObject(prog)}); err != nil {
+		return err
+	}
+	progReady := time.Since(t0)
+	floor, steady := b.floorMedian(), b.steadyFloor()
+	deployIdeal := time.Duration(n) * floor / time.Duration(par)
+	timeout := b.cfg.FleetTimeout
+	if timeout == 0 {
+		timeout = 4*time.Duration(n)*max(floor, 5*time.Second)/time.Duration(par) + 5*time.Minute
+	}
+	files := filepath.Join(b.work, "files", nsRollout)
+	start := time.Now()
+	b.say("rollout: creating %d Stacks on one Program in rings of %v (timeout %s)", n, sizes, timeout.Round(time.Second))
+	err = b.forAll(ctx, "create", names, func(name string) error {
+		return b.cluster.client.Create(ctx, rolloutStack(name, ring[name], filepath.Join(files, name)))
+	})
+	creation := time.Since(start)
+	if err != nil {
+		return err
+	}
+	progress := func(ready int) {
+		b.say("rollout: first deploy: %d/%d Ready after %s; Updates: %s; manager %s", ready, n, secs(time.Since(start)),
+			mapString(b.track.phases(nsRollout)), procLine(b.mgr.pid()))
+	}
+	gen1 := fmt.Sprintf("generation/%d", prog.Generation)
+	deployed := b.track.waitReady(ctx, nsRollout, names, gen1, timeout, 30*time.Second, progress)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var lastDeployed time.Time
+	for _, name := range names {
+		if at, ok := b.track.readyAt(nsRollout, name, gen1); ok {
+			lastDeployed = maxTime(lastDeployed, at)
+		}
+	}
+	deployWall := lastDeployed.Sub(start)
+	deployRows := [][]string{
+		{"Stacks (one shared Program)", fmt.Sprint(n)},
+		{"rings (byLabel ring=0..3): Stacks each", fmt.Sprintf("%v", sizes)},
+		{"Program created → Ready (before the start)", secs(progReady)},
+		{"creation of the N Stacks", secs(creation)},
+	}
+	if deployed < n {
+		deployRows = append(deployRows, []string{"start → all Ready at " + gen1, fmt.Sprintf("not reached: %d/%d after %s", deployed, n, secs(time.Since(start)))})
+		b.rep.add(fmt.Sprintf("Rollout (N=%d): first deploy (failed)", n), table([]string{"first deploy", ""}, deployRows)+"\n"+b.notReadyAt(nsRollout, names, gen1))
+		return fmt.Errorf("%d of %d Stacks not Ready at %s", n-deployed, n, gen1)
+	}
+	deployRows = append(deployRows,
+		[]string{"start → all Ready at " + gen1, secs(deployWall)},
+		[]string{"ideal: N × floor median (CLI first update) / parallelism", fmt.Sprintf("%s (%d × %s / %d)", secs(deployIdeal), n, secs(floor), par)},
+		[]string{"wall / ideal", ratio(Ratio(deployWall, deployIdeal))},
+	)
+	b.say("rollout: first deploy: all %d Ready after %s", n, secs(deployWall))
+
+	// The rollout, over the Ready fleet: Idle at generation/1 once every Stack reports it.
+	ro := benchRollout(len(sizes), bake)
+	t0 = time.Now()
+	if err := b.cluster.client.Create(ctx, ro); err != nil {
+		return fmt.Errorf("failed to create StackRollout %s: %w", ro.Name, err)
+	}
+	err = pollUntil(ctx, 2*time.Minute, func() (bool, error) {
+		if err := b.cluster.client.Get(ctx, client.ObjectKeyFromObject(ro), ro); err != nil {
+			return false, err
+		}
+		st := &ro.Status
+		return st.Phase == v1alpha1.RolloutIdle && st.Stable != nil && st.Stable.Revision == gen1 && st.ObservedGeneration == ro.Generation &&
+			apimeta.IsStatusConditionTrue(st.Conditions, pulumiv1.ConditionReady), nil
+	})
+	if err != nil {
+		b.rep.add(fmt.Sprintf("Rollout (N=%d) (failed)", n), table([]string{"first deploy", ""}, deployRows)+
+			"\nThe StackRollout did not become Idle at "+gen1+" within 2 minutes:\n\n"+describeRollout(ro))
+		return fmt.Errorf("StackRollout %s not Idle at %s: %w", ro.Name, gen1, err)
+	}
+	roIdle := time.Since(t0)
+	reporting := b.track.waitStacks(ctx, nsRollout, names, 2*time.Minute, 30*time.Second, nil, func(st *stackSeen) bool {
+		r := st.last.Status.Stackwright
+		return r != nil && r.Rollout != nil && r.Rollout.Name == rolloutName && r.Rollout.Available != nil && r.Rollout.Available.Revision == gen1
+	})
+	roReported := time.Since(t0)
+	if reporting < n {
+		return fmt.Errorf("only %d of %d Stacks report StackRollout %s 2 minutes after its creation", reporting, n, rolloutName)
+	}
+	// What the rollout's creation set off (a reconcile of every Stack) is over before the clock starts.
+	if err := waitReporting(ctx, 10*time.Second, func() {}); err != nil {
+		return err
+	}
+
+	// The change: a new content for the greeting File, so that every Stack has a real change.
+	if err := b.cluster.client.Get(ctx, client.ObjectKeyFromObject(prog), prog); err != nil {
+		return fmt.Errorf("failed to read Program %s: %w", rolloutProgram, err)
+	}
+	target := fmt.Sprintf("generation/%d", prog.Generation+1)
+	w.setTarget(target)
+	greeting := prog.Program.Resources["greeting"]
+	greeting.Properties["content"] = *jsonOf("${message} (" + target + ")")
+	prog.Program.Resources["greeting"] = greeting
+	rolloutIdeal := time.Duration(n) * steady / time.Duration(par)
+	rtimeout := 4*time.Duration(n)*max(steady, 5*time.Second)/time.Duration(par) + 4*time.Duration(len(sizes))*bake + 5*time.Minute
+	before := b.snap(ctx)
+	peakRSS := b.sampleRSS(ctx)
+	defer peakRSS()
+	b.say("rollout: changing Program %s to %s (timeout %s)", rolloutProgram, target, rtimeout.Round(time.Second))
+	change := time.Now()
+	if err := b.cluster.client.Update(ctx, prog); err != nil {
+		return fmt.Errorf("failed to change Program %s: %w", rolloutProgram, err)
+	}
+	if got := fmt.Sprintf("generation/%d", prog.Generation); got != target {
+		return fmt.Errorf("program %s is at %s after the change, not %s", rolloutProgram, got, target)
+	}
+	rprogress := func(ready int) {
+		r := w.rollout()
+		where := "not seen"
+		if r != nil {
+			where = fmt.Sprintf("%s, wave %q, %d/%d updated", r.Status.Phase, r.Status.WaveName, r.Status.Updated, r.Status.Stacks)
+		}
+		_, ph := b.track.updatesSince(nsRollout, change)
+		b.say("rollout: %d/%d Ready at %s after %s; rollout %s; Updates since the change: %s; manager %s", ready, n, target,
+			secs(time.Since(change)), where, mapString(ph), procLine(b.mgr.pid()))
+	}
+	rolled := b.track.waitReady(ctx, nsRollout, names, target, rtimeout, 30*time.Second, rprogress)
+	// The rollout records its completion right after the last Stack's Ready.
+	idleErr := pollUntil(ctx, time.Minute, func() (bool, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return !w.idle.IsZero(), nil
+	})
+	after := b.snap(ctx)
+	peak := peakRSS()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err := b.cluster.client.Get(ctx, client.ObjectKeyFromObject(ro), ro); err != nil {
+		return fmt.Errorf("failed to read StackRollout %s: %w", ro.Name, err)
+	}
+
+	// What was seen, wave by wave (the rings as labelled; the rollout's planned waves are
+	// compared below).
+	byStack := w.byStack()
+	waves := make([]waveTimes, len(sizes))
+	for i := range waves {
+		waves[i].ring = i
+	}
+	var wallEnd time.Time
+	perStack := map[int]int{}
+	var notOne []string
+	otherRevs := 0
+	for _, name := range names {
+		wt := &waves[ring[name]]
+		wt.stacks = append(wt.stacks, name)
+		if at, ok := b.track.readyAt(nsRollout, name, target); ok {
+			wt.ready++
+			wt.lastReady = maxTime(wt.lastReady, at)
+			wallEnd = maxTime(wallEnd, at)
+		}
+		ups := 0
+		for _, u := range byStack[name] {
+			if !u.seen.After(change) {
+				continue
+			}
+			if u.revision != target || u.typ != v1alpha1.UpdateTypeUp {
+				otherRevs++
+				continue
+			}
+			ups++
+			wt.firstCreated = minTime(wt.firstCreated, u.seen)
+			if !u.run.IsZero() {
+				wt.firstRun = minTime(wt.firstRun, u.run)
+			}
+			if !u.started.IsZero() {
+				wt.firstStart = minTime(wt.firstStart, u.started)
+			}
+		}
+		perStack[ups]++
+		if ups != 1 && len(notOne) < 5 {
+			notOne = append(notOne, fmt.Sprintf("%s (%d)", name, ups))
+		}
+	}
+	w.mu.Lock()
+	for i := range waves {
+		waves[i].opened = w.opened[i]
+	}
+	progressing, idle := w.progressing, w.idle
+	w.mu.Unlock()
+	for i := 1; i < len(waves); i++ {
+		prev := waves[i-1].lastReady
+		for _, name := range waves[i].stacks {
+			for _, u := range byStack[name] {
+				if u.revision == target && !prev.IsZero() && u.seen.Before(prev) {
+					waves[i].early++
+				}
+			}
+		}
+	}
+	bounds := boundaries(waves, bake)
+
+	since := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return secs(t.Sub(change))
+	}
+	waveRows := make([][]string, 0, len(waves))
+	for _, wt := range waves {
+		dur := time.Duration(0)
+		if !wt.firstRun.IsZero() && wt.ready == len(wt.stacks) {
+			dur = wt.lastReady.Sub(wt.firstRun)
+		}
+		// A wave's runs go par at a time: a wave of one Stack is one run long.
+		ideal := time.Duration((len(wt.stacks)+par-1)/par) * steady
+		waveRows = append(waveRows, []string{fmt.Sprint(wt.ring), fmt.Sprintf("%d (%d Ready)", len(wt.stacks), wt.ready),
+			since(wt.opened), since(wt.firstCreated), since(wt.firstRun), since(wt.firstStart), since(wt.lastReady),
+			secs(dur), secs(ideal), ratio(Ratio(dur, ideal)), fmt.Sprint(wt.early)})
+	}
+	var overheads []time.Duration
+	boundRows := make([][]string, 0, len(bounds))
+	for _, bd := range bounds {
+		overheads = append(overheads, bd.overhead)
+		boundRows = append(boundRows, []string{fmt.Sprintf("%d → %d", bd.from, bd.to), secs(bd.toOpened), secs(bd.toCreated),
+			secs(bd.toRun), secs(bd.overhead)})
+	}
+	ov := Summarize(overheads)
+
+	wall := time.Duration(0)
+	all := fmt.Sprintf("not reached: %d/%d Ready at %s after %s", rolled, n, target, secs(time.Since(change)))
+	if rolled == n {
+		wall = wallEnd.Sub(change)
+		all = fmt.Sprintf("%s (%d/%d)", secs(wall), rolled, n)
+	}
+	idleAt := since(idle)
+	if idleErr != nil {
+		idleAt = "not seen: " + idleErr.Error()
+	}
+	rows := [][]string{
+		{"Stacks; waves (rings 0..3)", fmt.Sprintf("%d; %v", n, sizes)},
+		{"change → rollout Progressing (seen)", since(progressing)},
+		{"change → first runner start of wave 0 (seen Running)", since(waves[0].firstRun)},
+		{"change → all Ready at " + target, all},
+		{"change → rollout Idle with stable " + target + " (seen)", idleAt},
+		{"ideal: N × floor median (CLI steady update) / parallelism", fmt.Sprintf("%s (%d × %s / %d)", secs(rolloutIdeal), n, secs(steady), par)},
+		{"wall / ideal", ratio(Ratio(wall, rolloutIdeal))},
+	}
+	if b.floor != nil && b.floor.CLI != nil && b.floor.CLI.SteadyWide.Throughput() > 0 {
+		measured := time.Duration(float64(n) / b.floor.CLI.SteadyWide.Throughput() * float64(time.Second))
+		rows = append(rows, []string{fmt.Sprintf("wall / (N ÷ the CLI's steady-update throughput at %d at a time)", par),
+			fmt.Sprintf("%s (%s)", ratio(Ratio(wall, measured)), secs(measured))})
+	}
+	rows = append(rows,
+		[]string{fmt.Sprintf("rollout overhead between waves: max of %d (= p99: nearest rank of %d samples)", len(overheads), len(overheads)),
+			fmt.Sprintf("%s (median %s, min %s)", secs(ov.Max), secs(ov.P50), secs(ov.Min))},
+		[]string{"sum of the overheads (wall time the waves add)", secs(sumDurations(overheads))},
+		[]string{"ups at " + target + " per Stack (should be 1 each)", countsString(perStack) + exampleString(notOne)},
+		[]string{"other Updates created after the change (other revision or type; should be 0)", fmt.Sprint(otherRevs)},
+		[]string{"manager peak RSS during the rollout (sampled 1/s)", mib(max(peak, after.mgr.RSS))},
+	)
+	rows = append(rows, costRows(before, after)...)
+
+	planned := plannedMatches(ro, waves)
+	body := fmt.Sprintf("%d Stacks on one shared Program in `%s` (the bench program; each Stack its own stack name and "+
+		"`STACKWRIGHT_TESTING_ROOT`), labelled `app=%s` and `%s=0..3` in rings of 1%%, 9%%, 30%% and 60%% (cumulative "+
+		"1%%, 10%%, 40%%, 100%%, each rounded up, as a rollout's percentage steps are). First deployed without a "+
+		"rollout (the fleet's own time, not the figure), then a StackRollout `%s` is created (`waves.byLabel` "+
+		"ring 0,1,2,3, `maxParallel: 0` (a whole wave at once), `bakeTime: %s`, no gate) and, once it is Idle at %s "+
+		"and every Stack reports it, the Program's `greeting` File gets a new content: %s, one real change per Stack. "+
+		"`--max-concurrent-updates %d`. Times are since the change, when the harness's watches saw them: the "+
+		"rollout's status (wave opened), an Update created, an Update Running (a runner started it; *startTime* is its "+
+		"`status.startTime`, truncated to the second, so it may come before the others), a Stack Ready with "+
+		"`lastSuccessfulCommit` %s. A wave's *duration* is its first runner start → its last Stack Ready; its *ideal* "+
+		"⌈its Stacks / parallelism⌉ × the CLI's steady update (which changes nothing, where each of these ups changes "+
+		"one File: the ideals are a little low). "+
+		"The rollout's *overhead* at a boundary is the next wave's first runner start (seen Running) − the previous "+
+		"wave's last Stack Ready − bakeTime, split into the rollout opening the next wave, its first Update created and a "+
+		"runner starting it. *early* counts a wave's Updates created before the previous wave was all Ready (should be 0). "+
+		"With 3 boundaries, p99 is the max.\n\n",
+		n, nsRollout, rolloutApp, rolloutRingLabel, rolloutName, bake, gen1, target, par, target) +
+		table([]string{"rollout", ""}, rows) +
+		"\nPer wave (times since the change):\n\n" +
+		table([]string{"ring", "Stacks", "opened", "first Update", "first Running", "first startTime", "last Ready", "duration", "ideal", "duration / ideal", "early"}, waveRows) +
+		"\nPer boundary (since the previous wave's last Stack Ready):\n\n" +
+		table([]string{"waves", "→ rollout opened the next", "→ its first Update", "→ its first Running", "overhead (− bakeTime)"}, boundRows) +
+		"\n" + planned +
+		"\nFirst deploy (before the StackRollout existed; not the figure):\n\n" +
+		table([]string{"first deploy", ""}, append(deployRows,
+			[]string{"StackRollout created → Idle at " + gen1 + " and Ready", secs(roIdle)},
+			[]string{"StackRollout created → every Stack reports it", secs(roReported)},
+		))
+	if rolled < n || idleErr != nil {
+		body += "\nThe rollout did not complete. StackRollout status at the end:\n\n" + describeRollout(ro) +
+			"\n" + b.notReadyAt(nsRollout, names, target)
+	}
+	b.rep.add(fmt.Sprintf("Rollout (N=%d, 4 waves, bakeTime %s)", n, bake), body)
+	return nil
+}
+
+// plannedMatches compares the rollout's waves (its status, at the end) with the rings the
+// harness labelled.
+func plannedMatches(ro *v1alpha1.StackRollout, waves []waveTimes) string {
+	st := &ro.Status
+	if len(st.Waves) != len(waves) {
+		return fmt.Sprintf("The rollout planned %d waves, not %d: %s\n", len(st.Waves), len(waves), waveNames(st.Waves))
+	}
+	for i, wv := range st.Waves {
+		if !slices.Equal(slices.Sorted(slices.Values(wv.Stacks)), slices.Sorted(slices.Values(waves[i].stacks))) {
+			return fmt.Sprintf("The rollout's wave %d (%s, %d Stacks) is not ring %d (%d Stacks).\n", i, wv.Name, len(wv.Stacks), i, len(waves[i].stacks))
+		}
+	}
+	return fmt.Sprintf("The rollout's planned waves are the rings (%s).\n", waveNames(st.Waves))
+}
+
+func waveNames(ws []v1alpha1.RolloutWaveStatus) string {
+	parts := make([]string, 0, len(ws))
+	for _, w := range ws {
+		parts = append(parts, fmt.Sprintf("%s: %d, %s", w.Name, len(w.Stacks), w.State))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describeRollout renders a rollout's status for a report.
+func describeRollout(ro *v1alpha1.StackRollout) string {
+	st := &ro.Status
+	rev := func(r *v1alpha1.RolloutRevision) string {
+		if r == nil {
+			return "-"
+		}
+		return r.Revision
+	}
+	rows := [][]string{
+		{"phase", string(st.Phase)},
+		{"stable / target / aborted", fmt.Sprintf("%s / %s / %s", rev(st.Stable), rev(st.Target), rev(st.Aborted))},
+		{"wave", fmt.Sprintf("%d (%s)", st.Wave, st.WaveName)},
+		{"updated / stacks", fmt.Sprintf("%d / %d", st.Updated, st.Stacks)},
+		{"observedGeneration / generation", fmt.Sprintf("%d / %d", st.ObservedGeneration, ro.Generation)},
+	}
+	for _, w := range st.Waves {
+		rows = append(rows, []string{"wave " + w.Name, fmt.Sprintf("%s, %d Stacks, %d released, %d updated", w.State, len(w.Stacks), w.Released, w.Updated)})
+	}
+	for _, c := range st.Conditions {
+		rows = append(rows, []string{"condition " + c.Type, strings.ReplaceAll(fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message), "|", "\\|")})
+	}
+	if len(st.FailedStacks) > 0 {
+		rows = append(rows, []string{"failed Stacks", strings.Join(st.FailedStacks, ", ")})
+	}
+	return table([]string{"StackRollout " + ro.Name, ""}, rows)
+}
+
+// notReadyAt summarises the Stacks not seen Ready at rev by condition (HeldBack included).
+func (b *bench) notReadyAt(ns string, names []string, rev string) string {
+	byState := map[string][]string{}
+	for _, name := range names {
+		if _, ok := b.track.readyAt(ns, name, rev); ok {
+			continue
+		}
+		st := b.track.stack(ns, name)
+		state := describeStack(st)
+		if st != nil {
+			if c := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionHeldBack); c != nil {
+				state += fmt.Sprintf("; HeldBack=%s %s", c.Status, c.Reason)
+			}
+			if lu := st.Status.LastUpdate; lu != nil {
+				state += fmt.Sprintf("; last successful %s", lu.LastSuccessfulCommit)
+			}
+		}
+		byState[state] = append(byState[state], name)
+	}
+	if len(byState) == 0 {
+		return ""
+	}
+	var rows [][]string
+	for _, k := range slices.Sorted(maps.Keys(byState)) {
+		ex := byState[k]
+		rows = append(rows, []string{fmt.Sprint(len(ex)), k, strings.Join(ex[:min(3, len(ex))], ", ")})
+	}
+	return "Stacks not Ready at " + rev + ", by state:\n\n" + table([]string{"count", "state (conditions)", "examples"}, rows)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func sumDurations(ds []time.Duration) time.Duration {
+	var s time.Duration
+	for _, d := range ds {
+		s += d
+	}
+	return s
+}
+
+// countsString renders how many Stacks had each count, "1 up: 40 Stacks".
+func countsString(m map[int]int) string {
+	keys := slices.Collect(maps.Keys(m))
+	sort.Ints(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d: %d Stacks", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func exampleString(ex []string) string {
+	if len(ex) == 0 {
+		return ""
+	}
+	return " (e.g. " + strings.Join(ex, ", ") + ")"
+}
