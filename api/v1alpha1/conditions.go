@@ -145,6 +145,9 @@ const (
 	// ReasonRollingBack (Reconciling=True): after an abort, Stacks of the opened waves are
 	// deploying the stable revision again.
 	ReasonRollingBack = "RollingBack"
+	// ReasonConverging (Reconciling=True): between rollouts, Stacks that are not at the
+	// stable revision (selected during a rollout, or left behind) are deploying it.
+	ReasonConverging = "Converging"
 	// ReasonRolloutWaiting (Reconciling=True): no Stack has reported the revision its
 	// source offers yet.
 	ReasonRolloutWaiting = "WaitingForStacks"

@@ -280,6 +280,11 @@ func (r *Reconciler) idle(s *state) {
 		conditions.MarkReconciling(ro, v1alpha1.ReasonRolloutWaiting, "waiting for the selected Stacks to report the revision their source offers")
 	default:
 		st.Phase = v1alpha1.RolloutIdle
+		if behind := notAt(s.list, st.Stable); len(behind) > 0 {
+			conditions.MarkReconciling(ro, v1alpha1.ReasonConverging, fmt.Sprintf("%d Stack(s) are deploying the stable revision %s: %s",
+				len(behind), revisionOf(st.Stable), names(behind)))
+			return
+		}
 		conditions.MarkReady(ro, v1alpha1.ReasonRolledOut, fmt.Sprintf("%d Stack(s) at %s; no newer revision is offered", len(s.list), revisionOf(st.Stable)))
 	}
 }
