@@ -142,7 +142,10 @@ func (r *Reconciler) selected(ctx context.Context, ro *v1alpha1.StackRollout) ([
 		return nil, errors.New("spec.selector selects every Stack of the namespace: give it a label to match")
 	}
 	var list pulumiv1.StackList
-	if err := r.Client.List(ctx, &list, client.InNamespace(ro.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	// The cache's own objects, not copies: a rollout is reconciled on every change of
+	// any of its Stacks, and copying the whole fleet each time made that quadratic. They
+	// are only read (retry copies the one it patches).
+	if err := r.Client.List(ctx, &list, client.InNamespace(ro.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list Stacks: %w", err)
 	}
 	out := list.Items[:0]
@@ -234,11 +237,12 @@ func awaitingPromotion(ro *v1alpha1.StackRollout) bool {
 func (r *Reconciler) retry(ctx context.Context, s *state, names []string) error {
 	value := s.now.UTC().Format(time.RFC3339Nano)
 	for _, n := range names {
-		st, ok := s.stacks[n]
+		cached, ok := s.stacks[n]
 		if !ok {
 			continue
 		}
-		p := client.MergeFrom(st.DeepCopy())
+		st := cached.DeepCopy()
+		p := client.MergeFrom(cached)
 		if st.Annotations == nil {
 			st.Annotations = map[string]string{}
 		}
