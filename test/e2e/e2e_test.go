@@ -434,7 +434,10 @@ spec:
 			g.Expect(list.Items).To(HaveLen(attempt))
 			var running []string
 			for _, u := range list.Items {
-				if u.Status.Phase == v1alpha1.UpdatePhaseRunning && !slices.Contains(lost, u.Name) {
+				// The second run has no new file to show that it is in its nap, past taking
+				// the lock: it is given 10 s of its 30 s nap (a busy node starts it slowly).
+				settled := attempt == 1 || u.Status.StartTime != nil && time.Since(u.Status.StartTime.Time) > 10*time.Second
+				if u.Status.Phase == v1alpha1.UpdatePhaseRunning && !slices.Contains(lost, u.Name) && settled {
 					running = append(running, u.Name)
 				}
 			}
