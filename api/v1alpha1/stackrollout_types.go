@@ -89,10 +89,12 @@ type RolloutWavesByLabel struct {
 }
 
 // RolloutStep is one wave of a step rollout.
+// +kubebuilder:validation:XValidation:rule="type(self.stacks) == int ? self.stacks >= 0 : self.stacks.matches('^(100|[0-9]{1,2})%$')",message="stacks is a count (0 or more) or a percentage from 0% to 100%"
 type RolloutStep struct {
 	// Stacks is how many of the selected Stacks have the new revision once this step is
 	// done: a count ("2") or a percentage ("25%").
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=8
 	Stacks intstr.IntOrString `json:"stacks"`
 }
 
