@@ -3,12 +3,15 @@ package job
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -295,32 +298,55 @@ func apiFault(err error, format string, args ...any) error {
 // goneRunners lists the host-name prefixes of the Stack's earlier runners that are proven
 // gone: their Update is finished and no Pod of theirs is left that has not terminated. A
 // runner killed mid-update leaves its lock in a self-managed backend; the next runner may
-// remove exactly those locks.
+// remove exactly those locks. Pods are not cached, and this runs before every runner Job:
+// one list of the Pods that carry any of those Updates' UID label (maxUIDsPerList a list)
+// answers for all of them, rather than a list per Update of the Stack's --update-history.
 func (e *Executor) goneRunners(ctx context.Context, u *v1alpha1.Update) ([]string, error) {
 	var prev v1alpha1.UpdateList
 	if err := e.client.List(ctx, &prev, client.InNamespace(u.Namespace), client.MatchingLabels{v1alpha1.StackLabel: u.Spec.StackName}); err != nil {
 		return nil, fmt.Errorf("failed to list Updates of Stack %s: %w", u.Spec.StackName, err)
 	}
-	var hosts []string
+	var ended []*v1alpha1.Update
+	var uids []string
 	for i := range prev.Items {
 		p := &prev.Items[i]
 		if p.UID == u.UID || !p.Status.Finished() || p.Status.Runner != runnerIdentity(p) {
 			continue
 		}
+		ended = append(ended, p)
+		uids = append(uids, string(p.UID))
+	}
+	if len(ended) == 0 {
+		return nil, nil
+	}
+	alive := map[string]bool{}
+	for chunk := range slices.Chunk(uids, maxUIDsPerList) {
+		sel, err := labels.NewRequirement(LabelUpdateUID, selection.In, chunk)
+		if err != nil {
+			return nil, fmt.Errorf("failed to select runner Pods of Stack %s: %w", u.Spec.StackName, err)
+		}
 		var pods corev1.PodList
-		if err := e.reader.List(ctx, &pods, client.InNamespace(u.Namespace), client.MatchingLabels{LabelUpdateUID: string(p.UID)}); err != nil {
-			return nil, fmt.Errorf("failed to list runner Pods of Update %s: %w", p.Name, err)
+		if err := e.reader.List(ctx, &pods, client.InNamespace(u.Namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*sel)}); err != nil {
+			return nil, fmt.Errorf("failed to list runner Pods of Stack %s: %w", u.Spec.StackName, err)
 		}
-		alive := false
 		for _, pod := range pods.Items {
-			alive = alive || (pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed)
+			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+				alive[pod.Labels[LabelUpdateUID]] = true
+			}
 		}
-		if !alive {
+	}
+	var hosts []string
+	for _, p := range ended {
+		if !alive[string(p.UID)] {
 			hosts = append(hosts, jobName(p)+"-")
 		}
 	}
 	return hosts, nil
 }
+
+// maxUIDsPerList bounds the UIDs one list of runner Pods selects, and so its URL, whatever
+// --update-history keeps.
+const maxUIDsPerList = 64
 
 // fail ends an Update that could not start, with the reason the error carries.
 func (e *Executor) fail(ctx context.Context, u *v1alpha1.Update, cause error) error {
@@ -361,8 +387,10 @@ func (e *Executor) record(ctx context.Context, u *v1alpha1.Update, res *Result) 
 	if err := e.runner.Record(ctx, base, u, out); err != nil {
 		return err
 	}
-	e.cleanup(ctx, u)
+	// The slot goes to the next Update as soon as the result is in; deleting the work
+	// Secret (a read and a delete) need not hold it.
 	e.release(client.ObjectKeyFromObject(u))
+	e.cleanup(ctx, u)
 	return nil
 }
 

@@ -144,6 +144,67 @@ func TestBuildJob_WorkspaceTemplate_OverlaysHonouredParts(t *testing.T) {
 	}
 }
 
+// The runner image has the runner binary: its Pod starts one container, with no bootstrap
+// init container and no volume for the binary (the kubelet starts each container in turn,
+// and waits for every volume). Only another image gets them.
+func TestBuildJob_Image_BootstrapOnlyForAnotherImage(t *testing.T) {
+	type outcome struct {
+		Image, PullPolicy string
+		Command           []string
+		Init              []string
+		Volumes           []string
+	}
+	for _, tc := range []struct {
+		name, tmpl string
+		want       outcome
+	}{
+		{
+			name: "no template runs the runner image as it is",
+			want: outcome{Image: "runner:1", PullPolicy: "IfNotPresent", Volumes: []string{"scratch", "work", "token"}},
+		},
+		{
+			name: "a template naming the runner image runs it as it is",
+			tmpl: `{"spec":{"image":"runner:1","imagePullPolicy":"Always"}}`,
+			want: outcome{Image: "runner:1", PullPolicy: "Always", Volumes: []string{"scratch", "work", "token"}},
+		},
+		{
+			name: "another image gets the runner binary from the bootstrap",
+			tmpl: `{"spec":{"image":"example.com/program:1"}}`,
+			want: outcome{
+				Image: "example.com/program:1", PullPolicy: "IfNotPresent", Command: []string{BootstrapBinary},
+				Init: []string{bootstrapContainer}, Volumes: []string{"scratch", "work", "token", bootstrapVolume},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var overlay *workspaceOverlay
+			if tc.tmpl != "" {
+				var err error
+				if overlay, err = parseWorkspaceTemplate(workspaceTemplate(t, tc.tmpl), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			u := testUpdate("web-abc-1")
+			job, _, err := buildJob(u, &pulumiv1.Stack{}, &Work{}, nil, PodOptions{Image: "runner:1", PullPolicy: corev1.PullIfNotPresent}, overlay, inStackNamespace(u))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := job.Spec.Template.Spec
+			c := pod.Containers[0]
+			got := outcome{Image: c.Image, PullPolicy: string(c.ImagePullPolicy), Command: c.Command}
+			for _, ic := range pod.InitContainers {
+				got.Init = append(got.Init, ic.Name)
+			}
+			for _, v := range pod.Volumes {
+				got.Volumes = append(got.Volumes, v.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // workspaceTemplate decodes a template as the API server admits it: unknown fields are
 // refused at admission, so a test case with one is a broken test case.
 func workspaceTemplate(t *testing.T, s string) *pulumiv1.WorkspaceTemplate {
