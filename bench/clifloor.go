@@ -49,6 +49,14 @@ type cliBatch struct {
 	Wall time.Duration
 }
 
+// CPUPerRun is the CPU of one attempt (0 with none).
+func (b cliBatch) CPUPerRun() time.Duration {
+	if b.Attempts == 0 {
+		return 0
+	}
+	return b.CPU / time.Duration(b.Attempts)
+}
+
 // Throughput is successful runs per second of wall time.
 func (b cliBatch) Throughput() float64 {
 	if b.Wall <= 0 {
@@ -220,7 +228,7 @@ func cliFloorSection(c *cliFloor) string {
 		if b.Attempts == 0 {
 			return 0, 0
 		}
-		return b.CPU / time.Duration(b.Attempts), float64(b.Processes) / float64(b.Attempts)
+		return b.CPUPerRun(), float64(b.Processes) / float64(b.Attempts)
 	}
 	floorCPU, _ := perRun(c.Steady)
 	ratio := func(a, b time.Duration) string {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -295,4 +296,17 @@ func tailFile(path string, n int64) string {
 		return ""
 	}
 	return string(b)
+}
+
+// apiserverMetrics reads the API server's own /metrics with the admin credentials.
+func (c *cluster) apiserverMetrics(ctx context.Context) (Metrics, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(c.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("failed to make a client for the API server's metrics: %w", err)
+	}
+	body, err := dc.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the API server's metrics: %w", err)
+	}
+	return ParseMetrics(bytes.NewReader(body))
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -30,20 +31,23 @@ const (
 	ScenarioFleet     = "fleet"
 	ScenarioResync    = "resync"
 	ScenarioIdle      = "idle"
+	ScenarioRestart   = "restart"
 	ScenarioDrift     = "drift"
 	ScenarioGit       = "git"
 	ScenarioFaulty    = "faulty"
 	ScenarioRollout   = "rollout"
 	ScenarioTemplates = "templates"
 	ScenarioSecrets   = "secrets"
+	ScenarioShards    = "shards"
 )
 
 // AllScenarios is every scenario in running order.
-var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioDrift, ScenarioGit, ScenarioFaulty, ScenarioRollout, ScenarioTemplates, ScenarioSecrets}
+var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioRestart, ScenarioDrift, ScenarioGit, ScenarioFaulty, ScenarioRollout, ScenarioTemplates, ScenarioSecrets, ScenarioShards}
 
 // DefaultScenarios run when none are named: all but drift, whose settling and window would
 // more than double a run, faulty, a second fleet, templates, two more, and rollout, a
-// fleet deployed and then updated again in waves.
+// fleet deployed and then updated again in waves, restart, which stops and starts the
+// manager, and shards, which replaces it with two.
 var DefaultScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioGit}
 
 // Namespaces of the scenarios.
@@ -95,6 +99,10 @@ type Config struct {
 	// bakeTime.
 	RolloutN    int
 	RolloutBake time.Duration
+	// RestartChanges is how many fleet Stacks the restart scenario changes after the start.
+	RestartChanges int
+	// ShardsN is the shards scenario's fleet, split over its two managers.
+	ShardsN int
 	// RunnerDeadline is the manager's --runner-deadline: the faulty fleet's hanging Stacks
 	// hold a worker that long per attempt.
 	RunnerDeadline time.Duration
@@ -144,6 +152,18 @@ func (c *Config) defaults() error {
 	if c.has(ScenarioResync) && !c.has(ScenarioFleet) {
 		return errors.New("scenario resync re-runs the fleet: add fleet")
 	}
+	if c.has(ScenarioRestart) && !c.has(ScenarioFleet) {
+		return errors.New("scenario restart restarts the manager of the fleet: add fleet")
+	}
+	if c.RestartChanges <= 0 {
+		c.RestartChanges = 20
+	}
+	if c.ShardsN <= 0 {
+		c.ShardsN = 2000
+	}
+	if c.has(ScenarioShards) && c.ShardsN < 2 {
+		return errors.New("the shards scenario needs at least 2 Stacks (one per shard)")
+	}
 	if c.has(ScenarioDrift) {
 		if !c.has(ScenarioFleet) {
 			return errors.New("scenario drift schedules checks on the fleet: add fleet")
@@ -191,16 +211,23 @@ type bench struct {
 	cfg     Config
 	work    string
 	cluster *cluster
-	mgr     *managerProc
-	track   *tracker
-	rep     *report
-	prefix  string
+	// mgr is the manager the scenarios run against, started with mgrOpts; restart and
+	// shards stop it on purpose (mgrPaused is open meanwhile), and restart replaces it.
+	mgr       *managerProc
+	mgrOpts   managerOptions
+	mgrMu     sync.Mutex
+	mgrPaused chan struct{}
+	track     *tracker
+	rep       *report
+	prefix    string
 	// Results of earlier scenarios that later ones compare with.
 	floor      *floorResult
 	fleetReady bool
 	fleetNames []string
 	// fleetWall is the all-good fleet's start → all Ready (0: not reached).
 	fleetWall time.Duration
+	// fleetCost is the manager's cost over the fleet scenario (nil: not run or not Ready).
+	fleetCost *fleetCost
 }
 
 // Run runs the configured scenarios and writes the results file. Everything it starts is
@@ -257,7 +284,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		extra = append(extra, "--template-api-groups="+templateGroup)
 	}
 	b.say("starting manager %s (log %s.manager.log)", cfg.Manager, b.prefix)
-	b.mgr, err = startManager(ctx, managerOptions{
+	b.mgrOpts = managerOptions{
 		binary:     cfg.Manager,
 		pulumiBin:  cfg.Bin,
 		dataDir:    filepath.Join(b.work, "data"),
@@ -265,7 +292,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		logPath:    b.prefix + ".manager.log",
 		parallel:   cfg.Parallelism,
 		extra:      append(extra, cfg.ManagerArgs...),
-	})
+	}
+	b.mgr, err = startManager(ctx, b.mgrOpts)
 	if err != nil {
 		return err
 	}
@@ -275,15 +303,29 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			err = serr
 		}
 	}()
-	// Should the manager die, every scenario stops waiting for it.
+	// Should the manager die, every scenario stops waiting for it (a manager stopped on
+	// purpose is waited for: restart starts another).
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	go func() {
-		select {
-		case <-b.mgr.done:
-			cancelRun(fmt.Errorf("manager exited unexpectedly (%w); see %s.manager.log:\n%s",
-				b.mgr.exitErr(), b.prefix, tailFile(b.prefix+".manager.log", 3000)))
-		case <-ctx.Done():
+		for {
+			m := b.manager()
+			select {
+			case <-m.done:
+			case <-ctx.Done():
+				return
+			}
+			if next := b.awaitReplacement(m); next != nil {
+				select {
+				case <-next:
+					continue
+				case <-ctx.Done():
+					return
+				}
+			}
+			cancelRun(fmt.Errorf("manager exited unexpectedly (%w); see %s:\n%s",
+				m.exitErr(), m.logPath, tailFile(m.logPath, 3000)))
+			return
 		}
 	}()
 	tctx, cancelTrack := context.WithCancel(ctx)
@@ -297,6 +339,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	if cfg.has(ScenarioRollout) {
 		watched = append(watched, nsRollout)
+	}
+	if cfg.has(ScenarioShards) {
+		watched = append(watched, nsShards)
 	}
 	for _, ns := range watched {
 		if err := b.cluster.client.Create(ctx, namespace(ns)); err != nil {
@@ -324,15 +369,17 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}{
 		{ScenarioFloor, func(ctx context.Context) error { return b.runFloor(ctx, eng) }},
 		{ScenarioLatency, b.runLatency},
-		{ScenarioFleet, b.runFleet},
+		{ScenarioFleet, b.runFleetMeasured},
 		{ScenarioResync, b.runResync},
 		{ScenarioIdle, b.runIdle},
+		{ScenarioRestart, b.runRestart},
 		{ScenarioDrift, b.runDrift},
 		{ScenarioGit, b.runGit},
 		{ScenarioFaulty, b.runFaulty},
 		{ScenarioRollout, b.runRollout},
 		{ScenarioTemplates, b.runTemplates},
 		{ScenarioSecrets, b.runSecrets},
+		{ScenarioShards, b.runShards},
 	}
 	for _, s := range steps {
 		if !cfg.has(s.name) {
@@ -418,18 +465,7 @@ type snapshot struct {
 }
 
 func (b *bench) snap(ctx context.Context) snapshot {
-	s := snapshot{at: time.Now()}
-	s.mgr, _ = procfs.Read(b.mgr.pid())
-	if b.cluster.apiserver != 0 {
-		s.apiserver, _ = procfs.Read(b.cluster.apiserver)
-	}
-	if b.cluster.etcd != 0 {
-		s.etc, _ = procfs.Read(b.cluster.etcd)
-	}
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	s.metrics, s.metricsErr = Scrape(sctx, b.mgr.metricsURL)
-	return s
+	return b.snapOf(ctx, b.manager())
 }
 
 // countUpdates lists the Updates of ns by phase.

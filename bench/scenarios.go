@@ -2,11 +2,13 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -287,6 +289,13 @@ func (b *bench) runFleet(ctx context.Context) error {
 		rows = append(rows, []string{fmt.Sprintf("wall / (N ÷ engine floor throughput at %d at a time)", par),
 			fmt.Sprintf("%s (%s)", ratio(Ratio(wall, measured)), secs(measured))})
 	}
+	if b.floor != nil && b.floor.CLI != nil && b.floor.CLI.First.CPUPerRun() > 0 {
+		cores := runtime.NumCPU()
+		bound := time.Duration(n) * b.floor.CLI.First.CPUPerRun() / time.Duration(cores)
+		rows = append(rows,
+			[]string{"CPU bound: N × the CLI's CPU per first update ÷ cores", fmt.Sprintf("%s (%d × %s / %d)", secs(bound), n, secs(b.floor.CLI.First.CPUPerRun()), cores)},
+			[]string{"**wall / CPU bound**", ratio(Ratio(wall, bound))})
+	}
 	if wall > 0 {
 		rows = append(rows, []string{"Stacks Ready per minute", fmt.Sprintf("%.1f", float64(readyCount)/wall.Minutes())})
 	}
@@ -313,28 +322,7 @@ func (b *bench) runFleet(ctx context.Context) error {
 // called, which returns the peak seen (VmHWM is the peak since the manager started, not a
 // phase's). Calling it again returns the same peak.
 func (b *bench) sampleRSS(ctx context.Context) (peak func() int64) {
-	ctx, cancel := context.WithCancel(ctx)
-	var (
-		wg  sync.WaitGroup
-		top int64
-	)
-	wg.Go(func() {
-		tk := time.NewTicker(time.Second)
-		defer tk.Stop()
-		for {
-			top = max(top, b.rss())
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-			}
-		}
-	})
-	return sync.OnceValue(func() int64 {
-		cancel()
-		wg.Wait()
-		return top
-	})
+	return sampleRSSOf(ctx, b.manager().pid())
 }
 
 // notReady summarises the Stacks that are not Ready by condition.
@@ -408,6 +396,7 @@ func (b *bench) runIdle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	apiBefore, apiErr := b.cluster.apiserverMetrics(ctx)
 	start := time.Now()
 	b.say("idle: %s of nothing", b.cfg.Idle)
 	if err := waitReporting(ctx, b.cfg.Idle, func() {
@@ -415,6 +404,8 @@ func (b *bench) runIdle(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	apiAfter, err := b.cluster.apiserverMetrics(ctx)
+	apiErr = errors.Join(apiErr, err)
 	after := b.snap(ctx)
 	_, updatesAfter, err := b.countUpdates(ctx, "")
 	if err != nil {
@@ -452,8 +443,12 @@ func (b *bench) runIdle(ctx context.Context) error {
 		{"manager RSS at the start", mib(before.mgr.RSS)},
 	}
 	rows = append(rows, costRows(before, after)...)
+	rows = append(rows, idleHourRows(after.at.Sub(before.at), before, after, apiBefore, apiAfter, apiErr)...)
 	body := "After the fleet is Ready: nothing happens for the configured time. Requests are the manager's own client-go " +
-		"counter (`rest_client_requests_total`, scraped from its metrics endpoint before and after).\n\n" +
+		"counter (`rest_client_requests_total`, scraped from its metrics endpoint before and after), and the API server's " +
+		"`apiserver_request_total` read before and after (all clients: the manager's requests, the harness's two lists of " +
+		"Updates and its one read of the metrics; long-running watches count once, when they start). Per-hour figures " +
+		"are the idle phase's scaled to an hour.\n\n" +
 		table([]string{"idle", ""}, rows)
 	if len(examples) > 0 {
 		body += "\nUpdates created during idle, e.g.: " + strings.Join(examples, ", ") + "\n"
@@ -503,4 +498,37 @@ func waitReporting(ctx context.Context, d time.Duration, report func()) error {
 			report()
 		}
 	}
+}
+
+// idleHourRows scales the idle phase's manager CPU and API requests to an hour.
+func idleHourRows(d time.Duration, before, after snapshot, apiBefore, apiAfter Metrics, apiErr error) [][]string {
+	if d <= 0 {
+		return nil
+	}
+	perHour := func(v float64) string { return fmt.Sprintf("%.0f", v*float64(time.Hour)/float64(d)) }
+	rows := [][]string{
+		{"manager CPU per idle hour", secs(time.Duration(float64(after.mgr.CPU-before.mgr.CPU) * float64(time.Hour) / float64(d)))},
+	}
+	if before.metricsErr == nil && after.metricsErr == nil {
+		rows = append(rows, []string{"manager API requests per idle hour (its own counter)",
+			perHour(after.metrics.Sum("rest_client_requests_total", nil) - before.metrics.Sum("rest_client_requests_total", nil))})
+	}
+	if apiErr != nil {
+		return append(rows, []string{"API server requests per idle hour", "not read: " + apiErr.Error()})
+	}
+	verbs := map[string]float64{}
+	var total float64
+	prev := apiBefore.By("apiserver_request_total", "verb")
+	for verb, v := range apiAfter.By("apiserver_request_total", "verb") {
+		if d := v - prev[verb]; d > 0 {
+			verbs[verb] = d
+			total += d
+		}
+	}
+	byVerb := make([]string, 0, len(verbs))
+	for _, verb := range slices.Sorted(maps.Keys(verbs)) {
+		byVerb = append(byVerb, verb+" "+perHour(verbs[verb]))
+	}
+	return append(rows, []string{"API server requests per idle hour (`apiserver_request_total`, all clients)",
+		perHour(total) + " (" + strings.Join(byVerb, ", ") + ")"})
 }

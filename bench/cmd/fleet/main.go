@@ -37,10 +37,12 @@ func run() error {
 	fs.IntVar(&cfg.N, "n", envInt("BENCH_N", 100), "Stacks in the fleet (BENCH_N).")
 	fs.DurationVar(&cfg.Idle, "idle", envDuration("BENCH_IDLE", 5*time.Minute), "Length of the idle phase (BENCH_IDLE).")
 	fs.StringVar(&scenarios, "scenarios", envString("BENCH_SCENARIOS", strings.Join(bench.DefaultScenarios, ",")),
-		"Comma-separated scenarios to run: floor, latency, fleet, resync, idle, drift, git, faulty, rollout, templates, secrets (BENCH_SCENARIOS).")
+		"Comma-separated scenarios to run: floor, latency, fleet, resync, idle, restart, drift, git, faulty, rollout, templates, secrets, shards (BENCH_SCENARIOS).")
 	fs.IntVar(&cfg.SecretsN, "secrets-n", envInt("BENCH_SECRETS_N", 10000), "Unrelated 10 KiB Secrets the secrets scenario creates (BENCH_SECRETS_N).")
 	fs.IntVar(&cfg.RolloutN, "rollout-n", envInt("BENCH_ROLLOUT_N", 0), "Stacks of the rollout scenario; 0 means N (BENCH_ROLLOUT_N).")
 	fs.DurationVar(&cfg.RolloutBake, "rollout-bake", envDuration("BENCH_ROLLOUT_BAKE", 0), "bakeTime of the rollout scenario's StackRollout (BENCH_ROLLOUT_BAKE).")
+	fs.IntVar(&cfg.RestartChanges, "restart-changes", envInt("BENCH_RESTART_CHANGES", 20), "Fleet Stacks the restart scenario changes 5 s after the manager's new start (BENCH_RESTART_CHANGES).")
+	fs.IntVar(&cfg.ShardsN, "shards-n", envInt("BENCH_SHARDS_N", 2000), "Stacks of the shards scenario, split over its two managers (BENCH_SHARDS_N).")
 	fs.IntVar(&cfg.FloorRuns, "floor-runs", envInt("BENCH_FLOOR_N", 10), "Engine runs in each floor batch (BENCH_FLOOR_N).")
 	fs.IntVar(&cfg.LatencyRuns, "latency-runs", envInt("BENCH_LATENCY_RUNS", 10), "Apply→Ready repetitions (BENCH_LATENCY_RUNS).")
 	fs.IntVar(&cfg.Parallelism, "parallel", envInt("BENCH_PARALLEL", 2), "--max-concurrent-updates, and the parallel floor's width (BENCH_PARALLEL).")
