@@ -54,10 +54,13 @@ func (a *Artifacts) Collect(ctx context.Context) error {
 // it), a StackRollout's stable, target and aborted revisions (Stacks are held at them),
 // and an unfinished Update's (its runner is about to fetch it). A finished Update
 // never runs again, so its artifact is not needed for it.
+//
+// The lists are the cache's own objects, not copies (read only here): at 10,000 Stacks the
+// copies of every Stack, Program and Update were tens of megabytes per collection.
 func (a *Artifacts) live(ctx context.Context) (map[string]bool, error) {
 	live := map[string]bool{}
 	var stacks pulumiv1.StackList
-	if err := a.Client.List(ctx, &stacks); err != nil {
+	if err := a.Client.List(ctx, &stacks, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list Stacks: %w", err)
 	}
 	for _, s := range stacks.Items {
@@ -66,7 +69,7 @@ func (a *Artifacts) live(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	var programs pulumiv1.ProgramList
-	if err := a.Client.List(ctx, &programs); err != nil {
+	if err := a.Client.List(ctx, &programs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list Programs: %w", err)
 	}
 	for _, p := range programs.Items {
@@ -75,7 +78,7 @@ func (a *Artifacts) live(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	var rollouts v1alpha1.StackRolloutList
-	if err := a.Client.List(ctx, &rollouts); err != nil {
+	if err := a.Client.List(ctx, &rollouts, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list StackRollouts: %w", err)
 	}
 	for _, ro := range rollouts.Items {
@@ -87,7 +90,7 @@ func (a *Artifacts) live(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	var updates v1alpha1.UpdateList
-	if err := a.Client.List(ctx, &updates); err != nil {
+	if err := a.Client.List(ctx, &updates, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list Updates: %w", err)
 	}
 	for _, u := range updates.Items {
