@@ -79,7 +79,7 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n, width int
 	}
 	msg, _ := json.Marshal(greetingMessage)
 	work := filepath.Join(dir, "work")
-	if err := writeBenchProject(work); err != nil {
+	if err := writeBenchProject(work, f.shape); err != nil {
 		return nil, err
 	}
 	env := f.runEnv("cli")
@@ -206,9 +206,9 @@ func (f *floorEnv) pulumiCLI(ctx context.Context, bin, work, home string) func(a
 	}
 }
 
-// writeBenchProject writes the bench program's Pulumi.yaml into dir.
-func writeBenchProject(dir string) error {
-	yaml, err := program.Render(benchProgram("floor", "cli"))
+// writeBenchProject writes the bench program of the given shape as Pulumi.yaml into dir.
+func writeBenchProject(dir, shape string) error {
+	yaml, err := program.Render(programFor("floor", "cli", shape))
 	if err != nil {
 		return err
 	}

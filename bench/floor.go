@@ -53,10 +53,12 @@ type floorEnv struct {
 	dir        string
 	backend    string
 	passphrase string
+	// shape is the program the floors run (BENCH_PROGRAM).
+	shape string
 }
 
-func newFloorEnv(bin, dir string) (*floorEnv, error) {
-	f := &floorEnv{dir: dir, backend: "file://" + filepath.Join(dir, "state"), passphrase: filepath.Join(dir, "passphrase")}
+func newFloorEnv(bin, dir, shape string) (*floorEnv, error) {
+	f := &floorEnv{dir: dir, backend: "file://" + filepath.Join(dir, "state"), passphrase: filepath.Join(dir, "passphrase"), shape: shape}
 	for _, d := range []string{"pulumi-home", "state", "work", "files"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, err
@@ -102,7 +104,7 @@ func (f *floorEnv) runEnv(name string) map[string]string {
 // up runs `up` of a fresh stack of the bench program named name and returns its duration.
 // The timer covers engine.Run only, not writing Pulumi.yaml.
 func (f *floorEnv) up(ctx context.Context, name string) (time.Duration, error) {
-	p := benchProgram("floor", name)
+	p := programFor("floor", name, f.shape)
 	yaml, err := program.Render(p)
 	if err != nil {
 		return 0, err
@@ -130,9 +132,9 @@ func (f *floorEnv) up(ctx context.Context, name string) (time.Duration, error) {
 	if err != nil {
 		return d, fmt.Errorf("%s: %s\n%s", name, engine.Message(err), tail.String())
 	}
-	// The stack itself and the program's three resources.
-	if res.Changes["create"] != 4 {
-		return d, fmt.Errorf("%s: want 4 resources created, got %v", name, res.Changes)
+	// The stack itself and the program's resources.
+	if want := 1 + len(p.Program.Resources); res.Changes["create"] != want {
+		return d, fmt.Errorf("%s: want %d resources created, got %v", name, want, res.Changes)
 	}
 	return d, nil
 }

@@ -58,13 +58,13 @@ func BenchmarkGate_PreviewPolicyVsUp(b *testing.B) {
 		b.Fatal(err)
 	}
 	bin := filepath.Join(root, "bin")
-	f, err := newFloorEnv(bin, b.TempDir())
+	f, err := newFloorEnv(bin, b.TempDir(), ProgramFiles)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := b.Context()
 	work := filepath.Join(f.dir, "gate")
-	if err := writeBenchProject(work); err != nil {
+	if err := writeBenchProject(work, ProgramFiles); err != nil {
 		b.Fatal(err)
 	}
 	eval := policy.NewEvaluator()

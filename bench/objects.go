@@ -16,7 +16,37 @@ import (
 // own STACKWRIGHT_TESTING_ROOT. Three resources plus the stack and the provider.
 const greetingMessage = "hello from the bench"
 
-// benchProgram returns the Program named name in ns.
+// Program shapes (BENCH_PROGRAM): the three-resource program every earlier result used,
+// and the cheapest honest one, a single File and no secret, so that no run derives a
+// passphrase key to read secret outputs.
+const (
+	ProgramFiles = "files"
+	ProgramFile  = "file"
+)
+
+// ProgramShapes are the accepted BENCH_PROGRAM values.
+var ProgramShapes = []string{ProgramFiles, ProgramFile}
+
+// programFor returns the Program named name in ns of the given shape.
+func programFor(ns, name, shape string) *pulumiv1.Program {
+	p := benchProgram(ns, name)
+	if shape == ProgramFile {
+		p.Program.Resources = map[string]pulumiv1.Resource{"greeting": p.Program.Resources["greeting"]}
+		p.Program.Outputs = map[string]apiextensionsv1.JSON{"greetingSha256": p.Program.Outputs["greetingSha256"]}
+	}
+	return p
+}
+
+// programDescription says what a shape deploys, for the results header.
+func programDescription(shape string) string {
+	if shape == ProgramFile {
+		return "1 resource (a stackwright-testing File, no secret output)"
+	}
+	return "3 resources (stackwright-testing Random + 2 Files)"
+}
+
+// benchProgram returns the Program named name in ns (shape files: the rollout and
+// templates scenarios edit its resources by name).
 func benchProgram(ns, name string) *pulumiv1.Program {
 	p := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	p.Program = pulumiv1.ProgramSpec{

@@ -50,6 +50,12 @@ var AllScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, Scena
 // manager, and shards, which replaces it with two.
 var DefaultScenarios = []string{ScenarioFloor, ScenarioLatency, ScenarioFleet, ScenarioResync, ScenarioIdle, ScenarioGit}
 
+// Where the fleet's Stacks keep their state (BENCH_FLEET_BACKEND).
+const (
+	FleetBackendNamespace = "namespace"
+	FleetBackendStack     = "stack"
+)
+
 // Namespaces of the scenarios.
 const (
 	nsLatency = "bench-latency"
@@ -99,6 +105,13 @@ type Config struct {
 	// bakeTime.
 	RolloutN    int
 	RolloutBake time.Duration
+	// Program is the program's shape (ProgramShapes) of the floors, latency, fleet, faulty
+	// and shards scenarios.
+	Program string
+	// FleetBackend is where the fleet's Stacks keep their state: "namespace" (the
+	// namespace's default file:// backend, shared) or "stack" (a file:// backend of its
+	// own, under the namespace's state directory).
+	FleetBackend string
 	// RestartChanges is how many fleet Stacks the restart scenario changes after the start.
 	RestartChanges int
 	// ShardsN is the shards scenario's fleet, split over its two managers.
@@ -154,6 +167,18 @@ func (c *Config) defaults() error {
 	}
 	if c.has(ScenarioRestart) && !c.has(ScenarioFleet) {
 		return errors.New("scenario restart restarts the manager of the fleet: add fleet")
+	}
+	if c.Program == "" {
+		c.Program = ProgramFiles
+	}
+	if !slices.Contains(ProgramShapes, c.Program) {
+		return fmt.Errorf("unknown program %q: want one of %v", c.Program, ProgramShapes)
+	}
+	if c.FleetBackend == "" {
+		c.FleetBackend = FleetBackendNamespace
+	}
+	if c.FleetBackend != FleetBackendNamespace && c.FleetBackend != FleetBackendStack {
+		return fmt.Errorf("unknown fleet backend %q: want %s or %s", c.FleetBackend, FleetBackendNamespace, FleetBackendStack)
 	}
 	if c.RestartChanges <= 0 {
 		c.RestartChanges = 20
@@ -353,7 +378,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 
-	eng, err := newFloorEnv(cfg.Bin, filepath.Join(b.work, "floor"))
+	eng, err := newFloorEnv(cfg.Bin, filepath.Join(b.work, "floor"), cfg.Program)
 	if err != nil {
 		return err
 	}
@@ -441,7 +466,11 @@ func (b *bench) header(started time.Time, m machine, pulumi string) string {
 	}
 	rows = append(rows,
 		[]string{"manager", "`" + filepath.Base(b.cfg.Manager) + " " + strings.Join(redactArgs(b.mgr.args, b.work), " ") + "`"},
-		[]string{"program", "3 resources (stackwright-testing Random + 2 Files), one Program per Stack (templates: see its section)"},
+		[]string{"program", programDescription(b.cfg.Program) + ", one Program per Stack (faulty, rollout and templates: 3 resources, see their sections)"},
+		[]string{"fleet state", map[string]string{
+			FleetBackendNamespace: "the namespace's file:// backend, shared by its Stacks",
+			FleetBackendStack:     "a file:// backend per Stack, under the namespace's state directory",
+		}[b.cfg.FleetBackend]},
 	)
 	s.WriteString(table([]string{"run", ""}, rows))
 	return s.String()

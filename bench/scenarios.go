@@ -94,7 +94,7 @@ func (b *bench) runLatency(ctx context.Context) error {
 		name := fmt.Sprintf("latency-%02d", i)
 		files := filepath.Join(b.work, "files", nsLatency, name)
 		t0 := time.Now()
-		if err := b.cluster.client.Create(ctx, benchProgram(nsLatency, name)); err != nil {
+		if err := b.cluster.client.Create(ctx, programFor(nsLatency, name, b.cfg.Program)); err != nil {
 			return fmt.Errorf("failed to create Program %s: %w", name, err)
 		}
 		if err := b.cluster.client.Create(ctx, benchStack(nsLatency, name, name, files)); err != nil {
@@ -203,10 +203,14 @@ func (b *bench) runFleet(ctx context.Context) error {
 	t0 := time.Now()
 	b.say("fleet: creating %d Programs and Stacks with %d workers (timeout %s)", n, b.cfg.CreateWorkers, timeout.Round(time.Second))
 	err = b.forAll(ctx, "create", names, func(name string) error {
-		if err := b.cluster.client.Create(ctx, benchProgram(nsFleet, name)); err != nil {
+		if err := b.cluster.client.Create(ctx, programFor(nsFleet, name, b.cfg.Program)); err != nil {
 			return err
 		}
-		return b.cluster.client.Create(ctx, benchStack(nsFleet, name, name, filepath.Join(b.work, "files", nsFleet, name)))
+		st := benchStack(nsFleet, name, name, filepath.Join(b.work, "files", nsFleet, name))
+		if b.cfg.FleetBackend == FleetBackendStack {
+			st.Spec.Backend = "file://" + filepath.Join(b.mgrOpts.dataDir, "state", nsFleet, "stacks", name)
+		}
+		return b.cluster.client.Create(ctx, st)
 	})
 	creation := time.Since(t0)
 	if err != nil {
@@ -307,8 +311,8 @@ func (b *bench) runFleet(ctx context.Context) error {
 		rows = append(rows, []string{"failed Updates by reason", mapString(failedReasons)})
 	}
 	rows = append(rows, costRows(before, after)...)
-	body := fmt.Sprintf("N Stacks, each with its own Program (same 3 resources, own STACKWRIGHT_TESTING_ROOT), created at once "+
-		"by %d concurrent clients; times are since the first create. `--max-concurrent-updates %d`.\n\n", b.cfg.CreateWorkers, par) +
+	body := fmt.Sprintf("N Stacks, each with its own Program (%s, own STACKWRIGHT_TESTING_ROOT), created at once "+
+		"by %d concurrent clients; times are since the first create. `--max-concurrent-updates %d`.\n\n", programDescription(b.cfg.Program), b.cfg.CreateWorkers, par) +
 		table([]string{"fleet", ""}, rows)
 	if !b.fleetReady {
 		body += "\n" + b.notReady(nsFleet, names)

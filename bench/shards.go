@@ -237,7 +237,7 @@ func (b *bench) runShards(ctx context.Context) error {
 	t0 := time.Now()
 	b.say("shards: creating %d Programs and Stacks, %d labelled a and %d b (timeout %s)", n, count["a"], count["b"], timeout.Round(time.Second))
 	err = b.forAll(sctx, "create", names, func(name string) error {
-		if err := b.cluster.client.Create(sctx, benchProgram(nsShards, name)); err != nil {
+		if err := b.cluster.client.Create(sctx, programFor(nsShards, name, b.cfg.Program)); err != nil {
 			return err
 		}
 		st := benchStack(nsShards, name, name, filepath.Join(b.work, "files", nsShards, name))

@@ -41,6 +41,8 @@ func run() error {
 	fs.IntVar(&cfg.SecretsN, "secrets-n", envInt("BENCH_SECRETS_N", 10000), "Unrelated 10 KiB Secrets the secrets scenario creates (BENCH_SECRETS_N).")
 	fs.IntVar(&cfg.RolloutN, "rollout-n", envInt("BENCH_ROLLOUT_N", 0), "Stacks of the rollout scenario; 0 means N (BENCH_ROLLOUT_N).")
 	fs.DurationVar(&cfg.RolloutBake, "rollout-bake", envDuration("BENCH_ROLLOUT_BAKE", 0), "bakeTime of the rollout scenario's StackRollout (BENCH_ROLLOUT_BAKE).")
+	fs.StringVar(&cfg.Program, "program", envString("BENCH_PROGRAM", bench.ProgramFiles), "Program of the floors, latency, fleet and shards: files (3 resources) or file (1 File, no secret output) (BENCH_PROGRAM).")
+	fs.StringVar(&cfg.FleetBackend, "fleet-backend", envString("BENCH_FLEET_BACKEND", bench.FleetBackendNamespace), "Fleet Stacks' state: namespace (the namespace's shared file:// backend) or stack (one file:// backend each) (BENCH_FLEET_BACKEND).")
 	fs.IntVar(&cfg.RestartChanges, "restart-changes", envInt("BENCH_RESTART_CHANGES", 20), "Fleet Stacks the restart scenario changes 5 s after the manager's new start (BENCH_RESTART_CHANGES).")
 	fs.IntVar(&cfg.ShardsN, "shards-n", envInt("BENCH_SHARDS_N", 2000), "Stacks of the shards scenario, split over its two managers (BENCH_SHARDS_N).")
 	fs.IntVar(&cfg.FloorRuns, "floor-runs", envInt("BENCH_FLOOR_N", 10), "Engine runs in each floor batch (BENCH_FLOOR_N).")
