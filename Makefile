@@ -99,6 +99,23 @@ images: tools build ## Write the stackwright, stackwright-runner and pause image
 	CGO_ENABLED=0 go build -ldflags "-s -w" -o $(BIN)/pause ./hack/pause
 	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --pause $(BIN)/pause $(foreach s,versitygw source-controller notification-controller,$(if $(wildcard $(BIN)/$(s)),--$(s) $(BIN)/$(s)))
 
+# make release: every platform's binaries are cross-compiled into bin/linux-<arch>.
+RELEASE_PLATFORMS ?= amd64 arm64
+# SPDX expression for org.opencontainers.image.licenses; NOASSERTION until the project has
+# chosen a licence.
+RELEASE_LICENSES ?= NOASSERTION
+
+.PHONY: release
+release: tools ## Build the manager and runner images for RELEASE_PLATFORMS as multi-arch indexes, push them, their SBOMs and the chart to REGISTRY, and pin dist/release/VERSION/install.yaml to their digests (VERSION=vX.Y.Z REGISTRY=host[/path]; PLAIN_HTTP=1 for a registry without TLS).
+	@test -n "$(REGISTRY)" || { echo 'make release: set REGISTRY=host[:port][/path] (and VERSION=vX.Y.Z)'; exit 2; }
+	@set -e; for arch in $(RELEASE_PLATFORMS); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/linux-$$arch/ ./cmd/stackwright ./cmd/stackwright-reaper; \
+		TOOLS_GOARCH=$$arch hack/tools.sh pulumi pulumi-yaml unlock; \
+	done
+	go run ./hack/images release --version $(VERSION) --registry $(REGISTRY) --revision $$(git rev-parse HEAD) \
+		--licenses '$(RELEASE_LICENSES)' --helm $(BIN)/helm $(if $(PLAIN_HTTP),--plain-http) \
+		$(foreach a,$(RELEASE_PLATFORMS),--platform linux/$(a)=$(BIN)/linux-$(a))
+
 .PHONY: images-testing
 images-testing: tools build ## Write the end-to-end tests' image (the release files and the test provider) into dist/ as stackwright-testing-VERSION.tar; never deploy it.
 	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --testing

@@ -1,11 +1,13 @@
 package image
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -85,16 +87,20 @@ func (b *Builder) build(s Spec) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	fileEntries, err := specEntries(s, baseEntries)
+	lowerEntries, err := specEntries(Spec{Files: s.Lower}, baseEntries)
+	if err != nil {
+		return Image{}, err
+	}
+	fileEntries, err := specEntries(s, append(slices.Clone(baseEntries), lowerEntries...))
 	if err != nil {
 		return Image{}, err
 	}
 	created := v1.Time{Time: b.epoch}
-	adds := make([]mutate.Addendum, 0, 2)
+	adds := make([]mutate.Addendum, 0, 3)
 	for _, l := range []struct {
 		what    string
 		entries []entry
-	}{{"base", baseEntries}, {"files", fileEntries}} {
+	}{{"base", baseEntries}, {"lower", lowerEntries}, {"files", fileEntries}} {
 		if len(l.entries) == 0 {
 			continue
 		}
@@ -121,7 +127,7 @@ func (b *Builder) build(s Spec) (Image, error) {
 	cf = cf.DeepCopy()
 	cf.Created = created
 	cf.OS = "linux"
-	cf.Architecture = runtime.GOARCH
+	cf.Architecture = cmp.Or(s.Arch, runtime.GOARCH)
 	cf.Config = v1.Config{
 		User:       s.User,
 		Env:        s.Env,
@@ -133,6 +139,9 @@ func (b *Builder) build(s Spec) (Image, error) {
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
 		return Image{}, fmt.Errorf("failed to set config: %w", err)
+	}
+	if len(s.Annotations) > 0 {
+		img = mutate.Annotations(img, s.Annotations).(v1.Image)
 	}
 	return Image{Ref: ref, Image: img}, nil
 }
