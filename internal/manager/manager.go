@@ -67,9 +67,13 @@ import (
 	"github.com/stackwright/stackwright/internal/version"
 )
 
-// RunnerImageEnv, when set in the manager's environment (the release images set it), is
-// the default of --runner-image.
+// RunnerImageEnv, when set in the manager's environment, is the default of --runner-image:
+// a release's manager image sets it to the runner image of the same release, by digest.
 const RunnerImageEnv = "STACKWRIGHT_RUNNER_IMAGE"
+
+func defaultRunnerImage() string {
+	return cmp.Or(os.Getenv(RunnerImageEnv), "localhost/stackwright-runner:"+version.Version)
+}
 
 // Options are the manager's command-line settings.
 type Options struct {
@@ -207,26 +211,25 @@ func DefaultOptions() *Options {
 		MetricsStackLabels:               true,
 		LeaderElectionID:                 "stackwright.dev",
 		Executor:                         "local",
-		// A release's manager image names the runner image of the same release, by digest.
-		RunnerImage:                  cmp.Or(os.Getenv(RunnerImageEnv), "localhost/stackwright-runner:"+version.Version),
-		RunnerPullPolicy:             string(corev1.PullIfNotPresent),
-		RunnerDeadline:               time.Hour,
-		RunnerPendingTimeout:         5 * time.Minute,
-		RunnerJobTTL:                 10 * time.Minute,
-		RunnerAPIAddr:                ":9443",
-		RunnerAPIService:             "stackwright-runner-api",
-		Namespace:                    os.Getenv("POD_NAMESPACE"),
-		DetachedRunnerServiceAccount: "stackwright-detached-runner",
-		MaxBackoff:                   24 * time.Hour,
-		StallAfter:                   3,
-		UpdateHistory:                10,
-		UpdateMaxAge:                 7 * 24 * time.Hour,
-		MaxArtifactBytes:             100 << 20,
-		ArtifactRetention:            time.Hour,
-		GitCacheRetention:            24 * time.Hour,
-		MaxGitFetchBytes:             git.DefaultCacheLimits.MaxFetchBytes,
-		MaxGitListBytes:              git.DefaultCacheLimits.MaxListBytes,
-		MaxGitCacheBytesPerNamespace: git.DefaultCacheLimits.MaxNamespaceBytes,
+		RunnerImage:                      defaultRunnerImage(),
+		RunnerPullPolicy:                 string(corev1.PullIfNotPresent),
+		RunnerDeadline:                   time.Hour,
+		RunnerPendingTimeout:             5 * time.Minute,
+		RunnerJobTTL:                     10 * time.Minute,
+		RunnerAPIAddr:                    ":9443",
+		RunnerAPIService:                 "stackwright-runner-api",
+		Namespace:                        os.Getenv("POD_NAMESPACE"),
+		DetachedRunnerServiceAccount:     "stackwright-detached-runner",
+		MaxBackoff:                       24 * time.Hour,
+		StallAfter:                       3,
+		UpdateHistory:                    10,
+		UpdateMaxAge:                     7 * 24 * time.Hour,
+		MaxArtifactBytes:                 100 << 20,
+		ArtifactRetention:                time.Hour,
+		GitCacheRetention:                24 * time.Hour,
+		MaxGitFetchBytes:                 git.DefaultCacheLimits.MaxFetchBytes,
+		MaxGitListBytes:                  git.DefaultCacheLimits.MaxListBytes,
+		MaxGitCacheBytesPerNamespace:     git.DefaultCacheLimits.MaxNamespaceBytes,
 	}
 }
 
