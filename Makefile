@@ -24,7 +24,7 @@ help: ## Show this help.
 
 ##@ Toolchain
 .PHONY: tools
-tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, test provider, stackwright-unlock, linters, helm, promtool, krew, versitygw, fake-gcs-server; Azurite with npm) into ./bin.
+tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, test provider, stackwright-unlock, linters, helm, promtool, krew, versitygw, fake-gcs-server, the distribution registry; Azurite with npm) into ./bin.
 	@hack/tools.sh
 
 ##@ Development

@@ -118,8 +118,8 @@ tool_spec() {
 	esac
 }
 
-all_tools=(k8s pulumi pulumi-yaml provider unlock controller-gen golangci-lint helm promtool krew versitygw fake-gcs-server azurite)
-cluster_tools=(k8s k8s-node containerd versitygw source-controller notification-controller registry)
+all_tools=(k8s pulumi pulumi-yaml provider unlock controller-gen golangci-lint helm promtool krew versitygw fake-gcs-server registry azurite)
+cluster_tools=(k8s k8s-node containerd versitygw source-controller notification-controller)
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=("${all_tools[@]}")
 if [ "${tools[0]}" = cluster ]; then
