@@ -175,7 +175,8 @@ for tool in "${tools[@]}"; do
 	fi
 	start=$(date +%s)
 	# shellcheck disable=SC2086 # pkgs is a list of package paths
-	(cd "$root/$dir" && go build -tags "$tags" -ldflags "-s -w $ldflags" -o "$bin/" $pkgs)
+	# Cross-compiled tools go into release images: no build paths in them.
+	(cd "$root/$dir" && go build ${TOOLS_GOARCH:+-trimpath} -tags "$tags" -ldflags "-s -w $ldflags" -o "$bin/" $pkgs)
 	echo "$stamp" >"$stamps/$tool"
 	echo "tools: built $tool ($bins) in $(($(date +%s) - start))s"
 done

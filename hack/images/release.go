@@ -88,7 +88,7 @@ func release(args []string) error {
 	flags.StringVar(&o.registry, "registry", "", "registry and path to push to: images go to <registry>/stackwright and <registry>/stackwright-runner, the chart to oci://<registry>/charts/stackwright")
 	flags.StringVar(&o.revision, "revision", "", "source revision (commit) for the org.opencontainers.image.revision annotation")
 	flags.StringVar(&o.source, "source", source, "source repository URL (org.opencontainers.image.source)")
-	flags.StringVar(&o.licenses, "licenses", "NOASSERTION", "SPDX license expression of the images (org.opencontainers.image.licenses)")
+	flags.StringVar(&o.licenses, "licenses", "", "SPDX license expression of the images (org.opencontainers.image.licenses and the SBOM); empty leaves both out")
 	flags.Var(platformFlag(o.platforms), "platform", "linux/<arch>=<directory of that architecture's static binaries>; repeat for each platform of the images")
 	flags.StringVar(&o.chart, "chart", "charts/stackwright", "Helm chart directory")
 	flags.StringVar(&o.install, "install", "deploy/install.yaml", "install.yaml to pin to the pushed digests")
@@ -110,6 +110,12 @@ func release(args []string) error {
 	if o.out == "" {
 		o.out = filepath.Join("dist", "release", o.version)
 	}
+	// Absolute, so that release.json's paths hold from any directory.
+	out, err := filepath.Abs(o.out)
+	if err != nil {
+		return err
+	}
+	o.out = out
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	r, err := o.run(ctx)
@@ -136,6 +142,11 @@ func (o releaseOptions) run(ctx context.Context) (*Release, error) {
 	}
 	defer os.RemoveAll(scratch)
 	b := image.NewBuilder(scratch, epoch)
+	if _, err := os.Stat(b.CABundle); err != nil {
+		// make images only warns; a released image without it would trust no TLS server
+		// (S3, git over https, registries).
+		return nil, fmt.Errorf("failed to find the CA bundle the images ship (%s): %w", b.CABundle, err)
+	}
 	opts := []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
 	var nameOpts []name.Option
 	if o.plainHTTP {
@@ -143,7 +154,9 @@ func (o releaseOptions) run(ctx context.Context) (*Release, error) {
 	}
 	annotations := func(title, description string) map[string]string {
 		a := labels(title, o.version, description)
-		a["org.opencontainers.image.licenses"] = o.licenses
+		if o.licenses != "" {
+			a["org.opencontainers.image.licenses"] = o.licenses
+		}
 		a["org.opencontainers.image.source"] = o.source
 		a["org.opencontainers.image.created"] = epoch.Format(time.RFC3339)
 		if o.revision != "" {
@@ -163,16 +176,16 @@ func (o releaseOptions) run(ctx context.Context) (*Release, error) {
 		var images []image.Image
 		var bins []sbom.Binary
 		var platforms []string
+		var description string
 		for _, arch := range slices.Sorted(maps.Keys(o.platforms)) {
 			s, err := specFor(arch)
 			if err != nil {
 				return ReleasedImage{}, err
 			}
 			s.Ref = ref.String()
-			for k, v := range annotations(title, s.Labels["org.opencontainers.image.description"]) {
-				s.Labels[k] = v
-			}
-			s.Annotations = annotations(title, s.Labels["org.opencontainers.image.description"])
+			description = s.Labels["org.opencontainers.image.description"]
+			s.Annotations = annotations(title, description)
+			maps.Copy(s.Labels, s.Annotations)
 			img, err := b.Build(s)
 			if err != nil {
 				return ReleasedImage{}, err
@@ -183,7 +196,7 @@ func (o releaseOptions) run(ctx context.Context) (*Release, error) {
 				bins = append(bins, sbom.Binary{File: f.Source, Path: f.Path, Platform: "linux/" + arch})
 			}
 		}
-		idx, err := image.Index(images, annotations(title, ""))
+		idx, err := image.Index(images, annotations(title, description))
 		if err != nil {
 			return ReleasedImage{}, err
 		}

@@ -62,7 +62,7 @@ func TestRelease_Run_PushesIndexesSBOMsChartAndPinnedInstall(t *testing.T) {
 	t.Setenv("HELM_DATA_HOME", t.TempDir())
 	t.Setenv("HELM_REGISTRY_CONFIG", filepath.Join(t.TempDir(), "registry.json"))
 	o := releaseOptions{
-		version: "v1.2.3-rc.1", registry: reg.Host + "/acme", revision: "0123abcd", source: source, licenses: "NOASSERTION",
+		version: "v1.2.3-rc.1", registry: reg.Host + "/acme", revision: "0123abcd", source: source, licenses: "Apache-2.0",
 		platforms: map[string]string{"amd64": standIns(t, "amd64"), "arm64": standIns(t, "arm64")},
 		chart:     filepath.Join(root, "charts", "stackwright"), install: filepath.Join(root, "deploy", "install.yaml"),
 		helm: filepath.Join(bin, "helm"), out: t.TempDir(), plainHTTP: true,
@@ -110,7 +110,7 @@ func TestRelease_Run_PushesIndexesSBOMsChartAndPinnedInstall(t *testing.T) {
 			}
 			mf, _ := pi.Manifest()
 			want := map[string]string{"org.opencontainers.image.version": "v1.2.3-rc.1", "org.opencontainers.image.revision": "0123abcd",
-				"org.opencontainers.image.source": source, "org.opencontainers.image.licenses": "NOASSERTION"}
+				"org.opencontainers.image.source": source, "org.opencontainers.image.licenses": "Apache-2.0"}
 			for k, v := range want {
 				if mf.Annotations[k] != v || cf.Config.Labels[k] != v {
 					t.Errorf("%s %s: annotation/label %s = %q/%q, want %q", img.Ref, m.Platform, k, mf.Annotations[k], cf.Config.Labels[k], v)
@@ -207,5 +207,64 @@ func TestPinValues_RefusesAChartItDoesNotRecognise(t *testing.T) {
 	_, err := pinValues([]byte("image:\n  repository: other/stackwright\n"), "r", "sha256:a", "sha256:b")
 	if err == nil || !strings.Contains(err.Error(), "found 0 times") {
 		t.Errorf("err = %v, want a refusal naming the line it did not find", err)
+	}
+}
+
+// pinInstall rewrites the manager Deployment only: every other document of install.yaml is
+// kept byte for byte, and the Deployment differs only in image, arguments and nothing else.
+func TestPinInstall_ChangesOnlyTheManagersImages(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.ReadFile(filepath.Join(root, "deploy", "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mgr, runner = "r.example/sw/stackwright@sha256:aa", "r.example/sw/stackwright-runner@sha256:bb"
+	out, err := pinInstall(in, mgr, runner, "v9.9.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := func(b []byte) []string { return strings.Split(string(b), "\n---\n") }
+	before, after := split(in), split(out)
+	if len(before) != len(after) {
+		t.Fatalf("%d documents in, %d out", len(before), len(after))
+	}
+	deployments := 0
+	for i := range before {
+		var head struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(before[i]), &head); err != nil || head.Kind != "Deployment" {
+			want := before[i]
+			if i == 0 {
+				// The header comment names the release instead of the generator.
+				want = want[strings.Index(want, "\napiVersion:")+1:]
+				if got := after[0][strings.Index(after[0], "\napiVersion:")+1:]; got != want {
+					t.Errorf("document 0 changed")
+				}
+				continue
+			}
+			if after[i] != want {
+				t.Errorf("document %d (%s) changed", i, head.Kind)
+			}
+			continue
+		}
+		deployments++
+		var was, is appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(before[i]), &was); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal([]byte(after[i]), &is); err != nil {
+			t.Fatal(err)
+		}
+		c := &was.Spec.Template.Spec.Containers[0]
+		c.Image = mgr
+		c.Args = append(slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--runner-image=") }), "--runner-image="+runner)
+		if diff := cmp.Diff(was, is); diff != "" {
+			t.Errorf("the Deployment changed beyond its images (-want +got):\n%s", diff)
+		}
+	}
+	if deployments != 1 {
+		t.Errorf("%d Deployments, want the manager's", deployments)
 	}
 }

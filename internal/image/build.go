@@ -40,8 +40,9 @@ type Builder struct {
 	layers  map[string]v1.Layer
 }
 
-// NewBuilder returns a Builder that writes layers under scratch and stamps every file and
-// the image creation time with epoch (see SourceDateEpoch).
+// NewBuilder returns a Builder that writes layers under scratch and stamps the images'
+// creation time and history with epoch (see SourceDateEpoch); files in layers carry the
+// Unix epoch whatever epoch is.
 func NewBuilder(scratch string, epoch time.Time) *Builder {
 	return &Builder{
 		CABundle: HostCABundle,
@@ -156,7 +157,10 @@ func (b *Builder) layer(entries []entry) (v1.Layer, error) {
 	if l, ok := b.layers[key]; ok {
 		return l, nil
 	}
-	l, err := writeLayer(b.scratch, b.epoch, entries)
+	// Layer entries carry the Unix epoch, not b.epoch: a layer's digest then depends on its
+	// files alone, so a release whose engine did not change reuses the engine's layer
+	// (stored once in a registry, pulled once by a node) although its time is another.
+	l, err := writeLayer(b.scratch, time.Unix(0, 0).UTC(), entries)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -105,14 +106,18 @@ func TestDefaultOptions_RunnerImage_FromTheImagesEnvironment(t *testing.T) {
 	const pinned = "registry.example/stackwright-runner@sha256:0123456789012345678901234567890123456789012345678901234567890123"
 	tests := []struct {
 		name, env, want string
+		unset           bool
 	}{
-		{name: "UnsetIsTheLocalImageOfThisVersion", want: "localhost/stackwright-runner:" + version.Version},
+		{name: "UnsetIsTheLocalImageOfThisVersion", unset: true, want: "localhost/stackwright-runner:" + version.Version},
 		{name: "EmptyIsUnset", env: "", want: "localhost/stackwright-runner:" + version.Version},
 		{name: "ReleaseImageNamesItsRunnerByDigest", env: pinned, want: pinned},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv(RunnerImageEnv, tt.env)
+			if tt.unset {
+				os.Unsetenv(RunnerImageEnv) // t.Setenv restores it afterwards
+			}
 			if got := DefaultOptions().RunnerImage; got != tt.want {
 				t.Errorf("RunnerImage = %q, want %q", got, tt.want)
 			}

@@ -108,7 +108,7 @@ func binaryComponent(b Binary) (cdx.Component, cdx.Dependency, error) {
 		return cdx.Component{}, cdx.Dependency{}, err
 	}
 	ref := b.Platform + ":" + b.Path
-	main := module(&info.Main)
+	main := mainModule(info)
 	c := cdx.Component{
 		BOMRef:     ref,
 		Type:       cdx.ComponentTypeApplication,
@@ -121,7 +121,11 @@ func binaryComponent(b Binary) (cdx.Component, cdx.Dependency, error) {
 		{Name: "oci:platform", Value: b.Platform},
 		{Name: "oci:path", Value: b.Path},
 		{Name: "go:module", Value: main.Path},
+		{Name: "go:package", Value: info.Path},
 		{Name: "go:version", Value: info.GoVersion},
+	}
+	if info.Main.Path != main.Path {
+		props = append(props, cdx.Property{Name: "go:build-module", Value: info.Main.Path})
 	}
 	for _, s := range info.Settings {
 		// What the binary was built from and for; other settings (flags, tags) say little
@@ -161,6 +165,31 @@ func binaryComponent(b Binary) (cdx.Component, cdx.Dependency, error) {
 		c.Components = &mods
 	}
 	return c, cdx.Dependency{Ref: ref, Dependencies: &refs}, nil
+}
+
+// mainModule is the module the binary's main package comes from. For a binary built from
+// its own module that is the main module; for a tool built through a wrapper module that
+// only requires it (hack/tools/<tool>, whose main module is "(devel)"), it is the
+// dependency whose path is the longest prefix of the main package's.
+func mainModule(info *buildinfo.BuildInfo) *debug.Module {
+	if inModule(info.Path, info.Main.Path) {
+		return module(&info.Main)
+	}
+	var best *debug.Module
+	for _, d := range info.Deps {
+		if inModule(info.Path, d.Path) && (best == nil || len(d.Path) > len(best.Path)) {
+			best = d
+		}
+	}
+	if best == nil {
+		return module(&info.Main)
+	}
+	return module(best)
+}
+
+// inModule says whether package pkg belongs to module mod (by path).
+func inModule(pkg, mod string) bool {
+	return mod != "" && (pkg == mod || strings.HasPrefix(pkg, mod+"/"))
 }
 
 // module is the module actually linked: the replacement, when there is one.

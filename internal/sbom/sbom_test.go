@@ -2,11 +2,13 @@ package sbom
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +135,50 @@ func TestPurl_EscapesSegmentsAndVersion(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := purl(tt.path, tt.version); got != tt.want {
 				t.Errorf("purl = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMainModule_IsTheModuleOfTheMainPackage(t *testing.T) {
+	pulumi := &debug.Module{Path: "github.com/pulumi/pulumi/pkg/v3", Version: "v3.259.0"}
+	sdk := &debug.Module{Path: "github.com/pulumi/pulumi/sdk/v3", Version: "v3.259.0"}
+	tests := []struct {
+		name string
+		info buildinfo.BuildInfo
+		want string
+	}{
+		{
+			name: "OwnModule",
+			info: buildinfo.BuildInfo{Path: "github.com/stackwright/stackwright/cmd/stackwright", Main: debug.Module{Path: "github.com/stackwright/stackwright", Version: "(devel)"}, Deps: []*debug.Module{sdk}},
+			want: "github.com/stackwright/stackwright@(devel)",
+		},
+		{
+			name: "ToolBuiltThroughAWrapperModule",
+			info: buildinfo.BuildInfo{Path: "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi", Main: debug.Module{Path: "stackwright.dev/hack/tools/pulumi", Version: "(devel)"}, Deps: []*debug.Module{sdk, pulumi}},
+			want: "github.com/pulumi/pulumi/pkg/v3@v3.259.0",
+		},
+		{
+			name: "LongestPrefixWins",
+			info: buildinfo.BuildInfo{Path: "example.com/a/b/cmd/x", Main: debug.Module{Path: "wrapper"}, Deps: []*debug.Module{{Path: "example.com/a", Version: "v1"}, {Path: "example.com/a/b", Version: "v2"}}},
+			want: "example.com/a/b@v2",
+		},
+		{
+			name: "ReplacedDependencyIsTheReplacement",
+			info: buildinfo.BuildInfo{Path: "example.com/m/cmd", Main: debug.Module{Path: "wrapper"}, Deps: []*debug.Module{{Path: "example.com/m", Version: "v1", Replace: &debug.Module{Path: "example.com/fork", Version: "v1.1"}}}},
+			want: "example.com/fork@v1.1",
+		},
+		{
+			name: "NoModuleOwnsThePackage",
+			info: buildinfo.BuildInfo{Path: "command-line-arguments", Main: debug.Module{Path: "wrapper", Version: "(devel)"}},
+			want: "wrapper@(devel)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := mainModule(&tt.info)
+			if got := m.Path + "@" + m.Version; got != tt.want {
+				t.Errorf("main module = %s, want %s", got, tt.want)
 			}
 		})
 	}
