@@ -213,7 +213,7 @@ func (o releaseOptions) run(ctx context.Context) (*Release, error) {
 		if err := os.WriteFile(out.SBOM, doc, 0o644); err != nil {
 			return ReleasedImage{}, err
 		}
-		sd, err := image.PushArtifact(ctx, ref.Repository.Tag(o.version+".sbom"), image.Artifact{
+		sd, err := image.PushArtifact(ctx, ref.Tag(o.version+".sbom"), image.Artifact{
 			ArtifactType: sbom.MediaType, Data: doc, Title: title + ".cdx.json", Subject: desc,
 			Annotations: map[string]string{"org.opencontainers.image.created": epoch.Format(time.RFC3339)},
 		}, opts...)

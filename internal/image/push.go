@@ -20,7 +20,7 @@ import (
 // Index makes one OCI image index of images, each entry carrying its image's platform
 // (linux and the config's architecture), with annotations on the index itself.
 func Index(images []Image, annotations map[string]string) (v1.ImageIndex, error) {
-	var idx v1.ImageIndex = mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	adds := make([]mutate.IndexAddendum, 0, len(images))
 	seen := map[string]bool{}
 	for _, img := range images {

@@ -83,14 +83,14 @@ func TestPushIndex_TwoPlatformsAndAnArtifactThatRefersToThem(t *testing.T) {
 	}
 
 	doc := []byte(`{"bomFormat":"CycloneDX"}`)
-	sbomTag := ref.Repository.Tag("v1.2.3.sbom")
+	sbomTag := ref.Tag("v1.2.3.sbom")
 	artDigest, err := PushArtifact(ctx, sbomTag, Artifact{
 		ArtifactType: "application/vnd.cyclonedx+json", Data: doc, Title: "sbom.cdx.json", Subject: desc,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs, err := remote.Referrers(ref.Repository.Digest(desc.Digest.String()))
+	refs, err := remote.Referrers(ref.Digest(desc.Digest.String()))
 	if err != nil {
 		t.Fatalf("list the index's referrers: %v", err)
 	}

@@ -92,7 +92,7 @@ http:
 	go func() { exited <- cmd.Wait() }()
 	stop := func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		_ = <-exited // killed: the exit status says nothing
 		logFile.Close()
 	}
 	r := &Registry{Host: addr, Log: logPath}
@@ -118,7 +118,7 @@ func (r *Registry) waitReady(exited <-chan error) error {
 		}
 		select {
 		case err := <-exited:
-			return fmt.Errorf("exited: %v", err)
+			return fmt.Errorf("exited: %w", err)
 		case <-ctx.Done():
 			return errors.New("no answer on /v2/ within 30s")
 		case <-time.After(50 * time.Millisecond):
