@@ -88,15 +88,20 @@ http:
 		logFile.Close()
 		return nil, nil, fmt.Errorf("failed to start the registry: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed once the process is reaped; waitErr is its exit status then.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
 	stop := func() {
 		_ = cmd.Process.Kill()
-		_ = <-exited // killed: the exit status says nothing
+		<-exited
 		logFile.Close()
 	}
 	r := &Registry{Host: addr, Log: logPath}
-	if err := r.waitReady(exited); err != nil {
+	if err := r.waitReady(exited, &waitErr); err != nil {
 		stop()
 		b, _ := os.ReadFile(logPath)
 		return nil, nil, fmt.Errorf("failed to start the registry: %w; its log:\n%s", err, b)
@@ -104,7 +109,7 @@ http:
 	return r, stop, nil
 }
 
-func (r *Registry) waitReady(exited <-chan error) error {
+func (r *Registry) waitReady(exited <-chan struct{}, waitErr *error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
@@ -117,8 +122,8 @@ func (r *Registry) waitReady(exited <-chan error) error {
 			}
 		}
 		select {
-		case err := <-exited:
-			return fmt.Errorf("exited: %w", err)
+		case <-exited:
+			return fmt.Errorf("exited: %w", *waitErr)
 		case <-ctx.Done():
 			return errors.New("no answer on /v2/ within 30s")
 		case <-time.After(50 * time.Millisecond):
