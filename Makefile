@@ -24,7 +24,7 @@ help: ## Show this help.
 
 ##@ Toolchain
 .PHONY: tools
-tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, test provider, stackwright-unlock, linters, helm, promtool, krew, versitygw, fake-gcs-server; Azurite with npm) into ./bin.
+tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, test provider, stackwright-unlock, linters, helm, promtool, krew, versitygw, fake-gcs-server, the distribution registry; Azurite with npm) into ./bin.
 	@hack/tools.sh
 
 ##@ Development
@@ -99,6 +99,27 @@ images: tools build ## Write the stackwright, stackwright-runner and pause image
 	CGO_ENABLED=0 go build -ldflags "-s -w" -o $(BIN)/pause ./hack/pause
 	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --pause $(BIN)/pause $(foreach s,versitygw source-controller notification-controller,$(if $(wildcard $(BIN)/$(s)),--$(s) $(BIN)/$(s)))
 
+# make release: every platform's binaries are cross-compiled into bin/linux-<arch>.
+RELEASE_PLATFORMS ?= amd64 arm64
+# SPDX expression for org.opencontainers.image.licenses and the SBOMs; empty (left out)
+# until the project has chosen a licence.
+RELEASE_LICENSES ?=
+
+.PHONY: release-binaries
+release-binaries: tools ## Cross-compile the images' binaries for RELEASE_PLATFORMS into bin/linux-<arch> (make release does it first).
+	@set -e; for arch in $(RELEASE_PLATFORMS); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/linux-$$arch/ ./cmd/stackwright ./cmd/stackwright-reaper; \
+		TOOLS_GOARCH=$$arch hack/tools.sh pulumi pulumi-yaml unlock; \
+	done
+
+.PHONY: release
+release: release-binaries ## Build the manager and runner images for RELEASE_PLATFORMS as multi-arch indexes, push them, their SBOMs and the chart to REGISTRY, and pin dist/release/VERSION/install.yaml to their digests (VERSION=vX.Y.Z REGISTRY=host[/path]; PLAIN_HTTP=1 for a registry without TLS).
+	@case "$(origin VERSION)" in command\ line|environment) ;; *) echo 'make release: set VERSION=vX.Y.Z (and REGISTRY=host[:port][/path])'; exit 2;; esac
+	@test -n "$(REGISTRY)" || { echo 'make release: set REGISTRY=host[:port][/path]'; exit 2; }
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} go run ./hack/images release --version $(VERSION) --registry $(REGISTRY) \
+		--revision $$(git rev-parse HEAD) --licenses '$(RELEASE_LICENSES)' --helm $(BIN)/helm $(if $(PLAIN_HTTP),--plain-http) \
+		$(foreach a,$(RELEASE_PLATFORMS),--platform linux/$(a)=$(BIN)/linux-$(a))
+
 .PHONY: images-testing
 images-testing: tools build ## Write the end-to-end tests' image (the release files and the test provider) into dist/ as stackwright-testing-VERSION.tar; never deploy it.
 	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --testing
@@ -151,7 +172,7 @@ cluster-down: ## Stop the one-node cluster and remove its state, containers, mou
 	$(CLUSTER) down --bin $(BIN)
 
 .PHONY: e2e
-e2e: cluster ## End-to-end tests against the one-node cluster (make cluster): install with YAML and Helm, Stacks in Pods.
+e2e: cluster release-binaries ## End-to-end tests against the one-node cluster (make cluster): install with YAML and Helm, and from a registry (make release), Stacks in Pods.
 	$(CLUSTER) load --bin $(BIN) $(CLUSTER_IMAGES)
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) go test -tags e2e -count=1 -timeout 30m -parallel $(or $(E2E_PARALLEL),4) -v ./test/e2e/...
 

@@ -11,12 +11,20 @@
 # images (make images), which have no libc.
 #
 # Usage: hack/tools.sh [tool...]   (default: all tools; "cluster" adds the node's tools)
+#
+# TOOLS_GOARCH=<arch> cross-compiles the named tools for linux/<arch> into bin/linux-<arch>
+# instead (make release builds the engine that way for every platform of the images).
 set -euo pipefail
 export CGO_ENABLED=0
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
 stamps="$bin/.stamps"
+if [ -n "${TOOLS_GOARCH:-}" ]; then
+	export GOOS=linux GOARCH=$TOOLS_GOARCH
+	bin="$root/bin/linux-$TOOLS_GOARCH"
+	stamps="$root/bin/.stamps/linux-$TOOLS_GOARCH"
+fi
 mkdir -p "$stamps"
 
 k8s_version=v1.37.1
@@ -100,6 +108,9 @@ tool_spec() {
 	fake-gcs-server)
 		echo "hack/tools/fake-gcs-server|github.com/fsouza/fake-gcs-server|fake-gcs-server|"
 		;;
+	registry)
+		echo "hack/tools/registry|github.com/distribution/distribution/v3/cmd/registry|registry||"
+		;;
 	*)
 		echo "unknown tool: $1" >&2
 		return 1
@@ -107,7 +118,7 @@ tool_spec() {
 	esac
 }
 
-all_tools=(k8s pulumi pulumi-yaml provider unlock controller-gen golangci-lint helm promtool krew versitygw fake-gcs-server azurite)
+all_tools=(k8s pulumi pulumi-yaml provider unlock controller-gen golangci-lint helm promtool krew versitygw fake-gcs-server registry azurite)
 cluster_tools=(k8s k8s-node containerd versitygw source-controller notification-controller)
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=("${all_tools[@]}")
@@ -152,7 +163,7 @@ for tool in "${tools[@]}"; do
 	fi
 	IFS='|' read -r dir pkgs bins ldflags tags <<<"$(tool_spec "$tool")"
 	stamp=$( {
-		echo "$goversion|$CGO_ENABLED|$pkgs|$ldflags|$tags"
+		echo "$goversion|$CGO_ENABLED|$pkgs|$ldflags|$tags${TOOLS_GOARCH:+|$TOOLS_GOARCH}"
 		find "$root/$dir" -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print0 |
 			sort -z | xargs -0 sha256sum | sed "s|$root/||"
 	} | sha256sum | cut -d' ' -f1)
@@ -164,7 +175,8 @@ for tool in "${tools[@]}"; do
 	fi
 	start=$(date +%s)
 	# shellcheck disable=SC2086 # pkgs is a list of package paths
-	(cd "$root/$dir" && go build -tags "$tags" -ldflags "-s -w $ldflags" -o "$bin/" $pkgs)
+	# Cross-compiled tools go into release images: no build paths in them.
+	(cd "$root/$dir" && go build ${TOOLS_GOARCH:+-trimpath} -tags "$tags" -ldflags "-s -w $ldflags" -o "$bin/" $pkgs)
 	echo "$stamp" >"$stamps/$tool"
 	echo "tools: built $tool ($bins) in $(($(date +%s) - start))s"
 done

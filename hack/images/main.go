@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 
 	"github.com/stackwright/stackwright/internal/image"
 )
@@ -29,10 +30,14 @@ const (
 	notificationControllerModule = "github.com/fluxcd/notification-controller"
 )
 
-// binaries are what both release images ship: the operator, its reaper and lock remover,
-// the engine and the YAML language host (plugins are found on PATH, as none can be
-// downloaded at run time).
-var binaries = []string{"stackwright", "stackwright-reaper", "stackwright-unlock", "pulumi", "pulumi-language-yaml"}
+// What both product images ship: the operator, its reaper and lock remover (ownBinaries),
+// and the engine and the YAML language host (engineBinaries; plugins are found on PATH, as
+// none can be downloaded at run time). The engine changes only with its pinned version, so
+// it has a layer of its own that a new release of the operator does not touch.
+var (
+	ownBinaries    = []string{"stackwright", "stackwright-reaper", "stackwright-unlock"}
+	engineBinaries = []string{"pulumi", "pulumi-language-yaml"}
+)
 
 // testBinaries are added only to the testing image. The test provider has real side
 // effects (files, ConfigMaps written with the token of whatever Pod runs it), so a release
@@ -40,6 +45,13 @@ var binaries = []string{"stackwright", "stackwright-reaper", "stackwright-unlock
 var testBinaries = []string{"pulumi-resource-stackwright-testing"}
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "release" {
+		if err := release(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "Error:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	bin := flag.String("bin", "bin", "directory holding the static binaries")
 	out := flag.String("out", "dist", "directory to write the image archives to")
 	version := flag.String("version", "dev", "image tag and org.opencontainers.image.version")
@@ -81,50 +93,19 @@ func run(bin, out, version string, testing bool, pause string, servers []testSer
 		fmt.Fprintf(os.Stderr, "warning: no CA bundle at %s; the images will trust no TLS server\n", b.CABundle)
 	}
 
-	files, err := binaryFiles(bin, binaries)
+	manager, runner, err := productSpecs(bin, runtime.GOARCH, version, "localhost", nil)
 	if err != nil {
 		return err
 	}
-	env := []string{
-		"PATH=" + binDir,
-		"HOME=/tmp",
-		"PULUMI_SKIP_UPDATE_CHECK=true",
-		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true",
-	}
-	dirs := []image.Dir{{Path: dataDir, Mode: 0o755, UID: image.NonrootUID, GID: image.NonrootGID}}
-	specs := []archive{
-		{"stackwright-" + version + ".tar", image.Spec{
-			Ref:        "localhost/stackwright:" + version,
-			Files:      files,
-			Dirs:       dirs,
-			User:       nonrootUser,
-			Env:        env,
-			Entrypoint: []string{binDir + "/stackwright"},
-			Cmd:        []string{"manager"},
-			WorkingDir: "/tmp",
-			Labels:     labels("stackwright", version, "Stackwright: a Kubernetes operator that reconciles Pulumi stacks"),
-		}},
-		// No Cmd yet: the runner subcommand is still to come, and the executor that
-		// starts runner pods passes its arguments explicitly.
-		{"stackwright-runner-" + version + ".tar", image.Spec{
-			Ref:        "localhost/stackwright-runner:" + version,
-			Files:      files,
-			Dirs:       dirs,
-			User:       nonrootUser,
-			Env:        env,
-			Entrypoint: []string{binDir + "/stackwright"},
-			WorkingDir: "/tmp",
-			Labels:     labels("stackwright-runner", version, "Stackwright runner: runs one Pulumi engine operation for a Stack"),
-		}},
-	}
+	specs := []archive{{"stackwright-" + version + ".tar", manager}, {"stackwright-runner-" + version + ".tar", runner}}
 	if testing {
-		extra, err := binaryFiles(bin, testBinaries)
+		extra, err := binaryFiles(bin, runtime.GOARCH, testBinaries)
 		if err != nil {
 			return err
 		}
-		e2e := specs[0].spec
+		e2e := manager
 		e2e.Ref = "localhost/stackwright-testing:" + version
-		e2e.Files = append(files, extra...)
+		e2e.Files = append(slices.Clone(manager.Files), extra...)
 		e2e.Labels = labels("stackwright-testing", version, "Stackwright with its test provider, for the end-to-end tests only: never deploy it")
 		specs = []archive{{"stackwright-testing-" + version + ".tar", e2e}}
 	}
@@ -176,12 +157,61 @@ type archive struct {
 	spec image.Spec
 }
 
-// binaryFiles places the named static binaries of bin in the images' binary directory.
-func binaryFiles(bin string, names []string) ([]image.File, error) {
+// productSpecs are the manager and runner images for arch from the binaries in bin, named
+// repo/stackwright:version and repo/stackwright-runner:version; managerEnv is added to the
+// manager's environment.
+func productSpecs(bin, arch, version, repo string, managerEnv []string) (manager, runner image.Spec, err error) {
+	own, err := binaryFiles(bin, arch, ownBinaries)
+	if err != nil {
+		return manager, runner, err
+	}
+	engine, err := binaryFiles(bin, arch, engineBinaries)
+	if err != nil {
+		return manager, runner, err
+	}
+	env := []string{
+		"PATH=" + binDir,
+		"HOME=/tmp",
+		"PULUMI_SKIP_UPDATE_CHECK=true",
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true",
+	}
+	dirs := []image.Dir{{Path: dataDir, Mode: 0o755, UID: image.NonrootUID, GID: image.NonrootGID}}
+	manager = image.Spec{
+		Ref:        repo + "/stackwright:" + version,
+		Arch:       arch,
+		Lower:      engine,
+		Files:      own,
+		Dirs:       dirs,
+		User:       nonrootUser,
+		Env:        append(slices.Clone(env), managerEnv...),
+		Entrypoint: []string{binDir + "/stackwright"},
+		Cmd:        []string{"manager"},
+		WorkingDir: "/tmp",
+		Labels:     labels("stackwright", version, "Stackwright: a Kubernetes operator that reconciles Pulumi stacks"),
+	}
+	// No Cmd: the executor that starts runner Pods passes their arguments explicitly.
+	runner = image.Spec{
+		Ref:        repo + "/stackwright-runner:" + version,
+		Arch:       arch,
+		Lower:      engine,
+		Files:      own,
+		Dirs:       dirs,
+		User:       nonrootUser,
+		Env:        env,
+		Entrypoint: []string{binDir + "/stackwright"},
+		WorkingDir: "/tmp",
+		Labels:     labels("stackwright-runner", version, "Stackwright runner: runs one Pulumi engine operation for a Stack"),
+	}
+	return manager, runner, nil
+}
+
+// binaryFiles places the named static binaries of bin, built for arch, in the images'
+// binary directory.
+func binaryFiles(bin, arch string, names []string) ([]image.File, error) {
 	var files []image.File
 	for _, name := range names {
 		src := filepath.Join(bin, name)
-		if err := checkStatic(src); err != nil {
+		if err := checkStaticFor(src, arch); err != nil {
 			return nil, err
 		}
 		files = append(files, image.File{Source: src, Path: binDir + "/" + name, Mode: 0o755})
@@ -238,8 +268,11 @@ func labels(title, version, description string) map[string]string {
 // checkStatic refuses binaries that cannot run in the images, which have no libc or dynamic
 // loader: one linked dynamically (a build without CGO_ENABLED=0) would fail at exec with a
 // baffling "no such file or directory". It also refuses other architectures, since the
-// images are labelled with this program's.
-func checkStatic(path string) error {
+// images are labelled with the architecture they are built for.
+func checkStatic(path string) error { return checkStaticFor(path, runtime.GOARCH) }
+
+// checkStaticFor is checkStatic for an image of architecture arch (a GOARCH).
+func checkStaticFor(path, arch string) error {
 	f, err := elf.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("failed to open %s: %w (run `make images`, which builds it)", path, err)
@@ -248,8 +281,12 @@ func checkStatic(path string) error {
 		return fmt.Errorf("failed to read %s as an ELF binary: %w", path, err)
 	}
 	defer f.Close()
-	if want, ok := machines[runtime.GOARCH]; ok && f.Machine != want {
-		return fmt.Errorf("failed to check %s: built for %v, want %v (GOARCH=%s)", path, f.Machine, want, runtime.GOARCH)
+	want, ok := machines[arch]
+	if !ok {
+		return fmt.Errorf("failed to check %s: no image architecture %q (want one of amd64, arm64)", path, arch)
+	}
+	if f.Machine != want {
+		return fmt.Errorf("failed to check %s: built for %v, want %v (GOARCH=%s)", path, f.Machine, want, arch)
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"debug/elf"
 	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -24,20 +26,32 @@ func TestCheckStatic_CheckStatic_RefusesWhatCannotRunWithoutLibc(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	other := filepath.Join(dir, "pause-other")
+	otherArch := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
+	cmd = exec.Command("go", "build", "-o", other, "../pause")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+otherArch)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ../pause for %s: %v\n%s", otherArch, err, out)
+	}
+
 	tests := []struct {
 		name string
 		path string
+		arch string // "" for this program's
 		want string // "" for success
 		is   error
 	}{
 		{name: "static", path: static},
+		{name: "static for another architecture", path: other, want: "built for"},
+		{name: "static, checked for its own architecture", path: other, arch: otherArch},
+		{name: "an architecture images are not built for", path: static, arch: "riscv64", want: "no image architecture"},
 		{name: "dynamic", path: dynamicBinary(t), want: "dynamically linked"},
 		{name: "not ELF", path: text, want: "failed to read " + text + " as an ELF binary"},
 		{name: "missing", path: filepath.Join(dir, "nope"), want: "failed to open", is: fs.ErrNotExist},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkStatic(tt.path)
+			err := checkStaticFor(tt.path, cmp.Or(tt.arch, runtime.GOARCH))
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("checkStatic(%s) = %v; want nil", tt.path, err)

@@ -1,11 +1,13 @@
 package image
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -38,8 +40,9 @@ type Builder struct {
 	layers  map[string]v1.Layer
 }
 
-// NewBuilder returns a Builder that writes layers under scratch and stamps every file and
-// the image creation time with epoch (see SourceDateEpoch).
+// NewBuilder returns a Builder that writes layers under scratch and stamps the images'
+// creation time and history with epoch (see SourceDateEpoch); files in layers carry the
+// Unix epoch whatever epoch is.
 func NewBuilder(scratch string, epoch time.Time) *Builder {
 	return &Builder{
 		CABundle: HostCABundle,
@@ -85,16 +88,20 @@ func (b *Builder) build(s Spec) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	fileEntries, err := specEntries(s, baseEntries)
+	lowerEntries, err := specEntries(Spec{Files: s.Lower}, baseEntries)
+	if err != nil {
+		return Image{}, err
+	}
+	fileEntries, err := specEntries(s, append(slices.Clone(baseEntries), lowerEntries...))
 	if err != nil {
 		return Image{}, err
 	}
 	created := v1.Time{Time: b.epoch}
-	adds := make([]mutate.Addendum, 0, 2)
+	adds := make([]mutate.Addendum, 0, 3)
 	for _, l := range []struct {
 		what    string
 		entries []entry
-	}{{"base", baseEntries}, {"files", fileEntries}} {
+	}{{"base", baseEntries}, {"lower", lowerEntries}, {"files", fileEntries}} {
 		if len(l.entries) == 0 {
 			continue
 		}
@@ -121,7 +128,7 @@ func (b *Builder) build(s Spec) (Image, error) {
 	cf = cf.DeepCopy()
 	cf.Created = created
 	cf.OS = "linux"
-	cf.Architecture = runtime.GOARCH
+	cf.Architecture = cmp.Or(s.Arch, runtime.GOARCH)
 	cf.Config = v1.Config{
 		User:       s.User,
 		Env:        s.Env,
@@ -133,6 +140,9 @@ func (b *Builder) build(s Spec) (Image, error) {
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
 		return Image{}, fmt.Errorf("failed to set config: %w", err)
+	}
+	if len(s.Annotations) > 0 {
+		img = mutate.Annotations(img, s.Annotations).(v1.Image)
 	}
 	return Image{Ref: ref, Image: img}, nil
 }
@@ -147,7 +157,10 @@ func (b *Builder) layer(entries []entry) (v1.Layer, error) {
 	if l, ok := b.layers[key]; ok {
 		return l, nil
 	}
-	l, err := writeLayer(b.scratch, b.epoch, entries)
+	// Layer entries carry the Unix epoch, not b.epoch: a layer's digest then depends on its
+	// files alone, so a release whose engine did not change reuses the engine's layer
+	// (stored once in a registry, pulled once by a node) although its time is another.
+	l, err := writeLayer(b.scratch, time.Unix(0, 0).UTC(), entries)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,9 @@
 // `ctr images import` stores under their full reference, so a cluster node can load them
 // without a Docker daemon or a registry.
 //
-// Builds are reproducible: fixed modification times (SOURCE_DATE_EPOCH), sorted entries,
-// explicit owners and a fixed creation time make the manifest digest a function of the
-// inputs alone, so a changed digest always means changed content.
+// Builds are reproducible: fixed modification times (the Unix epoch, so a layer's digest
+// is a function of its files alone), sorted entries, explicit owners and a fixed creation
+// time (SOURCE_DATE_EPOCH) make the manifest digest a function of the inputs alone, so a
+// changed digest always means changed content. Indexes of several platforms are pushed to
+// a registry (Index, PushIndex), with artifacts that refer to them (PushArtifact).
 package image

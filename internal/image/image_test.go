@@ -237,6 +237,33 @@ func TestBuilder_Build_Deterministic(t *testing.T) {
 	}
 }
 
+// A release at another time keeps the layers of unchanged files: only the config (its
+// creation time) differs.
+func TestBuilder_Build_LayersDoNotDependOnTheEpoch(t *testing.T) {
+	src := appSources(t)
+	layersOf := func(epoch time.Time) []v1.Hash {
+		b := NewBuilder(t.TempDir(), epoch)
+		b.CABundle = ""
+		img := build(t, b, appSpec(src))
+		ls, err := img.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []v1.Hash
+		for _, l := range ls {
+			d, err := l.Digest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, d)
+		}
+		return out
+	}
+	if diff := cmp.Diff(layersOf(time.Unix(0, 0)), layersOf(time.Unix(1700000000, 0))); diff != "" {
+		t.Errorf("layer digests differ between epochs (-0 +1700000000):\n%s", diff)
+	}
+}
+
 func TestBuilder_Build_ReusesLayersOfEqualFiles(t *testing.T) {
 	src := appSources(t)
 	b := testBuilder(t, "")

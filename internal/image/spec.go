@@ -20,8 +20,15 @@ type Spec struct {
 	// containerd keeps images under their full reference and the kubelet looks them up by
 	// it, so nothing is defaulted the way `docker` would.
 	Ref string
-	// Files are copied into one layer above the base, owned by root. Missing parent
-	// directories are created (0755, root) unless the base layer has them.
+	// Arch is the GOARCH the image is for (its binaries are checked by the caller); empty
+	// means this program's.
+	Arch string
+	// Lower are files that change less often than Files (the engine), copied into a layer
+	// of their own between the base and Files, so that a release that changes only Files
+	// reuses it: a registry stores it once and a node pulls it once. Optional.
+	Lower []File
+	// Files are copied into one layer above the base (and Lower), owned by root. Missing
+	// parent directories are created (0755, root) unless a layer below has them.
 	Files []File
 	// Dirs are created in the same layer as Files.
 	Dirs []Dir
@@ -34,6 +41,9 @@ type Spec struct {
 	Cmd        []string
 	WorkingDir string
 	Labels     map[string]string
+	// Annotations are set on the image manifest (OCI's org.opencontainers.image.* keys, which
+	// registries and scanners read without pulling the config).
+	Annotations map[string]string
 }
 
 // File copies a regular file from the build host into the image.

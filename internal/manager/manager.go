@@ -67,6 +67,14 @@ import (
 	"github.com/stackwright/stackwright/internal/version"
 )
 
+// RunnerImageEnv, when set in the manager's environment, is the default of --runner-image:
+// a release's manager image sets it to the runner image of the same release, by digest.
+const RunnerImageEnv = "STACKWRIGHT_RUNNER_IMAGE"
+
+func defaultRunnerImage() string {
+	return cmp.Or(os.Getenv(RunnerImageEnv), "localhost/stackwright-runner:"+version.Version)
+}
+
 // Options are the manager's command-line settings.
 type Options struct {
 	MetricsAddr string
@@ -203,7 +211,7 @@ func DefaultOptions() *Options {
 		MetricsStackLabels:               true,
 		LeaderElectionID:                 "stackwright.dev",
 		Executor:                         "local",
-		RunnerImage:                      "localhost/stackwright-runner:" + version.Version,
+		RunnerImage:                      defaultRunnerImage(),
 		RunnerPullPolicy:                 string(corev1.PullIfNotPresent),
 		RunnerDeadline:                   time.Hour,
 		RunnerPendingTimeout:             5 * time.Minute,

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/version"
 )
 
 // parseOptions returns the default options with args parsed over them.
@@ -95,6 +97,29 @@ func TestTrimCachedUpdate_Object_KeepsWhatTheManagerReads(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("trimmed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDefaultOptions_RunnerImage_FromTheImagesEnvironment(t *testing.T) {
+	const pinned = "registry.example/stackwright-runner@sha256:0123456789012345678901234567890123456789012345678901234567890123"
+	tests := []struct {
+		name, env, want string
+		unset           bool
+	}{
+		{name: "UnsetIsTheLocalImageOfThisVersion", unset: true, want: "localhost/stackwright-runner:" + version.Version},
+		{name: "EmptyIsUnset", env: "", want: "localhost/stackwright-runner:" + version.Version},
+		{name: "ReleaseImageNamesItsRunnerByDigest", env: pinned, want: pinned},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(RunnerImageEnv, tt.env)
+			if tt.unset {
+				os.Unsetenv(RunnerImageEnv) // t.Setenv restores it afterwards
+			}
+			if got := DefaultOptions().RunnerImage; got != tt.want {
+				t.Errorf("RunnerImage = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -330,6 +330,8 @@ func TestChart_Template_SchemaRejectsBadValues(t *testing.T) {
 		{name: "invalid namespace name", set: "watchNamespaces={Team_A}", want: "watchNamespaces"},
 		{name: "unknown log level", set: "logLevel=loud", want: "logLevel"},
 		{name: "two replicas on one ReadWriteOnce volume", set: "replicas=2", want: "ReadWriteMany"},
+		{name: "image digest not a sha256", set: "image.digest=latest", want: "digest"},
+		{name: "runner image digest truncated", set: "runner.image.digest=sha256:abc", want: "digest"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -358,6 +360,45 @@ func TestChart_Template_PersistenceDisabledUsesEmptyDir(t *testing.T) {
 		if v.Name == "data" && v.EmptyDir == nil {
 			t.Errorf("data volume %+v, want an emptyDir", v.VolumeSource)
 		}
+	}
+}
+
+// A release's chart sets the digests: both images are then pulled by digest, whatever the
+// tag says.
+func TestChart_Template_DigestsPinBothImages(t *testing.T) {
+	const (
+		managerDigest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+		runnerDigest  = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	)
+	tests := []struct {
+		name                     string
+		set                      []string
+		wantImage, wantRunnerArg string
+	}{
+		{name: "NoDigestUsesTheTag", wantImage: "localhost/stackwright:v0.1.0", wantRunnerArg: "--runner-image=localhost/stackwright-runner:v0.1.0"},
+		{
+			name:          "DigestsOverrideTags",
+			set:           []string{"image.repository=reg.example/sw/stackwright", "image.tag=ignored", "image.digest=" + managerDigest, "runner.image.repository=reg.example/sw/stackwright-runner", "runner.image.digest=" + runnerDigest},
+			wantImage:     "reg.example/sw/stackwright@" + managerDigest,
+			wantRunnerArg: "--runner-image=reg.example/sw/stackwright-runner@" + runnerDigest,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var args []string
+			for _, s := range tt.set {
+				args = append(args, "--set", s)
+			}
+			var dep appsv1.Deployment
+			convert(t, parse(t, helmTemplate(args...)(t)).ofKind("Deployment")[0], &dep)
+			c := dep.Spec.Template.Spec.Containers[0]
+			if c.Image != tt.wantImage {
+				t.Errorf("manager image = %q, want %q", c.Image, tt.wantImage)
+			}
+			if !slices.Contains(c.Args, tt.wantRunnerArg) {
+				t.Errorf("manager args %v do not contain %q", c.Args, tt.wantRunnerArg)
+			}
+		})
 	}
 }
 

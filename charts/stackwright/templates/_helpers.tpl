@@ -35,8 +35,17 @@ app.kubernetes.io/component: manager
 {{- end }}
 {{- end }}
 
+{{/* An image by digest when one is set (a release's chart), else by tag. */}}
+{{- define "stackwright.imageRef" -}}
+{{- if .image.digest }}{{ printf "%s@%s" .image.repository .image.digest }}{{ else }}{{ printf "%s:%s" .image.repository (default .appVersion .image.tag) }}{{ end }}
+{{- end }}
+
 {{- define "stackwright.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- include "stackwright.imageRef" (dict "image" .Values.image "appVersion" .Chart.AppVersion) }}
+{{- end }}
+
+{{- define "stackwright.runnerImage" -}}
+{{- include "stackwright.imageRef" (dict "image" .Values.runner.image "appVersion" .Chart.AppVersion) }}
 {{- end }}
 
 {{- define "stackwright.claimName" -}}

@@ -50,6 +50,30 @@ func DefaultOptions() Options {
 
 func (o Options) layout() layout { return layout{dir: o.Dir, run: o.RunDir} }
 
+// TrustRegistry lets the node's containerd pull from the registry at host (host:port) over
+// plain HTTP, as an organisation's mirror would be configured: a hosts.toml under the
+// registry configuration directory, which containerd reads on every pull (no restart).
+func (o Options) TrustRegistry(host string) error {
+	// A cluster started before containerd had a registry configuration directory would
+	// never read the file: say so rather than let the pull fail.
+	conf, err := os.ReadFile(o.layout().containerdConfig())
+	if err != nil {
+		return fmt.Errorf("failed to read the node's containerd configuration: %w", err)
+	}
+	if !strings.Contains(string(conf), fmt.Sprintf("config_path = %q", o.layout().registryHosts())) {
+		return errors.New("the running cluster's containerd reads no registry configuration: restart it (make cluster-down, make cluster)")
+	}
+	dir := filepath.Join(o.layout().registryHosts(), host)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("failed to create %s: %w", dir, err)
+	}
+	hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+host, "http://"+host)
+	if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+		return fmt.Errorf("failed to write hosts.toml for %s: %w", host, err)
+	}
+	return nil
+}
+
 // Kubeconfig is the admin kubeconfig of the cluster o describes.
 func (o Options) Kubeconfig() string { return o.layout().AdminKubeconfig() }
 

@@ -66,6 +66,7 @@ func (l layout) resolvConf() string        { return l.conf("resolv.conf") }
 func (l layout) kubeletConfig() string     { return l.conf("kubelet.yaml") }
 func (l layout) kubeProxyConfig() string   { return l.conf("kube-proxy.yaml") }
 func (l layout) containerdConfig() string  { return l.conf("containerd.toml") }
+func (l layout) registryHosts() string     { return l.conf("certs.d") }
 func (l layout) schedulerConfig() string   { return l.conf("scheduler.yaml") }
 func (l layout) cniConf() string           { return filepath.Join(l.cniConfDir(), "10-stackwright.conflist") }
 func (l layout) logsDir() string           { return filepath.Join(l.dir, "logs") }
@@ -83,6 +84,7 @@ func (l layout) dirs() []string {
 	return []string{
 		l.dir, l.run, l.pki(), l.logsDir(), filepath.Join(l.dir, "conf"), l.kubeletRoot(),
 		l.containerdRoot(), l.containerdState(), l.cniConfDir(), l.volumes(), l.podLogs(),
+		l.registryHosts(),
 	}
 }
 
@@ -210,7 +212,7 @@ leaderElection:
 }
 
 // containerdConfigTOML: the CRI plugin with runc from Debian (seccomp-enabled), the
-// locally imported pause image, overlayfs, restrict_oom_score_adj because this sandbox
+// locally imported pause image, registry hosts from conf/certs.d (TrustRegistry), overlayfs, restrict_oom_score_adj because this sandbox
 // lacks CAP_SYS_RESOURCE and cannot lower a process's OOM score, and the Pods' network
 // namespaces under the cluster's own state directory so that teardown finds them all.
 func (l layout) containerdConfigTOML() string {
@@ -228,6 +230,8 @@ state = %q
   snapshotter = "overlayfs"
   [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = %q
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = %q
 
 [plugins."io.containerd.cri.v1.runtime"]
   restrict_oom_score_adj = true
@@ -246,7 +250,7 @@ state = %q
         Root = %q
         SystemdCgroup = false
 `, l.containerdRoot(), l.containerdState(), l.containerdSocket(), l.containerdSocket()+".ttrpc",
-		PauseImage, cniBinDir, l.cniConfDir(), runcPath, l.runcRoot())
+		PauseImage, l.registryHosts(), cniBinDir, l.cniConfDir(), runcPath, l.runcRoot())
 }
 
 // cniConflist puts Pods on one bridge in the cluster's namespace; the node is their

@@ -7,5 +7,7 @@
 // one veth pair: the host reaches the API server, Pods and Services through it, and no
 // cluster traffic is routed beyond the machine. A supervisor process started by Up keeps
 // the components running; Down stops it and removes containers, mounts, cgroups and the
-// namespace. Images cannot be pulled: they are imported from OCI archives (Load).
+// namespace. Nothing is pulled from the internet: images are imported from OCI archives
+// (Load), or pulled from a registry a test runs on the host's end of the veth (HostIP),
+// which TrustRegistry tells containerd to reach over plain HTTP.
 package cluster

@@ -1,0 +1,289 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/stackwright/stackwright/internal/testing/cluster"
+	"github.com/stackwright/stackwright/internal/testing/ociregistry"
+)
+
+// released is the part of dist/release/<version>/release.json the tests read.
+type released struct {
+	Version string `json:"version"`
+	Manager struct {
+		Ref, Digest string
+		Platforms   []string
+		SBOM        string
+	} `json:"manager"`
+	Runner struct {
+		Ref, Digest string
+		Platforms   []string
+		SBOM        string
+	} `json:"runner"`
+	Chart        string `json:"chart"`
+	ChartVersion string `json:"chartVersion"`
+	Install      string `json:"install"`
+}
+
+// makeRelease runs `make release` as a user would, against registry, at the given
+// SOURCE_DATE_EPOCH, and reads what it pushed. `make e2e` cross-compiled the binaries
+// already (release-binaries), so this builds, pushes and packages only.
+func makeRelease(t *testing.T, version, registry string, epoch int) released {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "make", "release", "VERSION="+version, "REGISTRY="+registry, "PLAIN_HTTP=1")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), fmt.Sprintf("SOURCE_DATE_EPOCH=%d", epoch))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make release %s: %v\n%s", version, err, out)
+	}
+	t.Logf("make release %s took %s", version, time.Since(start).Round(time.Second))
+	b, err := os.ReadFile(filepath.Join(root, "dist", "release", version, "release.json"))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	var r released
+	NewWithT(t).Expect(json.Unmarshal(b, &r)).To(Succeed())
+	return r
+}
+
+// TestInstall_FromRegistry releases two versions to a real OCI registry (the distribution
+// registry on the host's end of the node's veth), lets the node's containerd pull from it
+// through a hosts.toml, as an organisation's mirror is configured, and installs the way
+// the README tells users to: the release's install.yaml with kubectl, then the chart with
+// helm from oci://, upgraded to the second version and rolled back. No image is imported
+// by hand anywhere here: every Stackwright image the node runs is pulled from the registry
+// by the digest the release pinned.
+func TestInstall_FromRegistry(t *testing.T) {
+	g := NewWithT(t)
+	c := newClient(t)
+	reg := ociregistry.Start(t, cluster.HostIP+":0", t.TempDir())
+	g.Expect(cluster.DefaultOptions().TrustRegistry(reg.Host)).To(Succeed())
+	registry := reg.Host + "/stackwright"
+	// A day apart: the releases' times differ, as two real ones' would.
+	r1 := makeRelease(t, "v0.1.0", registry, 1_800_000_000)
+	r2 := makeRelease(t, "v0.2.0", registry, 1_800_086_400)
+	g.Expect(r2.Manager.Digest).NotTo(Equal(r1.Manager.Digest), "two releases, one image")
+
+	t.Run("TheSecondReleaseReusesTheEngineLayer", func(t *testing.T) {
+		g := NewWithT(t)
+		l1, l2 := layerDigests(g, r1.Runner.Ref), layerDigests(g, r2.Runner.Ref)
+		g.Expect(l1).To(HaveLen(3), "base, engine, Stackwright")
+		g.Expect(l2).To(HaveLen(3))
+		g.Expect(l2[:2]).To(Equal(l1[:2]), "base and engine layers")
+		g.Expect(l2[2]).NotTo(Equal(l1[2]), "Stackwright's own layer")
+	})
+
+	t.Run("IndexesListTwoPlatformsAndSBOMsTheModules", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, ref := range []string{r1.Manager.Ref, r1.Runner.Ref} {
+			r, err := name.ParseReference(ref, name.Insecure)
+			g.Expect(err).NotTo(HaveOccurred())
+			idx, err := remote.Index(r)
+			g.Expect(err).NotTo(HaveOccurred(), ref)
+			im, err := idx.IndexManifest()
+			g.Expect(err).NotTo(HaveOccurred())
+			var platforms []string
+			for _, m := range im.Manifests {
+				platforms = append(platforms, m.Platform.String())
+			}
+			g.Expect(platforms).To(ConsistOf("linux/amd64", "linux/arm64"), ref)
+		}
+		// The SBOM is in the registry, referring to the index (distribution v3.1.2 has no
+		// referrers API: this reads the fallback tag the release updated).
+		r, err := name.ParseReference(r1.Runner.Ref, name.Insecure)
+		g.Expect(err).NotTo(HaveOccurred())
+		refs, err := remote.Referrers(r.Context().Digest(r1.Runner.Digest))
+		g.Expect(err).NotTo(HaveOccurred())
+		rm, err := refs.IndexManifest()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rm.Manifests).To(HaveLen(1))
+		g.Expect(rm.Manifests[0].ArtifactType).To(Equal("application/vnd.cyclonedx+json"))
+		sbom, err := os.ReadFile(r1.Runner.SBOM)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, want := range []string{
+			`"linux/arm64:/usr/local/bin/pulumi"`, `"linux/amd64:/usr/local/bin/stackwright"`,
+			`"pkg:golang/github.com/pulumi/pulumi/pkg/v3@` + moduleVersion(t, "hack/tools/pulumi/go.mod", "github.com/pulumi/pulumi/pkg/v3") + `"`,
+		} {
+			g.Expect(string(sbom)).To(ContainSubstring(want))
+		}
+		g.Expect(string(sbom)).NotTo(ContainSubstring("stackwright-testing"), "the release ships test code")
+	})
+
+	t.Run("YAML", func(t *testing.T) {
+		g := NewWithT(t)
+		run(t, "kubectl", "apply", "--server-side", "-f", r1.Install)
+		t.Cleanup(func() {
+			if out, err := runErr("kubectl", "delete", "--ignore-not-found", "--wait", "-f", r1.Install); err != nil {
+				t.Errorf("uninstall: %v\n%s", err, out)
+			}
+		})
+		pod := waitManager(t, c)
+		assertPulledFrom(g, pod, "manager", r1.Manager.Ref)
+		const ns = "e2e-registry-yaml"
+		createNamespace(t, c, ns)
+		t.Cleanup(func() { deleteNamespace(t, c, ns) })
+		s3 := startS3(t, c)
+		applyOutputsStack(t, ns, s3.bucket(t, "registry-yaml", ""))
+		g.Eventually(func(g Gomega) { waitStackReadyOnce(g, c, ns, "hello") }).
+			WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+		assertRunnerPulledFrom(g, c, ns, r1.Runner.Ref)
+		run(t, "kubectl", "delete", "-n", ns, "stack/hello", "--timeout=5m")
+	})
+
+	t.Run("HelmUpgradeAndRollback", func(t *testing.T) {
+		g := NewWithT(t)
+		helm := func(verb, version string) {
+			run(t, "helm", verb, "stackwright", r1.Chart, "--version", version, "--plain-http",
+				"-n", systemNamespace, "--wait", "--timeout=5m")
+		}
+		run(t, "helm", "install", "stackwright", r1.Chart, "--version", r1.ChartVersion, "--plain-http",
+			"-n", systemNamespace, "--create-namespace", "--wait", "--timeout=5m")
+		t.Cleanup(func() {
+			if out, err := runErr("helm", "uninstall", "stackwright", "-n", systemNamespace, "--wait", "--timeout=5m"); err != nil {
+				t.Errorf("helm uninstall: %v\n%s", err, out)
+			}
+			_, _ = runErr("kubectl", "delete", "namespace", systemNamespace, "--ignore-not-found", "--timeout=3m")
+		})
+		pod := waitManager(t, c)
+		assertPulledFrom(g, pod, "manager", r1.Manager.Ref)
+		const ns = "e2e-registry-helm"
+		createNamespace(t, c, ns)
+		t.Cleanup(func() { deleteNamespace(t, c, ns) })
+		s3 := startS3(t, c)
+		applyOutputsStack(t, ns, s3.bucket(t, "registry-helm", ""))
+		g.Eventually(func(g Gomega) { waitStackReadyOnce(g, c, ns, "hello") }).
+			WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+		assertRunnerPulledFrom(g, c, ns, r1.Runner.Ref)
+		before := updates(g, c, ns)
+
+		// Upgrade: the new manager pulls v0.2.0, the Stack stays Ready, nothing re-runs and
+		// the history is kept.
+		helm("upgrade", r2.ChartVersion)
+		next := waitManager(t, c)
+		g.Expect(next.Name).NotTo(Equal(pod.Name))
+		assertPulledFrom(g, next, "manager", r2.Manager.Ref)
+		g.Expect(next.Spec.Containers[0].Args).To(ContainElement("--runner-image=" + r2.Runner.Ref))
+		assertSettled(t, c, ns, "hello", before)
+
+		// Rollback to the first revision: v0.1.0 again, still nothing re-run.
+		run(t, "helm", "rollback", "stackwright", "1", "-n", systemNamespace, "--wait", "--timeout=5m")
+		back := waitManager(t, c)
+		assertPulledFrom(g, back, "manager", r1.Manager.Ref)
+		assertSettled(t, c, ns, "hello", before)
+		run(t, "kubectl", "delete", "-n", ns, "stack/hello", "--timeout=5m")
+	})
+}
+
+// applyOutputsStack applies a Stack "hello" whose inline Program has outputs and no
+// resources: the release images carry no provider, so nothing else could run in them.
+func applyOutputsStack(t *testing.T, ns, backend string) {
+	t.Helper()
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, s3CredentialsYAML+`---
+apiVersion: pulumi.com/v1
+kind: Program
+metadata:
+  name: hello
+program:
+  outputs:
+    greeting: hello from a released image
+---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: hello
+spec:
+  stack: e2e
+  programRef:
+    name: hello
+  backend: `+backend+`
+  envRefs:
+`+s3EnvRefsYAML))
+}
+
+// assertPulledFrom checks that container name of pod runs the image ref (repo@digest)
+// and that the node pulled it by that digest.
+func assertPulledFrom(g Gomega, pod *corev1.Pod, container, ref string) {
+	repo, digest, _ := strings.Cut(ref, "@")
+	var spec, status string
+	for _, c := range pod.Spec.Containers {
+		if c.Name == container {
+			spec = c.Image
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == container {
+			status = cs.ImageID
+		}
+	}
+	g.ExpectWithOffset(1, spec).To(Equal(ref), "Pod %s container %s", pod.Name, container)
+	g.ExpectWithOffset(1, status).To(Equal(repo+"@"+digest), "Pod %s container %s was not pulled by the release's digest", pod.Name, container)
+}
+
+// assertRunnerPulledFrom checks the runner Pods of ns: there is one, and its image was
+// pulled from the registry by the release's digest.
+func assertRunnerPulledFrom(g Gomega, c client.Client, ns, ref string) {
+	var pods corev1.PodList
+	g.ExpectWithOffset(1, c.List(context.Background(), &pods, client.InNamespace(ns))).To(Succeed())
+	found := 0
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		for _, cs := range p.Spec.Containers {
+			if cs.Name == "runner" {
+				assertPulledFrom(g, p, "runner", ref)
+				found++
+			}
+		}
+	}
+	g.ExpectWithOffset(1, found).To(BeNumerically(">", 0), "no runner Pod left in %s to check", ns)
+}
+
+// layerDigests are the layers of ref's linux/amd64 image, bottom first.
+func layerDigests(g Gomega, ref string) []string {
+	r, err := name.ParseReference(ref, name.Insecure)
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	img, err := remote.Image(r, remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}))
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	layers, err := img.Layers()
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var out []string
+	for _, l := range layers {
+		d, err := l.Digest()
+		g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		out = append(out, d.String())
+	}
+	return out
+}
+
+// moduleVersion reads module's version from a go.mod of the repository.
+func moduleVersion(t *testing.T, gomod, module string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, gomod))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+		if len(f) >= 2 && f[0] == module {
+			return f[1]
+		}
+	}
+	t.Fatalf("%s does not require %s", gomod, module)
+	return ""
+}
