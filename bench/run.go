@@ -108,7 +108,7 @@ type Config struct {
 	// Program is the program's shape (ProgramShapes) of the floors, latency, fleet, faulty
 	// and shards scenarios.
 	Program string
-	// FleetBackend is where the fleet's Stacks keep their state: "namespace" (the
+	// FleetBackend is where the fleet's and the shards' Stacks keep their state: "namespace" (the
 	// namespace's default file:// backend, shared) or "stack" (a file:// backend of its
 	// own, under the namespace's state directory).
 	FleetBackend string
@@ -467,7 +467,7 @@ func (b *bench) header(started time.Time, m machine, pulumi string) string {
 	rows = append(rows,
 		[]string{"manager", "`" + filepath.Base(b.cfg.Manager) + " " + strings.Join(redactArgs(b.mgr.args, b.work), " ") + "`"},
 		[]string{"program", programDescription(b.cfg.Program) + ", one Program per Stack (faulty, rollout and templates: 3 resources, see their sections)"},
-		[]string{"fleet state", map[string]string{
+		[]string{"fleet and shards state", map[string]string{
 			FleetBackendNamespace: "the namespace's file:// backend, shared by its Stacks",
 			FleetBackendStack:     "a file:// backend per Stack, under the namespace's state directory",
 		}[b.cfg.FleetBackend]},
