@@ -74,7 +74,8 @@ func run(runs, fleet, parallel int, out string) error {
 	}
 	report := render(results, runs, parallel)
 	fmt.Print(report)
-	path := filepath.Join(out, time.Now().UTC().Format("2006-01-02")+"-executors.md")
+	// Named by the fleet's size, so that a run of another size does not replace the day's.
+	path := filepath.Join(out, fmt.Sprintf("%s-executors-n%d.md", time.Now().UTC().Format("2006-01-02"), fleet))
 	return os.WriteFile(path, []byte(report), 0o644)
 }
 
@@ -95,6 +96,9 @@ func measure(ctx context.Context, c client.WithWatch, executor string, runs, fle
 		return r, err
 	}
 	defer func() {
+		// The Stacks go while their manager still runs, so that their finalizers are
+		// handled; deleting the namespace after the uninstall left them stuck.
+		_, _ = sh("kubectl", "delete", "stacks", "--all", "-n", ns, "--wait", "--timeout=10m")
 		_, _ = sh("helm", "uninstall", "stackwright", "-n", "stackwright-system", "--wait", "--timeout=5m")
 		_, _ = sh("kubectl", "delete", "namespace", "stackwright-system", "--wait", "--timeout=3m")
 	}()
