@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stackwright/stackwright/internal/image"
@@ -375,7 +376,13 @@ func pinInstall(in []byte, managerRef, runnerRef, version string) ([]byte, error
 		if err := yaml.Unmarshal(doc, &d); err != nil {
 			return nil, fmt.Errorf("failed to read Deployment %s: %w", head.Metadata.Name, err)
 		}
-		containers, _, _ := nestedSlice(d, "spec", "template", "spec", "containers")
+		containers, ok, err := unstructured.NestedSlice(d, "spec", "template", "spec", "containers")
+		if err != nil {
+			return nil, fmt.Errorf("failed to read Deployment %s's containers: %w", head.Metadata.Name, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("failed to pin install.yaml: Deployment %s has no containers", head.Metadata.Name)
+		}
 		for _, c := range containers {
 			cm, ok := c.(map[string]any)
 			if !ok || cm["name"] != "manager" {
@@ -393,7 +400,10 @@ func pinInstall(in []byte, managerRef, runnerRef, version string) ([]byte, error
 			cm["args"] = append(kept, "--runner-image="+runnerRef)
 			found++
 		}
-		labelVersion(d, version)
+		// NestedSlice returned a copy: put the edited containers back.
+		if err := unstructured.SetNestedSlice(d, containers, "spec", "template", "spec", "containers"); err != nil {
+			return nil, fmt.Errorf("failed to write Deployment %s's containers: %w", head.Metadata.Name, err)
+		}
 		out, err := yaml.Marshal(d)
 		if err != nil {
 			return nil, err
@@ -405,38 +415,4 @@ func pinInstall(in []byte, managerRef, runnerRef, version string) ([]byte, error
 	}
 	header := fmt.Sprintf("# Stackwright %s: CRDs, RBAC and the manager, images pinned by digest. Written by `make release`.\n", version)
 	return append([]byte(header), bytes.Join(docs, []byte("\n---\n"))...), nil
-}
-
-// labelVersion sets app.kubernetes.io/version on the Deployment and its Pods, when the
-// rendered manifest carries that label.
-func labelVersion(d map[string]any, version string) {
-	for _, p := range [][]string{{"metadata", "labels"}, {"spec", "template", "metadata", "labels"}} {
-		m := d
-		for _, k := range p {
-			next, ok := m[k].(map[string]any)
-			if !ok {
-				m = nil
-				break
-			}
-			m = next
-		}
-		if m != nil {
-			if _, ok := m["app.kubernetes.io/version"]; ok {
-				m["app.kubernetes.io/version"] = version
-			}
-		}
-	}
-}
-
-func nestedSlice(m map[string]any, keys ...string) ([]any, bool, error) {
-	var cur any = m
-	for _, k := range keys {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false, nil
-		}
-		cur = mm[k]
-	}
-	s, ok := cur.([]any)
-	return s, ok, nil
 }

@@ -27,20 +27,19 @@ import (
 
 // released is the part of dist/release/<version>/release.json the tests read.
 type released struct {
-	Version string `json:"version"`
-	Manager struct {
-		Ref, Digest string
-		Platforms   []string
-		SBOM        string
-	} `json:"manager"`
-	Runner struct {
-		Ref, Digest string
-		Platforms   []string
-		SBOM        string
-	} `json:"runner"`
-	Chart        string `json:"chart"`
-	ChartVersion string `json:"chartVersion"`
-	Install      string `json:"install"`
+	Version      string        `json:"version"`
+	Manager      releasedImage `json:"manager"`
+	Runner       releasedImage `json:"runner"`
+	Chart        string        `json:"chart"`
+	ChartVersion string        `json:"chartVersion"`
+	Install      string        `json:"install"`
+}
+
+// releasedImage is one pushed image index of release.json.
+type releasedImage struct {
+	Ref, Digest string
+	Platforms   []string
+	SBOM        string
 }
 
 // makeRelease runs `make release` as a user would, against registry, at the given
@@ -129,32 +128,18 @@ func TestInstall_FromRegistry(t *testing.T) {
 	})
 
 	t.Run("YAML", func(t *testing.T) {
-		g := NewWithT(t)
 		run(t, "kubectl", "apply", "--server-side", "-f", r1.Install)
 		t.Cleanup(func() {
 			if out, err := runErr("kubectl", "delete", "--ignore-not-found", "--wait", "-f", r1.Install); err != nil {
 				t.Errorf("uninstall: %v\n%s", err, out)
 			}
 		})
-		pod := waitManager(t, c)
-		assertPulledFrom(g, pod, "manager", r1.Manager.Ref)
-		const ns = "e2e-registry-yaml"
-		createNamespace(t, c, ns)
-		t.Cleanup(func() { deleteNamespace(t, c, ns) })
-		s3 := startS3(t, c)
-		applyOutputsStack(t, ns, s3.bucket(t, "registry-yaml", ""))
-		g.Eventually(func(g Gomega) { waitStackReadyOnce(g, c, ns, "hello") }).
-			WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
-		assertRunnerPulledFrom(g, c, ns, r1.Runner.Ref)
+		ns := deployFromRelease(t, c, r1, "e2e-registry-yaml")
 		run(t, "kubectl", "delete", "-n", ns, "stack/hello", "--timeout=5m")
 	})
 
 	t.Run("HelmUpgradeAndRollback", func(t *testing.T) {
 		g := NewWithT(t)
-		helm := func(verb, version string) {
-			run(t, "helm", verb, "stackwright", r1.Chart, "--version", version, "--plain-http",
-				"-n", systemNamespace, "--wait", "--timeout=5m")
-		}
 		run(t, "helm", "install", "stackwright", r1.Chart, "--version", r1.ChartVersion, "--plain-http",
 			"-n", systemNamespace, "--create-namespace", "--wait", "--timeout=5m")
 		t.Cleanup(func() {
@@ -163,21 +148,14 @@ func TestInstall_FromRegistry(t *testing.T) {
 			}
 			_, _ = runErr("kubectl", "delete", "namespace", systemNamespace, "--ignore-not-found", "--timeout=3m")
 		})
-		pod := waitManager(t, c)
-		assertPulledFrom(g, pod, "manager", r1.Manager.Ref)
-		const ns = "e2e-registry-helm"
-		createNamespace(t, c, ns)
-		t.Cleanup(func() { deleteNamespace(t, c, ns) })
-		s3 := startS3(t, c)
-		applyOutputsStack(t, ns, s3.bucket(t, "registry-helm", ""))
-		g.Eventually(func(g Gomega) { waitStackReadyOnce(g, c, ns, "hello") }).
-			WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
-		assertRunnerPulledFrom(g, c, ns, r1.Runner.Ref)
+		ns := deployFromRelease(t, c, r1, "e2e-registry-helm")
+		pod := managerPod(g, c)
 		before := updates(g, c, ns)
 
 		// Upgrade: the new manager pulls v0.2.0, the Stack stays Ready, nothing re-runs and
 		// the history is kept.
-		helm("upgrade", r2.ChartVersion)
+		run(t, "helm", "upgrade", "stackwright", r1.Chart, "--version", r2.ChartVersion, "--plain-http",
+			"-n", systemNamespace, "--wait", "--timeout=5m")
 		next := waitManager(t, c)
 		g.Expect(next.Name).NotTo(Equal(pod.Name))
 		assertPulledFrom(g, next, "manager", r2.Manager.Ref)
@@ -191,6 +169,23 @@ func TestInstall_FromRegistry(t *testing.T) {
 		assertSettled(t, c, ns, "hello", before)
 		run(t, "kubectl", "delete", "-n", ns, "stack/hello", "--timeout=5m")
 	})
+}
+
+// deployFromRelease checks that the installed manager runs rel's image, then runs Stack
+// "hello" to Ready in a new namespace ns (state in a new S3 server) through a runner Pod
+// pulled by rel's runner digest, and returns ns.
+func deployFromRelease(t *testing.T, c client.Client, rel released, ns string) string {
+	t.Helper()
+	g := NewWithT(t)
+	assertPulledFrom(g, waitManager(t, c), "manager", rel.Manager.Ref)
+	createNamespace(t, c, ns)
+	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	s3 := startS3(t, c)
+	applyOutputsStack(t, ns, s3.bucket(t, ns, ""))
+	g.Eventually(func(g Gomega) { waitStackReadyOnce(g, c, ns, "hello") }).
+		WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+	assertRunnerPulledFrom(g, c, ns, rel.Runner.Ref)
+	return ns
 }
 
 // applyOutputsStack applies a Stack "hello" whose inline Program has outputs and no
