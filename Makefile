@@ -78,11 +78,9 @@ lint: ## golangci-lint every module.
 	cd cmd/stackwright-unlock && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 
 .PHONY: build
-build: ## Build bin/stackwright, bin/stackwright-reaper, bin/stackwright-unlock and bin/kubectl-stackwright (static, stamped with VERSION).
+build: ## Build bin/stackwright, bin/stackwright-reaper, bin/stackwright-unlock and bin/kubectl-stackwright (static, -trimpath like a release's, stamped with VERSION).
 	@hack/tools.sh unlock
-	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/stackwright ./cmd/stackwright
-	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/stackwright-reaper ./cmd/stackwright-reaper
-	CGO_ENABLED=0 go build -ldflags "$(GO_LDFLAGS)" -o $(BIN)/kubectl-stackwright ./cmd/kubectl-stackwright
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/ ./cmd/stackwright ./cmd/stackwright-reaper ./cmd/kubectl-stackwright
 
 KREW_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 .PHONY: krew

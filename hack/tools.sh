@@ -13,19 +13,35 @@
 # Usage: hack/tools.sh [tool...]   (default: all tools; "cluster" adds the node's tools)
 #
 # TOOLS_GOARCH=<arch> cross-compiles the named tools for linux/<arch> into bin/linux-<arch>
-# instead (make release builds the engine that way for every platform of the images).
+# instead (make release builds the engine that way for every platform of the images). For
+# the machine's own platform the tools in ./bin are copied: the tools that go into images
+# are always built with -trimpath, so they are the same binaries.
 set -euo pipefail
 export CGO_ENABLED=0
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
 stamps="$bin/.stamps"
+# The tools the runner image carries: no build paths in them, whichever platform.
+image_tools=" pulumi pulumi-yaml unlock "
+copy_to=""
 if [ -n "${TOOLS_GOARCH:-}" ]; then
-	export GOOS=linux GOARCH=$TOOLS_GOARCH
-	bin="$root/bin/linux-$TOOLS_GOARCH"
-	stamps="$root/bin/.stamps/linux-$TOOLS_GOARCH"
+	if [ "$(go env GOHOSTOS)/$(go env GOHOSTARCH)" = "linux/$TOOLS_GOARCH" ]; then
+		copy_to="$root/bin/linux-$TOOLS_GOARCH"
+		mkdir -p "$copy_to"
+		unset TOOLS_GOARCH
+	else
+		export GOOS=linux GOARCH=$TOOLS_GOARCH
+		bin="$root/bin/linux-$TOOLS_GOARCH"
+		stamps="$root/bin/.stamps/linux-$TOOLS_GOARCH"
+	fi
 fi
 mkdir -p "$stamps"
+# Built tools are also kept outside the checkout, under their stamp: a fresh clone (as CI
+# makes for every run) takes them from there instead of linking them again. The stamp
+# names everything the build reads, so an entry is the build's output for those inputs.
+# TOOLS_CACHE= (empty) turns it off.
+cache=${TOOLS_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/stackwright/tools}
 
 k8s_version=v1.37.1
 
@@ -162,21 +178,52 @@ for tool in "${tools[@]}"; do
 		continue
 	fi
 	IFS='|' read -r dir pkgs bins ldflags tags <<<"$(tool_spec "$tool")"
+	trim=""
+	if [ -n "${TOOLS_GOARCH:-}" ] || [[ $image_tools == *" $tool "* ]]; then
+		trim=-trimpath
+	elif [ -n "$copy_to" ]; then
+		echo "tools: $tool is not an image's tool; it is not built for linux/$(go env GOHOSTARCH) into $copy_to" >&2
+		exit 1
+	fi
+	# A cross-compiled tool's stamp names its architecture (always trimmed); a native one
+	# names -trimpath when it has it.
+	variant=${TOOLS_GOARCH:+|$TOOLS_GOARCH}
+	[ -n "$variant" ] || variant=${trim:+|$trim}
 	stamp=$( {
-		echo "$goversion|$CGO_ENABLED|$pkgs|$ldflags|$tags${TOOLS_GOARCH:+|$TOOLS_GOARCH}"
+		echo "$goversion|$CGO_ENABLED|$pkgs|$ldflags|$tags$variant"
 		find "$root/$dir" -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print0 |
 			sort -z | xargs -0 sha256sum | sed "s|$root/||"
 	} | sha256sum | cut -d' ' -f1)
 	missing=0
 	for b in $bins; do [ -x "$bin/$b" ] || missing=1; done
+	entry=${cache:+$cache/$tool${TOOLS_GOARCH:+-linux-$TOOLS_GOARCH}/$stamp}
 	if [ "$missing" = 0 ] && [ "$(cat "$stamps/$tool" 2>/dev/null)" = "$stamp" ]; then
 		echo "tools: $tool up to date ($bins)"
-		continue
+	elif [ -n "$entry" ] && [ -f "$entry/done" ]; then
+		for b in $bins; do
+			rm -f "$bin/$b"
+			cp -l "$entry/$b" "$bin/$b" 2>/dev/null || cp "$entry/$b" "$bin/$b"
+		done
+		echo "$stamp" >"$stamps/$tool"
+		echo "tools: $tool ($bins) from $entry"
+	else
+		start=$(date +%s)
+		# The old binaries may be links to a cache entry: never write through them.
+		for b in $bins; do rm -f "$bin/$b"; done
+		# shellcheck disable=SC2086 # pkgs is a list of package paths; trim may be empty
+		(cd "$root/$dir" && go build $trim -tags "$tags" -ldflags "-s -w $ldflags" -o "$bin/" $pkgs)
+		echo "$stamp" >"$stamps/$tool"
+		echo "tools: built $tool ($bins) in $(($(date +%s) - start))s"
+		if [ -n "$entry" ]; then
+			# Only the newest entry of a tool is kept; "done" is written last, so an
+			# interrupted copy is never used.
+			rm -rf "${entry%/*}"
+			mkdir -p "$entry"
+			for b in $bins; do cp "$bin/$b" "$entry/$b"; done
+			touch "$entry/done"
+		fi
 	fi
-	start=$(date +%s)
-	# shellcheck disable=SC2086 # pkgs is a list of package paths
-	# Cross-compiled tools go into release images: no build paths in them.
-	(cd "$root/$dir" && go build ${TOOLS_GOARCH:+-trimpath} -tags "$tags" -ldflags "-s -w $ldflags" -o "$bin/" $pkgs)
-	echo "$stamp" >"$stamps/$tool"
-	echo "tools: built $tool ($bins) in $(($(date +%s) - start))s"
+	if [ -n "$copy_to" ]; then
+		for b in $bins; do cp -p "$bin/$b" "$copy_to/$b"; done
+	fi
 done

@@ -11,11 +11,16 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
 func TestCheckStatic_CheckStatic_RefusesWhatCannotRunWithoutLibc(t *testing.T) {
 	dir := t.TempDir()
 	static := filepath.Join(dir, "pause")
+	if err := repo.SeeBuildInputs(".", "", "../pause"); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("go", "build", "-o", static, "../pause")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

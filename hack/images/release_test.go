@@ -29,6 +29,9 @@ func standIns(t *testing.T, arch string) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "pause")
+	if err := repo.SeeBuildInputs(".", "", "../pause"); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("go", "build", "-o", bin, "../pause")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -10,11 +10,14 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
 // helloFile is testdata/hello built by TestMain: a real binary that links one known module
@@ -38,7 +41,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func testBinary(*testing.T) Binary {
+// seeHello records testdata/hello's sources as this test process's inputs: what TestMain
+// reads before m.Run is not in the record `go test` reuses results by.
+var seeHello sync.Once
+
+func testBinary(t *testing.T) Binary {
+	t.Helper()
+	seeHello.Do(func() {
+		if err := repo.SeeBuildInputs(".", "", "./testdata/hello"); err != nil {
+			t.Fatal(err)
+		}
+	})
 	return Binary{File: helloFile, Path: "/usr/local/bin/hello", Platform: "linux/" + runtime.GOARCH}
 }
 

@@ -292,6 +292,9 @@ func buildManager(t *testing.T, root, dir string) string {
 	out := filepath.Join(dir, "stackwright")
 	// The chaos tag makes the crash points live (internal/crashpoint); unarmed, the binary
 	// behaves as a release build.
+	if err := repo.SeeBuildInputs(root, "chaos", "./cmd/stackwright"); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", "chaos", "-o", out, "./cmd/stackwright")
 	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

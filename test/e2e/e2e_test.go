@@ -66,77 +66,6 @@ func newClient(t *testing.T) client.Client {
 	return c
 }
 
-// TestInstall_YAML_StackSurvivesManagerRestart installs from deploy/install.yaml (the Job
-// executor), runs a Stack to Ready in a runner Pod with its state in the in-cluster S3
-// server, replaces the manager Pod and checks the Stack stays Ready without a new update,
-// deletes the Stack (destroying what it made) and uninstalls.
-func TestInstall_YAML_StackSurvivesManagerRestart(t *testing.T) {
-	g := NewWithT(t)
-	c := newClient(t)
-	s3 := startS3(t, c)
-	install := testingInstall(t)
-	run(t, "kubectl", "apply", "--server-side", "-f", install)
-	t.Cleanup(func() {
-		if out, err := runErr("kubectl", "delete", "--ignore-not-found", "--wait", "-f", install); err != nil {
-			t.Errorf("uninstall: %v\n%s", err, out)
-		}
-	})
-	pod := waitManager(t, c)
-	assertRestricted(t, pod)
-
-	const ns = "e2e-yaml"
-	createNamespace(t, c, ns)
-	t.Cleanup(func() { deleteNamespace(t, c, ns) })
-	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, configMapWriterYAML))
-	applyConfigMapStack(t, ns, s3.bucket(t, "yaml", ""), "Hello from the cluster")
-	NewWithT(t).Eventually(func(g Gomega) { waitStackReadyOnce(g, c, ns, "cm") }).
-		WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
-	var cm corev1.ConfigMap
-	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "made-by-stack"}, &cm)).To(Succeed())
-	g.Expect(cm.Data).To(HaveKeyWithValue("by", "Hello from the cluster"))
-	g.Expect(s3.objects("yaml", ".pulumi/stacks")).NotTo(BeEmpty(), "no state in the S3 backend")
-	before := updates(g, c, ns)
-
-	// A new manager Pod takes over: nothing is re-applied.
-	g.Expect(c.Delete(context.Background(), pod)).To(Succeed())
-	next := waitManager(t, c)
-	g.Expect(next.Name).NotTo(Equal(pod.Name))
-	assertSettled(t, c, ns, "cm", before)
-
-	run(t, "kubectl", "delete", "-n", ns, "stack/cm", "--timeout=5m")
-	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "made-by-stack"}, &cm)
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "destroyOnFinalize left the ConfigMap behind: %v", err)
-}
-
-// TestInstall_Helm_UpgradeKeepsStack installs with the chart, runs a Stack to Ready,
-// upgrades the release with changed values and checks the Stack stays Ready with nothing
-// re-applied, then uninstalls.
-func TestInstall_Helm_UpgradeKeepsStack(t *testing.T) {
-	g := NewWithT(t)
-	c := newClient(t)
-	// The local executor in a cluster: engine runs in the manager Pod, state on its volume,
-	// for the one namespace it may serve.
-	const ns = "e2e-helm"
-	createNamespace(t, c, ns)
-	t.Cleanup(func() { deleteNamespace(t, c, ns) })
-	helmInstall(t, "install", "--set", "executor=local", "--set", "watchNamespaces={"+ns+"}")
-	pod := waitManager(t, c)
-	assertRestricted(t, pod)
-
-	applyStack(t, ns)
-	waitStackReady(g, c, ns, "files")
-	testLocalExecutorKeepsToItsNamespacesState(t, c, ns)
-	before := updates(g, c, ns)
-
-	helmInstall(t, "upgrade", "--set", "executor=local", "--set", "watchNamespaces={"+ns+"}", "--set", "maxConcurrentUpdates=3", "--set", "logLevel=debug")
-	next := waitManager(t, c)
-	g.Expect(next.Name).NotTo(Equal(pod.Name), "the upgrade changed the Pod template")
-	g.Expect(strings.Join(next.Spec.Containers[0].Args, " ")).To(ContainSubstring("--max-concurrent-updates=3"))
-	assertSettled(t, c, ns, "files", before)
-
-	run(t, "kubectl", "delete", "-n", ns, "stack/files", "--timeout=5m")
-}
-
 // testLocalExecutorKeepsToItsNamespacesState: with the local executor the manager fills
 // in a passphrase for file:// backends on its volume, so a Stack naming another
 // namespace's state directory would open that namespace's stacks. It stalls instead,
@@ -169,10 +98,13 @@ spec:
 	run(t, "kubectl", "delete", "-n", ns, "stack/thief", "--timeout=2m")
 }
 
-// TestInstall_Namespaced_IgnoresOtherNamespaces installs the chart scoped to one
-// namespace and checks that the manager reconciles Stacks there, cannot even read Stacks
-// elsewhere, and leaves them alone.
-func TestInstall_Namespaced_IgnoresOtherNamespaces(t *testing.T) {
+// TestInstall_Namespaced_IgnoresOtherNamespacesAndUpgradesInPlace installs the chart with
+// the local executor, scoped to one namespace, and checks that the manager reconciles
+// Stacks there, cannot even read Stacks elsewhere and leaves them alone, keeps a Stack to
+// its namespace's state; then upgrades the release with changed values and checks the
+// Stack stays Ready with nothing re-applied. (The install from deploy/install.yaml, a
+// manager Pod's replacement and the upgrade between releases are TestInstall_FromRegistry's.)
+func TestInstall_Namespaced_IgnoresOtherNamespacesAndUpgradesInPlace(t *testing.T) {
 	g := NewWithT(t)
 	c := newClient(t)
 	const watched, other = "e2e-tenant", "e2e-outside"
@@ -180,8 +112,12 @@ func TestInstall_Namespaced_IgnoresOtherNamespaces(t *testing.T) {
 	createNamespace(t, c, other)
 	t.Cleanup(func() { deleteNamespace(t, c, other) })
 	t.Cleanup(func() { deleteNamespace(t, c, watched) })
-	helmInstall(t, "install", "--set", "executor=local", "--set", "watchNamespaces={"+watched+"}")
-	waitManager(t, c)
+	// The local executor in a cluster: engine runs in the manager Pod, state on its volume,
+	// for the one namespace it may serve.
+	values := []string{"--set", "executor=local", "--set", "watchNamespaces={" + watched + "}"}
+	helmInstall(t, "install", values...)
+	pod := waitManager(t, c)
+	assertRestricted(t, pod)
 
 	sa := "system:serviceaccount:" + systemNamespace + ":stackwright-manager"
 	for _, check := range []struct {
@@ -206,6 +142,14 @@ func TestInstall_Namespaced_IgnoresOtherNamespaces(t *testing.T) {
 		g.Expect(outside.Finalizers).To(BeEmpty())
 		g.Expect(outside.Status.Conditions).To(BeEmpty())
 	}).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Succeed(), "a Stack outside the watched namespaces was touched")
+	testLocalExecutorKeepsToItsNamespacesState(t, c, watched)
+
+	before := updates(g, c, watched)
+	helmInstall(t, "upgrade", append(values, "--set", "maxConcurrentUpdates=3", "--set", "logLevel=debug")...)
+	next := waitManager(t, c)
+	g.Expect(next.Name).NotTo(Equal(pod.Name), "the upgrade changed the Pod template")
+	g.Expect(strings.Join(next.Spec.Containers[0].Args, " ")).To(ContainSubstring("--max-concurrent-updates=3"))
+	assertSettled(t, c, watched, "files", before)
 	run(t, "kubectl", "delete", "-n", watched, "stack/files", "--timeout=5m")
 }
 

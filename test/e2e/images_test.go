@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,33 +53,6 @@ func TestImages_Release_CarryNoTestCode(t *testing.T) {
 			g.Expect(test).To(BeEmpty(), "%s ships test code", tc.ref)
 		}
 	}
-}
-
-// testingInstall writes deploy/install.yaml with the testing image as manager and runner
-// image, and returns its path.
-func testingInstall(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "deploy", "install.yaml"))
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	lines := strings.Split(string(b), "\n")
-	var out []string
-	replaced := 0
-	for _, l := range lines {
-		switch strings.TrimSpace(l) {
-		case "image: localhost/stackwright:" + version:
-			l = strings.Replace(l, "localhost/stackwright:"+version, testingImage, 1)
-			replaced++
-		case "- --executor=job":
-			out = append(out, l)
-			l = strings.Replace(l, "--executor=job", "--runner-image="+testingImage, 1)
-			replaced++
-		}
-		out = append(out, l)
-	}
-	NewWithT(t).Expect(replaced).To(Equal(2), "deploy/install.yaml no longer has the manager image and --executor=job lines this rewrites")
-	path := filepath.Join(t.TempDir(), "install.yaml")
-	NewWithT(t).Expect(os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o600)).To(Succeed())
-	return path
 }
 
 // testingValues are the Helm values that deploy the testing image.

@@ -42,27 +42,29 @@ func TestInstall_JobExecutor(t *testing.T) {
 	helmInstall(t, "install", "-f", values)
 	waitManager(t, c)
 	jc.gitWebhookIP = serviceIP(t, c, systemNamespace, "stackwright-git-webhook")
+	// Longest first (as measured on 2026-11-27), so that the long ones do not start last
+	// and keep the run going after the others are done.
 	for _, tc := range []struct {
 		name string
 		run  func(*testing.T, *jobCluster)
 	}{
-		{"RunnerPodPerUpdate", testRunnerPodPerUpdate},
 		{"KilledRunnerIsRetried", testKilledRunnerIsRetried},
-		{"StacksActAsTheirServiceAccount", testStacksActAsTheirServiceAccount},
-		{"GitStackFollowsBranch", testGitStackFollowsBranch},
-		{"IdentityTokensReachProgram", testIdentityTokensReachProgram},
-		{"RunsProgramBakedIntoImage", testRunsProgramBakedIntoImage},
-		{"ProgramSeesOnlyItsEnvironment", testProgramSeesOnlyItsEnvironment},
-		{"TenantCannotStarveOrSpoofAnother", testTenantCannotStarveOrSpoofAnother},
-		{"VolumeOutsideAllowListRefused", testVolumeOutsideAllowListRefused},
-		{"MetricsRefuseAnonymousScrape", testMetricsRefuseAnonymousScrape},
-		{"NamespaceDeletionDestroys", testNamespaceDeletionDestroys},
-		{"SelfServiceTemplate", testSelfServiceTemplate},
 		{"StackSetReviewBranches", testStackSetReviewBranches},
+		{"TenantCannotStarveOrSpoofAnother", testTenantCannotStarveOrSpoofAnother},
 		{"FluxSources", testFluxSources},
 		{"FluxNotifications", testFluxNotifications},
-		{"GitWebhook", testGitWebhook},
+		{"VolumeOutsideAllowListRefused", testVolumeOutsideAllowListRefused},
+		{"SelfServiceTemplate", testSelfServiceTemplate},
 		{"FleetRollout", testFleetRollout},
+		{"GitStackFollowsBranch", testGitStackFollowsBranch},
+		{"NamespaceDeletionDestroys", testNamespaceDeletionDestroys},
+		{"StacksActAsTheirServiceAccount", testStacksActAsTheirServiceAccount},
+		{"RunnerPodPerUpdate", testRunnerPodPerUpdate},
+		{"ProgramSeesOnlyItsEnvironment", testProgramSeesOnlyItsEnvironment},
+		{"IdentityTokensReachProgram", testIdentityTokensReachProgram},
+		{"GitWebhook", testGitWebhook},
+		{"RunsProgramBakedIntoImage", testRunsProgramBakedIntoImage},
+		{"MetricsRefuseAnonymousScrape", testMetricsRefuseAnonymousScrape},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -134,7 +134,19 @@ func TestInstall_FromRegistry(t *testing.T) {
 				t.Errorf("uninstall: %v\n%s", err, out)
 			}
 		})
-		ns := deployFromRelease(t, c, r1, "e2e-registry-yaml")
+		g := NewWithT(t)
+		ns, s3 := deployFromRelease(t, c, r1, "e2e-registry-yaml")
+		pod := managerPod(g, c)
+		assertRestricted(t, pod)
+		g.Expect(s3.objects(ns, ".pulumi/stacks")).NotTo(BeEmpty(), "no state in the S3 backend")
+
+		// A new manager Pod takes over: nothing is re-applied.
+		before := updates(g, c, ns)
+		g.Expect(c.Delete(context.Background(), pod)).To(Succeed())
+		next := waitManager(t, c)
+		g.Expect(next.Name).NotTo(Equal(pod.Name))
+		assertPulledFrom(g, next, "manager", r1.Manager.Ref)
+		assertSettled(t, c, ns, "hello", before)
 		run(t, "kubectl", "delete", "-n", ns, "stack/hello", "--timeout=5m")
 	})
 
@@ -148,7 +160,7 @@ func TestInstall_FromRegistry(t *testing.T) {
 			}
 			_, _ = runErr("kubectl", "delete", "namespace", systemNamespace, "--ignore-not-found", "--timeout=3m")
 		})
-		ns := deployFromRelease(t, c, r1, "e2e-registry-helm")
+		ns, _ := deployFromRelease(t, c, r1, "e2e-registry-helm")
 		pod := managerPod(g, c)
 		before := updates(g, c, ns)
 
@@ -172,9 +184,9 @@ func TestInstall_FromRegistry(t *testing.T) {
 }
 
 // deployFromRelease checks that the installed manager runs rel's image, then runs Stack
-// "hello" to Ready in a new namespace ns (state in a new S3 server) through a runner Pod
-// pulled by rel's runner digest, and returns ns.
-func deployFromRelease(t *testing.T, c client.Client, rel released, ns string) string {
+// "hello" to Ready in a new namespace ns (state in bucket ns of a new S3 server) through a
+// runner Pod pulled by rel's runner digest, and returns ns and the S3 server.
+func deployFromRelease(t *testing.T, c client.Client, rel released, ns string) (string, *s3Server) {
 	t.Helper()
 	g := NewWithT(t)
 	assertPulledFrom(g, waitManager(t, c), "manager", rel.Manager.Ref)
@@ -185,7 +197,7 @@ func deployFromRelease(t *testing.T, c client.Client, rel released, ns string) s
 	g.Eventually(func(g Gomega) { waitStackReadyOnce(g, c, ns, "hello") }).
 		WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
 	assertRunnerPulledFrom(g, c, ns, rel.Runner.Ref)
-	return ns
+	return ns, s3
 }
 
 // applyOutputsStack applies a Stack "hello" whose inline Program has outputs and no

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -51,6 +53,27 @@ func RequireBinaries(dir string, names ...string) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("missing %v in %s: run `make tools` first (it builds them from the Go module proxy)", missing, dir)
+	}
+	return nil
+}
+
+// SeeBuildInputs stats every source file the packages pkgs (built in dir with the build
+// tags tags) are compiled from, standard library aside. A test that runs `go build` for a
+// binary calls it: `go test` reuses a cached result while the files the test process
+// itself opened or stat'ed are unchanged, and it never sees what a child `go build` reads.
+func SeeBuildInputs(dir, tags string, pkgs ...string) error {
+	args := append([]string{"list", "-deps", "-tags", tags, "-f",
+		`{{if not .Standard}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}`}, pkgs...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("failed to list the sources of %v: %w", pkgs, err)
+	}
+	for f := range strings.Lines(string(out)) {
+		if _, err := os.Stat(strings.TrimSuffix(f, "\n")); err != nil {
+			return fmt.Errorf("failed to stat a source of %v: %w", pkgs, err)
+		}
 	}
 	return nil
 }

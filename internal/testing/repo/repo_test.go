@@ -55,3 +55,32 @@ func TestRoot_FromPackageDir_FindsMainModule(t *testing.T) {
 		t.Errorf("Root() = %s, which does not hold this package: %v", r, err)
 	}
 }
+
+func TestSeeBuildInputs_Packages_StatsTheirSourcesOrFails(t *testing.T) {
+	r, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		pkg     string
+		wantErr string
+	}{
+		{name: "PackageOfTheModule", pkg: "./internal/version"},
+		{name: "NoSuchPackage", pkg: "./internal/no-such-package", wantErr: "failed to list the sources of [./internal/no-such-package]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := SeeBuildInputs(r, "", tt.pkg)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("SeeBuildInputs() = %v; want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("SeeBuildInputs() = %v; want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
