@@ -171,7 +171,9 @@ func helmInstall(t *testing.T, verb string, args ...string) {
 	run(t, "helm", append(base, args...)...)
 }
 
-// assertSettled checks for a while that the Stack stays Ready and no Update is created.
+// assertSettled checks for 10 s that the Stack stays Ready and no Update is created. Its
+// callers wait for the new manager to hold the leader Lease first (waitManager), and a new
+// leader reconciles every Stack within a second or two of that: 10 s covers it.
 func assertSettled(t *testing.T, c client.Client, ns, name string, before []string) {
 	t.Helper()
 	NewWithT(t).Consistently(func(g Gomega) {
@@ -179,7 +181,7 @@ func assertSettled(t *testing.T, c client.Client, ns, name string, before []stri
 		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &stack)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(stack.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue())
 		g.Expect(updates(g, c, ns)).To(ConsistOf(before), "a new Update was created")
-	}).WithTimeout(20 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
+	}).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
 }
 
 // assertRestricted checks the manager Pod against the restricted Pod Security profile
