@@ -577,3 +577,13 @@ func orNone(parts []string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// ownBackend is spec.backend of Stack name in namespace ns served by the manager whose data
+// directory is dataDir: with BENCH_FLEET_BACKEND=stack a file:// backend of its own inside
+// the namespace's state directory, else "" (the namespace's shared one).
+func (b *bench) ownBackend(dataDir, ns, name string) string {
+	if b.cfg.FleetBackend != FleetBackendStack {
+		return ""
+	}
+	return "file://" + filepath.Join(dataDir, "state", ns, "stacks", name)
+}

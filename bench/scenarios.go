@@ -207,9 +207,7 @@ func (b *bench) runFleet(ctx context.Context) error {
 			return err
 		}
 		st := benchStack(nsFleet, name, name, filepath.Join(b.work, "files", nsFleet, name))
-		if b.cfg.FleetBackend == FleetBackendStack {
-			st.Spec.Backend = "file://" + filepath.Join(b.mgrOpts.dataDir, "state", nsFleet, "stacks", name)
-		}
+		st.Spec.Backend = b.ownBackend(b.mgrOpts.dataDir, nsFleet, name)
 		return b.cluster.client.Create(ctx, st)
 	})
 	creation := time.Since(t0)

@@ -242,9 +242,7 @@ func (b *bench) runShards(ctx context.Context) error {
 		}
 		st := benchStack(nsShards, name, name, filepath.Join(b.work, "files", nsShards, name))
 		st.Labels = map[string]string{shardLabel: of[name]}
-		if b.cfg.FleetBackend == FleetBackendStack {
-			st.Spec.Backend = "file://" + filepath.Join(data, "state", nsShards, "stacks", name)
-		}
+		st.Spec.Backend = b.ownBackend(data, nsShards, name)
 		return b.cluster.client.Create(sctx, st)
 	})
 	creation := time.Since(t0)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -18,13 +17,8 @@ import (
 func TestCheckStatic_CheckStatic_RefusesWhatCannotRunWithoutLibc(t *testing.T) {
 	dir := t.TempDir()
 	static := filepath.Join(dir, "pause")
-	if err := repo.SeeBuildInputs(".", "", "../pause"); err != nil {
+	if err := repo.GoBuild(t.Context(), ".", "../pause", static, ""); err != nil {
 		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "build", "-o", static, "../pause")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ../pause: %v\n%s", err, out)
 	}
 	text := filepath.Join(dir, "script")
 	if err := os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755); err != nil {
@@ -33,10 +27,8 @@ func TestCheckStatic_CheckStatic_RefusesWhatCannotRunWithoutLibc(t *testing.T) {
 
 	other := filepath.Join(dir, "pause-other")
 	otherArch := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
-	cmd = exec.Command("go", "build", "-o", other, "../pause")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+otherArch)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ../pause for %s: %v\n%s", otherArch, err, out)
+	if err := repo.GoBuild(t.Context(), ".", "../pause", other, "", "GOARCH="+otherArch); err != nil {
+		t.Fatal(err)
 	}
 
 	tests := []struct {

@@ -29,13 +29,8 @@ func standIns(t *testing.T, arch string) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "pause")
-	if err := repo.SeeBuildInputs(".", "", "../pause"); err != nil {
+	if err := repo.GoBuild(t.Context(), ".", "../pause", bin, "", "GOOS=linux", "GOARCH="+arch); err != nil {
 		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "build", "-o", bin, "../pause")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ../pause for %s: %v\n%s", arch, err, out)
 	}
 	data, err := os.ReadFile(bin)
 	if err != nil {

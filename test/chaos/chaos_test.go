@@ -292,13 +292,8 @@ func buildManager(t *testing.T, root, dir string) string {
 	out := filepath.Join(dir, "stackwright")
 	// The chaos tag makes the crash points live (internal/crashpoint); unarmed, the binary
 	// behaves as a release build.
-	if err := repo.SeeBuildInputs(root, "chaos", "./cmd/stackwright"); err != nil {
+	if err := repo.GoBuild(t.Context(), root, "./cmd/stackwright", out, "chaos"); err != nil {
 		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", "chaos", "-o", out, "./cmd/stackwright")
-	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("failed to build the manager: %v\n%s", err, b)
 	}
 	// Next to it, where the manager finds it, as in ./bin and the images.
 	if _, err := reapertest.Build(dir); err != nil {

@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -59,13 +60,18 @@ func RequireBinaries(dir string, names ...string) error {
 
 // SeeBuildInputs stats every source file the packages pkgs (built in dir with the build
 // tags tags) are compiled from, standard library aside. A test that runs `go build` for a
-// binary calls it: `go test` reuses a cached result while the files the test process
-// itself opened or stat'ed are unchanged, and it never sees what a child `go build` reads.
+// binary calls it, or GoBuild: `go test` reuses a cached result while the files the test
+// process itself opened or stat'ed are unchanged, and it never sees what a child `go build`
+// reads. (Nor what TestMain reads before m.Run: call it from a test.)
 func SeeBuildInputs(dir, tags string, pkgs ...string) error {
+	return seeBuildInputs(dir, os.Environ(), tags, pkgs...)
+}
+
+func seeBuildInputs(dir string, env []string, tags string, pkgs ...string) error {
 	args := append([]string{"list", "-deps", "-tags", tags, "-f",
 		`{{if not .Standard}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}`}, pkgs...)
 	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Env = dir, env
 	out, err := cmd.Output()
 	if err != nil {
 		return fmt.Errorf("failed to list the sources of %v: %w", pkgs, err)
@@ -74,6 +80,22 @@ func SeeBuildInputs(dir, tags string, pkgs ...string) error {
 		if _, err := os.Stat(strings.TrimSuffix(f, "\n")); err != nil {
 			return fmt.Errorf("failed to stat a source of %v: %w", pkgs, err)
 		}
+	}
+	return nil
+}
+
+// GoBuild builds package pkg (a path relative to dir) into out, statically, with the build
+// tags tags and env (GOOS, GOARCH, ...) added to the environment, after seeing its
+// sources for the same platform and tags (SeeBuildInputs).
+func GoBuild(ctx context.Context, dir, pkg, out, tags string, env ...string) error {
+	env = append(append(os.Environ(), "CGO_ENABLED=0"), env...)
+	if err := seeBuildInputs(dir, env, tags, pkg); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", tags, "-o", out, pkg)
+	cmd.Dir, cmd.Env = dir, env
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("failed to build %s: %w\n%s", pkg, err, b)
 	}
 	return nil
 }

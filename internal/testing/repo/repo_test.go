@@ -84,3 +84,21 @@ func TestSeeBuildInputs_Packages_StatsTheirSourcesOrFails(t *testing.T) {
 		})
 	}
 }
+
+func TestGoBuild_Package_BuildsItOrSaysWhy(t *testing.T) {
+	r, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "pause")
+	if err := GoBuild(t.Context(), r, "./hack/pause", out, ""); err != nil {
+		t.Fatalf("GoBuild(./hack/pause) = %v; want nil", err)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Mode()&0o111 == 0 {
+		t.Errorf("GoBuild(./hack/pause) left no executable at %s: %v", out, err)
+	}
+	err = GoBuild(t.Context(), r, "./internal/no-such-package", out, "")
+	if err == nil || !strings.Contains(err.Error(), "failed to list the sources of [./internal/no-such-package]") {
+		t.Errorf("GoBuild(./internal/no-such-package) = %v; want the listing's failure", err)
+	}
+}
