@@ -18,6 +18,9 @@
 # are always built with -trimpath, so they are the same binaries.
 set -euo pipefail
 export CGO_ENABLED=0
+# A tool is built with exactly the flags its stamp names (the Makefile's GOFLAGS are for
+# the module's own builds).
+unset GOFLAGS
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"

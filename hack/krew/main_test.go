@@ -96,10 +96,8 @@ func TestRun_Krew_InstallsAndRunsThePlugin(t *testing.T) {
 	}
 	dir := t.TempDir()
 	plugin := filepath.Join(dir, "kubectl-stackwright")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", plugin, "./cmd/kubectl-stackwright")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("failed to build the plugin: %v\n%s", err, out)
+	if err := repo.GoBuild(t.Context(), root, "./cmd/kubectl-stackwright", plugin, ""); err != nil {
+		t.Fatal(err)
 	}
 	host := runtime.GOOS + "/" + runtime.GOARCH
 	out := filepath.Join(dir, "krew")

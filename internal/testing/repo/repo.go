@@ -84,15 +84,16 @@ func seeBuildInputs(dir string, env []string, tags string, pkgs ...string) error
 	return nil
 }
 
-// GoBuild builds package pkg (a path relative to dir) into out, statically, with the build
-// tags tags and env (GOOS, GOARCH, ...) added to the environment, after seeing its
-// sources for the same platform and tags (SeeBuildInputs).
+// GoBuild builds package pkg (a path relative to dir) into out, statically and -trimpath
+// as make build and a release do (so the tests run what ships, and share its compiled
+// packages), with the build tags tags and env (GOOS, GOARCH, ...) added to the
+// environment, after seeing its sources for the same platform and tags (SeeBuildInputs).
 func GoBuild(ctx context.Context, dir, pkg, out, tags string, env ...string) error {
 	env = append(append(os.Environ(), "CGO_ENABLED=0"), env...)
 	if err := seeBuildInputs(dir, env, tags, pkg); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", tags, "-o", out, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", tags, "-o", out, pkg)
 	cmd.Dir, cmd.Env = dir, env
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("failed to build %s: %w\n%s", pkg, err, b)
