@@ -73,7 +73,7 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n, width int
 	if err != nil {
 		return nil, err
 	}
-	eng, err := engine.New(engine.Options{Bin: counter.Bin, PulumiHome: filepath.Join(f.dir, "pulumi-home"), Env: engineBaseEnv()})
+	eng, err := engine.New(engine.Options{Bin: counter.Bin, PulumiHome: filepath.Join(f.dir, "pulumi-home"), Env: engine.BaseEnv()})
 	if err != nil {
 		return nil, fmt.Errorf("failed to set up the counted engine: %w", err)
 	}
@@ -193,7 +193,7 @@ func (f *floorEnv) pulumiCLI(ctx context.Context, bin, work, home string) func(a
 		cmd := exec.CommandContext(ctx, filepath.Join(bin, "pulumi"), append(args, "--non-interactive")...)
 		cmd.Dir = work
 		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home, "PULUMI_HOME=" + filepath.Join(f.dir, "pulumi-home")}
-		for k, v := range engineBaseEnv() {
+		for k, v := range engine.BaseEnv() {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 		for k, v := range f.runEnv("cli") {

@@ -74,21 +74,13 @@ func newFloorEnv(bin, dir, shape string) (*floorEnv, error) {
 	eng, err := engine.New(engine.Options{
 		Bin:        bin,
 		PulumiHome: filepath.Join(dir, "pulumi-home"),
-		Env:        engineBaseEnv(),
+		Env:        engine.BaseEnv(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to set up the pulumi engine: %w", err)
 	}
 	f.eng = eng
 	return f, nil
-}
-
-// engineBaseEnv is the environment the manager gives every engine run.
-func engineBaseEnv() map[string]string {
-	return map[string]string{
-		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
-		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-	}
 }
 
 // runEnv is what a Stack adds for its runs: the backend, the passphrase file, and the

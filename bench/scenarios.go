@@ -47,7 +47,7 @@ func (b *bench) runFloor(ctx context.Context, f *floorEnv) error {
 			fmt.Sprintf("%.3f/s", r.Throughput()), secs(r.EngineCPU / time.Duration(max(1, len(r.Runs)+r.Failed)))}
 	}
 	body := "`pulumi up` of a fresh stack (a first update: `stack init` + `up`) of the bench program through internal/engine, " +
-		"file:// backend, passphrase file, PULUMI_SKIP_UPDATE_CHECK, PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION, " +
+		"file:// backend, passphrase file, engine.BaseEnv (no update check, no plugin download, the CLI's logs bounded), " +
 		"STACKWRIGHT_TESTING_ROOT: what the manager gives its engine, without Kubernetes, artifact or status work. " +
 		"One warm-up run first (not counted). The manager is up and idle meanwhile.\n\n" +
 		table([]string{"batch", "runs", "failed", "median", "p90", "max", "wall", "throughput", "engine CPU / run"}, [][]string{

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -26,13 +27,26 @@ import (
 // environment stay out; a Stack passes what its program needs through envRefs.
 var DefaultInheritEnv = []string{"PATH", "HOME", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR"}
 
+// The CLI writes a log of every invocation into PULUMI_HOME/logs and, before each, lists
+// that whole directory to delete what is older than 7 days or past 500 MB. A manager's
+// PULUMI_HOME (on its data volume) is shared by every Stack it runs: thousands of
+// invocations a day would keep tens of thousands of files there, every invocation
+// scanning them all. Each run's output is kept in its Update instead; these logs only
+// serve Pulumi's own support tooling, so a day and a few megabytes of them are enough.
+const (
+	cliLogMaxAgeDays = 1
+	cliLogMaxTotalMB = 8
+)
+
 // BaseEnv is the environment every run of a manager or runner starts from: no update
-// checks, and no plugin downloads: plugins come from the image (or ./bin), and nothing
-// downloads code because a program asked for it.
+// checks; no plugin downloads (plugins come from the image, or ./bin, and nothing
+// downloads code because a program asked for it); the CLI's own logs bounded.
 func BaseEnv() map[string]string {
 	return map[string]string{
 		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		"PULUMI_LOG_ROTATION_MAX_AGE_DAYS":            strconv.Itoa(cliLogMaxAgeDays),
+		"PULUMI_LOG_ROTATION_MAX_TOTAL_MB":            strconv.Itoa(cliLogMaxTotalMB),
 	}
 }
 

@@ -21,9 +21,10 @@ import (
 // process itself rather than the program: which binaries run (PATH, the loader's LD_*
 // and DYLD_*, git's helpers), where the engine keeps plugins and credentials
 // (PULUMI_HOME, HOME), which files it reads as a passphrase, whether it downloads
-// plugins, and which API server in-cluster clients reach with the manager's token
-// (KUBERNETES_SERVICE_*, KUBERNETES_PORT*). In a runner Pod they only affect the
-// tenant's own Pod, so the Job executor lets them through.
+// plugins, how much of its own logs it keeps in the shared PULUMI_HOME, and which API
+// server in-cluster clients reach with the manager's token (KUBERNETES_SERVICE_*,
+// KUBERNETES_PORT*). In a runner Pod they only affect the tenant's own Pod, so the Job
+// executor lets them through.
 //
 // Entries ending in "*" are prefixes. docs/operations.md ("Tenancy and security") and the
 // guidance admission policy list the same names; a test holds the policy in step.
@@ -35,6 +36,7 @@ var ReservedEnv = []string{
 	"PULUMI_HOME", "PULUMI_CONFIG_PASSPHRASE_FILE",
 	"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", "PULUMI_SKIP_UPDATE_CHECK",
 	"PULUMI_AUTOMATION_API", "PULUMI_DEBUG_COMMANDS", "PULUMI_IGNORE_AMBIENT_PLUGINS",
+	"PULUMI_LOG_ROTATION_*",
 	"SSL_CERT_FILE", "SSL_CERT_DIR",
 	"GODEBUG", "NODE_OPTIONS", "PYTHONPATH", "PYTHONSTARTUP",
 }
