@@ -151,7 +151,7 @@ test-chaos: tools ## SIGKILL the manager CHAOS_KILLS times while CHAOS_STACKS St
 # fixed in Go 1.27). 10000 runs take 3-15 s per target here.
 FUZZ_TIME ?= 10000x
 # Fuzz targets, as package:target.
-FUZZ_TARGETS := ./internal/artifact:FuzzExtract ./internal/source/program:FuzzRender ./internal/controller/stack:FuzzDecide
+FUZZ_TARGETS := ./internal/artifact:FuzzExtract ./internal/source/program/project:FuzzRender ./internal/controller/stack/decide:FuzzNext
 .PHONY: fuzz
 fuzz: ## Fuzz the artifact extractor, Program rendering and the Stack decision logic for FUZZ_TIME each (runs, or a duration: CI's short budget; use 60s or more by hand).
 	@for t in $(FUZZ_TARGETS); do 		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZ_TIME)"; 		go test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZ_TIME) -fuzzminimizetime 5s || exit 1; 	done

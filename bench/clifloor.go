@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stackwright/stackwright/internal/engine"
-	"github.com/stackwright/stackwright/internal/source/program"
+	"github.com/stackwright/stackwright/internal/source/program/project"
 	"github.com/stackwright/stackwright/internal/testing/pulumicount"
 )
 
@@ -208,15 +208,15 @@ func (f *floorEnv) pulumiCLI(ctx context.Context, bin, work, home string) func(a
 
 // writeBenchProject writes the bench program of the given shape as Pulumi.yaml into dir.
 func writeBenchProject(dir, shape string) error {
-	yaml, err := program.Render(programFor("floor", "cli", shape))
+	yaml, err := project.Render(programFor("floor", "cli", shape))
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("failed to create directory %s: %w", dir, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, program.ProjectFile), yaml, 0o600); err != nil {
-		return fmt.Errorf("failed to write %s: %w", program.ProjectFile, err)
+	if err := os.WriteFile(filepath.Join(dir, project.File), yaml, 0o600); err != nil {
+		return fmt.Errorf("failed to write %s: %w", project.File, err)
 	}
 	return nil
 }

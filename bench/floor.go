@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/stackwright/stackwright/internal/engine"
-	"github.com/stackwright/stackwright/internal/source/program"
+	"github.com/stackwright/stackwright/internal/source/program/project"
 )
 
 // floorResult is the engine floor: the bench program run straight through internal/engine.
@@ -97,7 +97,7 @@ func (f *floorEnv) runEnv(name string) map[string]string {
 // The timer covers engine.Run only, not writing Pulumi.yaml.
 func (f *floorEnv) up(ctx context.Context, name string) (time.Duration, error) {
 	p := programFor("floor", name, f.shape)
-	yaml, err := program.Render(p)
+	yaml, err := project.Render(p)
 	if err != nil {
 		return 0, err
 	}
@@ -105,7 +105,7 @@ func (f *floorEnv) up(ctx context.Context, name string) (time.Duration, error) {
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return 0, err
 	}
-	if err := os.WriteFile(filepath.Join(work, program.ProjectFile), yaml, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(work, project.File), yaml, 0o600); err != nil {
 		return 0, err
 	}
 	msg, _ := json.Marshal(greetingMessage)

@@ -21,7 +21,7 @@ import (
 	"github.com/stackwright/stackwright/internal/controller/conditions"
 	"github.com/stackwright/stackwright/internal/controller/patch"
 	"github.com/stackwright/stackwright/internal/crashpoint"
-	programsource "github.com/stackwright/stackwright/internal/source/program"
+	"github.com/stackwright/stackwright/internal/source/program/project"
 )
 
 const (
@@ -100,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // render renders and stores the Program's current generation and records the outcome.
 func (r *Reconciler) render(ctx context.Context, prog *pulumiv1.Program) error {
 	log := ctrl.LoggerFrom(ctx)
-	tarball, err := programsource.Tarball(prog)
+	tarball, err := project.Tarball(prog)
 	if err != nil {
 		log.Info("Program cannot be rendered", "generation", prog.Generation, "error", err.Error())
 		markStalled(prog, pulumiv1.ReasonSpecInvalid, err.Error())
@@ -109,14 +109,14 @@ func (r *Reconciler) render(ctx context.Context, prog *pulumiv1.Program) error {
 	}
 	digest := artifact.Digest(tarball)
 	if !r.Store.Has(digest) {
-		if _, err := r.Store.Put(bytes.NewReader(tarball), programsource.MaxArtifactBytes); err != nil {
+		if _, err := r.Store.Put(bytes.NewReader(tarball), project.MaxArtifactBytes); err != nil {
 			markRetrying(prog, fmt.Sprintf("failed to store artifact %s: %v", digest, err))
 			return fmt.Errorf("failed to store artifact %s: %w", digest, err)
 		}
 		log.V(1).Info("Stored artifact", "digest", digest, "size", len(tarball))
 		crashpoint.Hit(crashpoint.ProgramArtifactStored)
 	}
-	res := rendered{digest: digest, revision: programsource.Revision(prog), size: int64(len(tarball)), path: artifact.RelPath(digest)}
+	res := rendered{digest: digest, revision: project.Revision(prog), size: int64(len(tarball)), path: artifact.RelPath(digest)}
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now

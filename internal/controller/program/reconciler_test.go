@@ -17,7 +17,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/controller/program"
-	programsource "github.com/stackwright/stackwright/internal/source/program"
+	"github.com/stackwright/stackwright/internal/source/program/project"
 )
 
 func js(s string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(s)} }
@@ -41,7 +41,7 @@ func newProgram(name string, spec pulumiv1.ProgramSpec) *pulumiv1.Program {
 // packed computes, without the controller, the tarball and digest a Program must get.
 func packed(t *testing.T, p *pulumiv1.Program) ([]byte, string) {
 	t.Helper()
-	files, err := programsource.Pack(p)
+	files, err := project.Pack(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,16 +104,16 @@ func TestReconciler_Reconcile_RendersProgramIntoStore(t *testing.T) {
 	if err := store.Extract(digest, dir, artifact.DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
-	project, err := os.ReadFile(filepath.Join(dir, "Pulumi.yaml"))
+	stored, err := os.ReadFile(filepath.Join(dir, "Pulumi.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := programsource.Render(got)
-	if diff := cmp.Diff(string(want), string(project)); diff != "" {
+	want, _ := project.Render(got)
+	if diff := cmp.Diff(string(want), string(stored)); diff != "" {
 		t.Errorf("stored Pulumi.yaml (-want +got):\n%s", diff)
 	}
-	if !strings.HasPrefix(string(project), "name: files\nruntime: yaml\n") {
-		t.Errorf("stored Pulumi.yaml does not start with the Program's name and runtime:\n%s", project)
+	if !strings.HasPrefix(string(stored), "name: files\nruntime: yaml\n") {
+		t.Errorf("stored Pulumi.yaml does not start with the Program's name and runtime:\n%s", stored)
 	}
 
 	s.WaitEvent(got, "Normal", program.EventReasonArtifactReady)

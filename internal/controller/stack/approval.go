@@ -10,6 +10,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/stack/decide"
 	"github.com/stackwright/stackwright/internal/crashpoint"
 	guardrails "github.com/stackwright/stackwright/internal/policy"
 )
@@ -32,7 +33,7 @@ const (
 // after a failure, or another set of policies voids an approval and makes a new preview.
 // Stacks with Auto approval and no policy pay nothing.
 func (r *Reconciler) gateChange(ctx context.Context, s *scope) (bool, error) {
-	if s.next.action != actionRun || s.op != v1alpha1.UpdateTypeUp {
+	if s.next.Action != decide.Run || s.op != v1alpha1.UpdateTypeUp {
 		return true, nil
 	}
 	stack := s.stack
@@ -49,7 +50,7 @@ func (r *Reconciler) gateChange(ctx context.Context, s *scope) (bool, error) {
 	// only seen by polling, and voids what waits.
 	s.requeueAfter(stack.Spec.ResyncPeriod())
 	a := stackwrightStatus(stack).Approval
-	if a == nil || a.DesiredStateKey != s.key || a.Attempt != s.next.attempt || a.PolicyKey != s.policyKey {
+	if a == nil || a.DesiredStateKey != s.key || a.Attempt != s.next.Attempt || a.PolicyKey != s.policyKey {
 		return r.startPreview(ctx, s, r.voidApproval(s, a))
 	}
 	if a.State == pulumiv1.ApprovalAwaiting {
@@ -157,7 +158,7 @@ func (r *Reconciler) voidApproval(s *scope, a *pulumiv1.ApprovalStatus) string {
 func (r *Reconciler) startPreview(ctx context.Context, s *scope, voided string) (bool, error) {
 	sw := stackwrightStatus(s.stack)
 	prev := sw.Approval
-	a := &pulumiv1.ApprovalStatus{State: pulumiv1.ApprovalPreviewing, DesiredStateKey: s.key, Attempt: s.next.attempt,
+	a := &pulumiv1.ApprovalStatus{State: pulumiv1.ApprovalPreviewing, DesiredStateKey: s.key, Attempt: s.next.Attempt,
 		Revision: s.artifact.Revision, Message: voided, Previews: 1, PolicyKey: s.policyKey}
 	if prev != nil {
 		a.Previews, a.HandledApproval, a.HandledRejection = prev.Previews+1, prev.HandledApproval, prev.HandledRejection
@@ -170,7 +171,7 @@ func (r *Reconciler) startPreview(ctx context.Context, s *scope, voided string) 
 			Generation: st.Generation, ReconcileRequest: st.ReconcileRequest(), Name: u.Name, Commit: u.Spec.Revision,
 			Type: string(v1alpha1.UpdateTypePreview),
 		}
-		markReconciling(st, pulumiv1.ReasonPreviewInProgress, fmt.Sprintf("Previewing the change before applying it: %s (Update %s)", s.next.why, u.Name))
+		markReconciling(st, pulumiv1.ReasonPreviewInProgress, fmt.Sprintf("Previewing the change before applying it: %s (Update %s)", s.next.Why, u.Name))
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/conditions"
+	"github.com/stackwright/stackwright/internal/controller/stack/decide"
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/metrics"
 )
@@ -67,7 +68,7 @@ func autoRemediate(spec *pulumiv1.StackSpec) bool {
 // that has nothing else to do, or asks to be looked at again when the next one is due.
 // Preview Stacks deploy nothing, so they have nothing to drift from.
 func (r *Reconciler) checkDrift(ctx context.Context, s *scope) (bool, error) {
-	if s.op != v1alpha1.UpdateTypeUp || s.next.action != actionIdle {
+	if s.op != v1alpha1.UpdateTypeUp || s.next.Action != decide.Idle {
 		return true, nil
 	}
 	next, ok := nextDriftCheck(s.stack)
@@ -80,7 +81,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope) (bool, error) {
 		return true, nil
 	}
 	s.op = v1alpha1.UpdateTypeDrift
-	s.next = decision{action: actionRun, attempt: 1, why: "scheduled drift check"}
+	s.next = decide.Decision{Action: decide.Run, Attempt: 1, Why: "scheduled drift check"}
 	s.driftName = driftUpdateName(s.stack.Name, now)
 	return r.startUpdate(ctx, s)
 }

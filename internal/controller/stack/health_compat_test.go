@@ -19,6 +19,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/conditions"
+	"github.com/stackwright/stackwright/internal/controller/stack/decide"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/source"
@@ -483,7 +484,7 @@ func (h *stackSim) resolveInputs(_ context.Context, s *scope) (bool, error) {
 // awaitPrerequisites is Reconciler.awaitPrerequisites with one prerequisite that is
 // unsatisfied when waitingFor says so.
 func (h *stackSim) awaitPrerequisites(_ context.Context, s *scope) (bool, error) {
-	if h.waitingFor == "" || s.next.action != actionRun || s.resume != "" || s.op == v1alpha1.UpdateTypeDestroy {
+	if h.waitingFor == "" || s.next.Action != decide.Run || s.resume != "" || s.op == v1alpha1.UpdateTypeDestroy {
 		return true, nil
 	}
 	markReconciling(h.st, anyReason, "waiting for prerequisites: "+h.waitingFor)
@@ -493,12 +494,12 @@ func (h *stackSim) awaitPrerequisites(_ context.Context, s *scope) (bool, error)
 // startUpdate is Reconciler.startUpdate's effect on the status; the Update it would create
 // is kept as the one in flight.
 func (h *stackSim) startUpdate(_ context.Context, s *scope) (bool, error) {
-	if s.next.action != actionRun {
+	if s.next.Action != decide.Run {
 		return true, nil
 	}
 	u := h.r.buildUpdate(s)
 	recordStart(h.st, u)
-	markReconciling(h.st, inProgressReason(s.op), fmt.Sprintf("Starting %s: %s (Update %s)", s.op, s.next.why, u.Name))
+	markReconciling(h.st, inProgressReason(s.op), fmt.Sprintf("Starting %s: %s (Update %s)", s.op, s.next.Why, u.Name))
 	u.Status.Phase = v1alpha1.UpdatePhasePending
 	h.u = u
 	return false, nil

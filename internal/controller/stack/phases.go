@@ -15,6 +15,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/patch"
+	"github.com/stackwright/stackwright/internal/controller/stack/decide"
 	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
@@ -192,23 +193,23 @@ func (r *Reconciler) decideNext(_ context.Context, s *scope) (bool, error) {
 	s.key = desiredStateKey(s.stack, s.op, s.artifact, s.inputs.Fingerprint)
 	stackwrightStatus(s.stack).DesiredStateKey = s.key
 	if s.resume != "" {
-		s.next = decision{action: actionRun, attempt: max(stackwrightStatus(s.stack).Attempt, 1), why: "resuming recorded update"}
+		s.next = decide.Decision{Action: decide.Run, Attempt: max(stackwrightStatus(s.stack).Attempt, 1), Why: "resuming recorded update"}
 		return true, nil
 	}
-	s.next = decide(r.Now(), s.stack, s.key, policy{base: r.Options.RetryBase, maxBackoff: r.Options.MaxBackoff, stallAfter: r.Options.StallAfter})
+	s.next = decide.Next(r.Now(), s.stack, s.key, decide.Policy{Base: r.Options.RetryBase, MaxBackoff: r.Options.MaxBackoff, StallAfter: r.Options.StallAfter})
 	lu := s.stack.Status.LastUpdate
-	switch s.next.action {
-	case actionBackoff:
+	switch s.next.Action {
+	case decide.Backoff:
 		markReconciling(s.stack, pulumiv1.ReasonRetryingAfterFailure, fmt.Sprintf("%s failed, retrying in %s: %s",
-			lu.Type, s.next.requeueAfter.Round(time.Second), lu.Message))
-		s.requeueAfter(s.next.requeueAfter)
+			lu.Type, s.next.RequeueAfter.Round(time.Second), lu.Message))
+		s.requeueAfter(s.next.RequeueAfter)
 		return false, nil
-	case actionWaitForLock:
+	case decide.WaitForLock:
 		markReconciling(s.stack, pulumiv1.ReasonUpdateConflict, fmt.Sprintf("%s is waiting for another update to release the stack's lock, trying again in %s: %s",
-			lu.Type, s.next.requeueAfter.Round(time.Second), lu.Message))
-		s.requeueAfter(s.next.requeueAfter)
+			lu.Type, s.next.RequeueAfter.Round(time.Second), lu.Message))
+		s.requeueAfter(s.next.RequeueAfter)
 		return false, nil
-	case actionStalled:
+	case decide.Stalled:
 		failures := stackwrightStatus(s.stack).PermanentFailures
 		markStalled(s.stack, failedReason(s.op), fmt.Sprintf("%s failed %d times in a row with a permanent error; change the spec, its references or the source, or set the %s annotation to retry. Last error: %s",
 			s.op, failures, pulumiv1.ReconcileRequestAnnotation, lu.Message))
@@ -220,7 +221,7 @@ func (r *Reconciler) decideNext(_ context.Context, s *scope) (bool, error) {
 // startUpdate records the decided Update in the Stack's status, persists that with an
 // optimistic lock, and only then creates the Update.
 func (r *Reconciler) startUpdate(ctx context.Context, s *scope) (bool, error) {
-	if s.next.action != actionRun {
+	if s.next.Action != decide.Run {
 		return true, nil
 	}
 	return r.createUpdate(ctx, s, func(stack *pulumiv1.Stack, u *v1alpha1.Update) {
@@ -230,7 +231,7 @@ func (r *Reconciler) startUpdate(ctx context.Context, s *scope) (bool, error) {
 			return
 		}
 		recordStart(stack, u)
-		markReconciling(stack, inProgressReason(s.op), fmt.Sprintf("Starting %s: %s (Update %s)", s.op, s.next.why, u.Name))
+		markReconciling(stack, inProgressReason(s.op), fmt.Sprintf("Starting %s: %s (Update %s)", s.op, s.next.Why, u.Name))
 	})
 }
 
@@ -245,7 +246,7 @@ func (r *Reconciler) skipTakenNames(ctx context.Context, s *scope) error {
 	}
 	for range maxTakenNames {
 		u := &v1alpha1.Update{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: updateName(s.stack.Name, s.key, s.next.attempt)}, u)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.stack.Namespace, Name: updateName(s.stack.Name, s.key, s.next.Attempt)}, u)
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil
@@ -256,7 +257,7 @@ func (r *Reconciler) skipTakenNames(ctx context.Context, s *scope) error {
 			// reconcile observes it.
 			return nil
 		}
-		s.next.attempt++
+		s.next.Attempt++
 	}
 	return nil
 }
@@ -313,10 +314,10 @@ func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pu
 	if u.Spec.Attempt > 1 && s.resume == "" && s.previewName == "" {
 		metrics.ObserveRetry(u.Namespace)
 	}
-	log.Info("Started update", "update", u.Name, "type", u.Spec.Type, "revision", u.Spec.Revision, "attempt", u.Spec.Attempt, "why", s.next.why)
+	log.Info("Started update", "update", u.Name, "type", u.Spec.Type, "revision", u.Spec.Revision, "attempt", u.Spec.Attempt, "why", s.next.Why)
 	if u.Spec.DesiredStateKey != stackwrightStatus(stack).LastSuccessfulKey {
 		// A resync of the deployed state is announced only if it changes something.
-		r.eventAbout(stack, u, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, s.next.why, u.Name)
+		r.eventAbout(stack, u, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, s.next.Why, u.Name)
 	}
 	return false, nil
 }
@@ -336,7 +337,7 @@ func changedResources(u *v1alpha1.Update) bool {
 func (r *Reconciler) markUpToDate(ctx context.Context, s *scope) (bool, error) {
 	s.upToDate = true
 	markReady(s.stack, readyMessage(s.stack))
-	s.requeueAfter(minPositive(s.stack.Spec.ResyncPeriod(), s.next.requeueAfter))
+	s.requeueAfter(minPositive(s.stack.Spec.ResyncPeriod(), s.next.RequeueAfter))
 	// An idle Stack is where old Updates age out.
 	r.prune(ctx, s)
 	return false, nil

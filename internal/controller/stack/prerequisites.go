@@ -12,6 +12,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/conditions"
+	"github.com/stackwright/stackwright/internal/controller/stack/decide"
 )
 
 // prerequisiteRequeue is how often a Stack waiting on its prerequisites looks again when
@@ -25,7 +26,7 @@ const prerequisiteRequeue = 30 * time.Second
 // what in its conditions. Destroys and resumed Updates wait for nothing.
 func (r *Reconciler) awaitPrerequisites(ctx context.Context, s *scope) (bool, error) {
 	stack := s.stack
-	if len(stack.Spec.Prerequisites) == 0 || s.next.action != actionRun || s.resume != "" || s.op == v1alpha1.UpdateTypeDestroy {
+	if len(stack.Spec.Prerequisites) == 0 || s.next.Action != decide.Run || s.resume != "" || s.op == v1alpha1.UpdateTypeDestroy {
 		return true, nil
 	}
 	if cycle, err := r.prerequisiteCycle(ctx, stack); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/conditions"
 	"github.com/stackwright/stackwright/internal/controller/patch"
+	"github.com/stackwright/stackwright/internal/controller/stack/decide"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/source"
 )
@@ -33,7 +34,7 @@ type scope struct {
 	// key identifies the desired state: op on artifact with inputs.
 	key string
 	// next is what decideNext chose.
-	next decision
+	next decide.Decision
 	// driftName names the drift check checkDrift starts.
 	driftName string
 	// previewName names the approval preview gateChange starts instead of the up.

@@ -12,6 +12,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/stack/decide"
 )
 
 // finished is an Update of type op, finished with reason (Succeeded succeeds).
@@ -110,7 +111,7 @@ func TestReconciler_BuildUpdate_RecoverOnlyForTheSameDesiredState(t *testing.T) 
 			t.Parallel()
 			st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}}
 			st.Status.Stackwright = &pulumiv1.StackwrightStatus{LastAttemptedKey: "k1", Attempt: 1, LostUpdates: []string{"web-k1-1"}}
-			s := &scope{stack: st, op: tt.op, key: tt.key, next: decision{action: actionRun, attempt: 2, why: "retrying"}}
+			s := &scope{stack: st, op: tt.op, key: tt.key, next: decide.Decision{Action: decide.Run, Attempt: 2, Why: "retrying"}}
 			u := (&Reconciler{}).buildUpdate(s)
 			if diff := cmp.Diff(tt.want, u.Spec.Options.Recover); diff != "" {
 				t.Errorf("options.recover (-want +got):\n%s", diff)

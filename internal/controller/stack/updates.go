@@ -41,7 +41,7 @@ func shortName(stack, suffix string) string {
 // buildUpdate builds the Update that scope decided to start, in full, once. A resumed
 // Update keeps the name its intent recorded.
 func (r *Reconciler) buildUpdate(s *scope) *v1alpha1.Update {
-	stack, spec, attempt := s.stack, &s.stack.Spec, s.next.attempt
+	stack, spec, attempt := s.stack, &s.stack.Spec, s.next.Attempt
 	name, op := s.resume, s.op
 	switch {
 	case s.driftName != "":
@@ -59,10 +59,10 @@ func (r *Reconciler) buildUpdate(s *scope) *v1alpha1.Update {
 			Options: &v1alpha1.UpdateOptions{
 				// A drift check and an approval preview report changes; expecting none would
 				// fail them exactly when they find some.
-				Refresh: spec.Refresh || s.next.refresh, ExpectNoChanges: spec.ExpectNoRefreshChanges && op == s.op && op != v1alpha1.UpdateTypeDrift, Targets: spec.Targets,
+				Refresh: spec.Refresh || s.next.Refresh, ExpectNoChanges: spec.ExpectNoRefreshChanges && op == s.op && op != v1alpha1.UpdateTypeDrift, Targets: spec.Targets,
 				TargetDependents: spec.TargetDependents, RunProgram: spec.RunProgram,
 				Remove:   s.op == v1alpha1.UpdateTypeDestroy,
-				Message:  fmt.Sprintf("Stackwright: %s (Stack %s/%s, generation %d)", s.next.why, stack.Namespace, stack.Name, stack.Generation),
+				Message:  fmt.Sprintf("Stackwright: %s (Stack %s/%s, generation %d)", s.next.Why, stack.Namespace, stack.Name, stack.Generation),
 				SavePlan: s.previewName != "",
 				Plan:     s.plan,
 			},

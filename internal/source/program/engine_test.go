@@ -13,9 +13,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/source/program/project"
 	"github.com/stackwright/stackwright/internal/testing/enginetest"
 )
 
@@ -26,7 +28,7 @@ func upRendered(t *testing.T, e *enginetest.Env, p *pulumiv1.Program, config aut
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	files, err := Pack(p)
+	files, err := project.Pack(p)
 	if err != nil {
 		t.Fatalf("Pack() = %v", err)
 	}
@@ -47,7 +49,7 @@ func upRendered(t *testing.T, e *enginetest.Env, p *pulumiv1.Program, config aut
 	}
 	up, err := stack.Up(ctx)
 	if err != nil {
-		t.Fatalf("up failed: %v\nPulumi.yaml:\n%s", err, files[ProjectFile])
+		t.Fatalf("up failed: %v\nPulumi.yaml:\n%s", err, files[project.File])
 	}
 	return up
 }
@@ -60,6 +62,12 @@ func outputs(up auto.UpResult) map[string]any {
 		}
 	}
 	return got
+}
+
+func raw(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+
+func program(spec pulumiv1.ProgramSpec) *pulumiv1.Program {
+	return &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Name: "prog", Namespace: "ns"}, Program: spec}
 }
 
 // The rendered project runs: every section reaches the engine, configuration defaults flow

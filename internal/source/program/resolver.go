@@ -14,6 +14,7 @@ import (
 	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/source"
+	"github.com/stackwright/stackwright/internal/source/program/project"
 )
 
 // Resolver resolves programRef sources to the artifact the Program controller rendered and
@@ -65,14 +66,14 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 // version of Stackwright recorded it), the Stack waits for this manager's Program
 // controller to record its own.
 func (r *Resolver) restore(p *pulumiv1.Program, digest string) error {
-	tarball, err := Tarball(p)
+	tarball, err := project.Tarball(p)
 	if err != nil {
 		return fault.Stall(pulumiv1.ReasonSpecInvalid, "Program %q cannot be rendered: %v", p.Name, err)
 	}
 	if got := artifact.Digest(tarball); got != digest {
 		return fault.Retry(pulumiv1.ReasonSourceUnavailable, "waiting for Program %q to be rendered again: its status names artifact %s, this manager renders %s", p.Name, digest, got)
 	}
-	if _, err := r.Store.Put(bytes.NewReader(tarball), MaxArtifactBytes); err != nil {
+	if _, err := r.Store.Put(bytes.NewReader(tarball), project.MaxArtifactBytes); err != nil {
 		return fmt.Errorf("failed to store artifact of Program %s: %w", p.Name, err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/scheme"
 	"github.com/stackwright/stackwright/internal/source"
+	"github.com/stackwright/stackwright/internal/source/program/project"
 )
 
 // The Resolver only reads what the Program controller recorded; a fake client stands in
@@ -28,7 +29,7 @@ func TestResolver_Resolve_ConsumesTheProgramControllersArtifact(t *testing.T) {
 		return p
 	}
 	good := prog(pulumiv1.ProgramStatus{})
-	tarball, err := Tarball(good)
+	tarball, err := project.Tarball(good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestResolver_Resolve_ConsumesTheProgramControllersArtifact(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.stored {
-				if _, err := store.Put(bytes.NewReader(tarball), MaxArtifactBytes); err != nil {
+				if _, err := store.Put(bytes.NewReader(tarball), project.MaxArtifactBytes); err != nil {
 					t.Fatal(err)
 				}
 			}

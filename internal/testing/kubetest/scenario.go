@@ -64,6 +64,9 @@ func (s *Scenario) Get(obj client.Object) error {
 	v := reflect.ValueOf(obj).Elem()
 	v.Set(reflect.Zero(v.Type()))
 	if err := s.env.Client.Get(s.t.Context(), key, obj); err != nil {
+		// The zeroed obj lost its name: without it, every later poll of an Eventually
+		// that retries this Get (an object not yet in the cache) would ask for "".
+		obj.SetName(key.Name)
 		return fmt.Errorf("failed to get %T %s: %w", obj, key.Name, err)
 	}
 	return nil

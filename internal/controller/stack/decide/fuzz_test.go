@@ -1,4 +1,4 @@
-package stack
+package decide
 
 import (
 	"math"
@@ -11,15 +11,15 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 )
 
-// FuzzDecide feeds decide Stacks whose spec and status hold any values a client or a
+// FuzzNext feeds Next Stacks whose spec and status hold any values a client or a
 // crash could leave there (status is writable by anyone with the status subresource).
 //
-// Properties: decide never panics and is deterministic; a run numbers its attempt from 1
+// Properties: Next never panics and is deterministic; a run numbers its attempt from 1
 // for a new desired state and one past the last otherwise, never below 1; a backoff waits
 // a positive time no longer than its cap allows; a Stack stalls only on permanent failures
 // of the same desired state nobody asked to retry; and a desired state already deployed
 // is not applied again unless something asks for it (a request, drift, a periodic resync).
-func FuzzDecide(f *testing.F) {
+func FuzzNext(f *testing.F) {
 	f.Add("k", "k", "k", int32(1), int32(0), int64(0), uint8(1), false, "", "", false, int64(0), false, int64(0), int64(0), int64(0), uint8(3))
 	f.Add("k", "k", "", int32(3), int32(2), int64(2), uint8(2), false, "r1", "", false, int64(60), true, int64(600), int64(-30), int64(0), uint8(3))
 	f.Add("new", "old", "old", int32(math.MaxInt32), int32(9), int64(math.MaxInt64), uint8(2), true, "r2", "r1", true, int64(math.MaxInt64), true, int64(math.MaxInt64), int64(math.MinInt64), int64(math.MaxInt64), uint8(1))
@@ -50,20 +50,20 @@ func FuzzDecide(f *testing.F) {
 			}
 			stack.Status.LastUpdate = lu
 		}
-		pol := policy{maxBackoff: 24 * time.Hour, stallAfter: int32(stallAfter%10) + 1}
+		pol := Policy{MaxBackoff: 24 * time.Hour, StallAfter: int32(stallAfter%10) + 1}
 		before := stack.DeepCopy()
 
-		d := decide(now, stack, key, pol)
-		if again := decide(now, stack, key, pol); again != d {
-			t.Fatalf("decide is not deterministic: %+v, then %+v", d, again)
+		d := Next(now, stack, key, pol)
+		if again := Next(now, stack, key, pol); again != d {
+			t.Fatalf("Next is not deterministic: %+v, then %+v", d, again)
 		}
 		if !cmp.Equal(before, stack) {
-			t.Fatal("decide changed the Stack")
+			t.Fatal("Next changed the Stack")
 		}
 		failed := state > 1
 		requested := request != "" && request != observed
-		switch d.action {
-		case actionRun:
+		switch d.Action {
+		case Run:
 			want := int32(1)
 			if key == lastAttempted {
 				want = max(attempt, 0) + 1
@@ -71,8 +71,8 @@ func FuzzDecide(f *testing.F) {
 					want = math.MaxInt32
 				}
 			}
-			if d.attempt != want || d.attempt < 1 {
-				t.Errorf("run numbered attempt %d; want %d (last attempt %d, same desired state: %v)", d.attempt, want, attempt, key == lastAttempted)
+			if d.Attempt != want || d.Attempt < 1 {
+				t.Errorf("run numbered attempt %d; want %d (last attempt %d, same desired state: %v)", d.Attempt, want, attempt, key == lastAttempted)
 			}
 			if failed && key == lastAttempted && !requested && now.Sub(stack.Status.LastUpdate.LastResyncTime.Time) < time.Duration(float64(backoffBase)*(1-backoffJitter)) {
 				t.Errorf("retried a failure %v after it; want a backoff of at least %v", now.Sub(stack.Status.LastUpdate.LastResyncTime.Time), backoffBase)
@@ -80,27 +80,27 @@ func FuzzDecide(f *testing.F) {
 			deployed := key == lastAttempted && key == lastSuccessful && state == 1
 			periodic := continueResync && stack.Spec.ResyncPeriod() > 0
 			if deployed && !requested && !remediate && !periodic {
-				t.Errorf("decided to apply the deployed desired state again (%q) with nothing asking for it", d.why)
+				t.Errorf("decided to apply the deployed desired state again (%q) with nothing asking for it", d.Why)
 			}
-		case actionBackoff:
-			limit := pol.maxBackoff
+		case Backoff:
+			limit := pol.MaxBackoff
 			if retryMaxSeconds > 0 {
 				limit = min(time.Duration(min(retryMaxSeconds, math.MaxInt64/int64(time.Second)))*time.Second, maxRetryBackoff)
 			}
-			if d.requeueAfter <= 0 || float64(d.requeueAfter) > float64(limit)*(1+backoffJitter)+1 {
-				t.Errorf("backoff waits %v; want (0, %v]", d.requeueAfter, time.Duration(float64(limit)*(1+backoffJitter)))
+			if d.RequeueAfter <= 0 || float64(d.RequeueAfter) > float64(limit)*(1+backoffJitter)+1 {
+				t.Errorf("backoff waits %v; want (0, %v]", d.RequeueAfter, time.Duration(float64(limit)*(1+backoffJitter)))
 			}
 			if !failed || key != lastAttempted {
 				t.Errorf("backed off without a failure of this desired state")
 			}
-		case actionStalled:
-			if !failed || key != lastAttempted || requested || permanent < pol.stallAfter {
+		case Stalled:
+			if !failed || key != lastAttempted || requested || permanent < pol.StallAfter {
 				t.Errorf("stalled without %d permanent failures of this desired state (failed %v, same %v, requested %v, permanent %d)",
-					pol.stallAfter, failed, key == lastAttempted, requested, permanent)
+					pol.StallAfter, failed, key == lastAttempted, requested, permanent)
 			}
-		case actionIdle:
-			if d.requeueAfter < 0 {
-				t.Errorf("idle requeue after %v", d.requeueAfter)
+		case Idle:
+			if d.RequeueAfter < 0 {
+				t.Errorf("idle requeue after %v", d.RequeueAfter)
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package program
+package project
 
 import (
 	"bytes"
@@ -17,8 +17,8 @@ import (
 	"github.com/stackwright/stackwright/internal/artifact"
 )
 
-// ProjectFile is the one file a rendered Program consists of.
-const ProjectFile = "Pulumi.yaml"
+// File is the one file a rendered Program consists of.
+const File = "Pulumi.yaml"
 
 // configurationKey is where Program configuration goes. Pulumi YAML also reads the newer
 // `config` block (and warns that `configuration` is deprecated), but there the pulumi CLI
@@ -27,7 +27,8 @@ const ProjectFile = "Pulumi.yaml"
 // '["a","b"]' (how a string-valued stack config carries a list), a Boolean set as "True", an Int set as "3.0" or an
 // object for a String are refused, and Number has no spelling at all. PKO renders
 // `configuration`, and Stacks written for PKO must keep working, so we do the same and
-// accept the warning in the update log. TestRender_Render_RunsOnRealEngine guards this.
+// accept the warning in the update log. The program package's
+// TestRender_Render_RunsOnRealEngine guards this.
 const configurationKey = "configuration"
 
 // Render returns the Pulumi.yaml of p: name (p's name, as PKO does), runtime yaml, then
@@ -82,7 +83,7 @@ func Pack(p *pulumiv1.Program) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{ProjectFile: b}, nil
+	return map[string][]byte{File: b}, nil
 }
 
 // MaxArtifactBytes caps a rendered Program's tarball. etcd already keeps a Program under
