@@ -16,17 +16,24 @@ func TestStackReconciler_TTL_ExpiredStackIsDestroyedAndDeleted(t *testing.T) {
 	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("ttl", map[string]pulumiv1.Resource{"f": fileResource("${pulumi.stack}.txt", "short-lived")}, nil))
-	const ttl = 10 * time.Second
-	withTTL := func(name string) *pulumiv1.Stack {
+	withTTL := func(name string, ttl time.Duration) *pulumiv1.Stack {
 		st := s.stack(name, "ttl")
 		st.Spec.DestroyOnFinalize = false
 		st.Spec.Stackwright = &pulumiv1.StackwrightSpec{TTL: &pulumiv1.StackTTL{After: metav1.Duration{Duration: ttl}}}
 		return st
 	}
-	short, kept := withTTL("short"), withTTL("kept")
+	// kept's TTL leaves time to extend it under load: it is extended once the controller
+	// has recorded the expiry the TTL gives, not once it is Ready (its first update may
+	// take longer than a TTL short enough for this test).
+	const keptTTL = 30 * time.Second
+	short, kept := withTTL("short", 10*time.Second), withTTL("kept", keptTTL)
 	s.create(short)
 	s.create(kept)
-	s.waitReady("kept")
+	s.eventually(func(g Gomega) {
+		sw := s.get(g, "kept").Status.Stackwright
+		g.Expect(sw).NotTo(BeNil())
+		g.Expect(sw.ExpiresAt).NotTo(BeNil())
+	})
 	s.patch(kept, func() {
 		kept.Annotations = map[string]string{pulumiv1.ExpiresAtAnnotation: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
 	})
@@ -39,7 +46,8 @@ func TestStackReconciler_TTL_ExpiredStackIsDestroyedAndDeleted(t *testing.T) {
 		g.Expect(st.Status.Stackwright.ExpiresAt).NotTo(BeNil())
 		g.Expect(st.Status.Stackwright.ExpiresAt.Time).To(BeTemporally(">", time.Now().Add(50*time.Minute)))
 	})
-	time.Sleep(time.Until(kept.CreationTimestamp.Add(ttl + 3*time.Second)))
+	s.waitReady("kept")
+	time.Sleep(time.Until(kept.CreationTimestamp.Add(keptTTL + 3*time.Second)))
 	s.eventually(func(g Gomega) {
 		st := s.get(g, "kept")
 		g.Expect(st.DeletionTimestamp).To(BeNil())
