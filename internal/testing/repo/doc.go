@@ -1,3 +1,5 @@
 // Package repo locates the Stackwright checkout from inside a test, so harnesses can find
-// ./bin and config/ whatever directory `go test` runs a package in.
+// ./bin and config/ whatever directory `go test` runs a package in, and names the Go
+// modules whose builds share compiled packages (AlignedModules), which hack/align-modules
+// and a test keep at one version of every shared dependency.
 package repo
