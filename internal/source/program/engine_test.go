@@ -28,13 +28,9 @@ func upRendered(t *testing.T, e *enginetest.Env, p *pulumiv1.Program, config aut
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	files, err := project.Pack(p)
+	tarball, err := project.Tarball(p)
 	if err != nil {
-		t.Fatalf("Pack() = %v", err)
-	}
-	tarball, err := artifact.Pack(files)
-	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Tarball() = %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "project")
 	if err := artifact.Extract(bytes.NewReader(tarball), dir, artifact.DefaultLimits); err != nil {
@@ -49,7 +45,8 @@ func upRendered(t *testing.T, e *enginetest.Env, p *pulumiv1.Program, config aut
 	}
 	up, err := stack.Up(ctx)
 	if err != nil {
-		t.Fatalf("up failed: %v\nPulumi.yaml:\n%s", err, files[project.File])
+		rendered, _ := os.ReadFile(filepath.Join(dir, project.File))
+		t.Fatalf("up failed: %v\nPulumi.yaml:\n%s", err, rendered)
 	}
 	return up
 }
