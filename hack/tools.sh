@@ -29,10 +29,10 @@ stamps="$bin/.stamps"
 image_tools=" pulumi pulumi-yaml unlock "
 # Go's build cache shares a compiled package between two builds only when the flags and
 # every dependency's version match. The repository's module, the Kubernetes binaries, the
-# pulumi CLI, the test provider and stackwright-unlock require one version of every
-# module they share (hack/align-modules) and are built with the same flags (the module's
-# builds are -trimpath), so a cold run compiles client-go, gRPC, OpenTelemetry, the Pulumi
-# SDK and the cloud SDKs once.
+# pulumi CLI, its YAML language host, the test provider and stackwright-unlock require one
+# version of every module they share (hack/align-modules) and are built with the same
+# flags (the module's builds are -trimpath), so a cold run compiles client-go, gRPC,
+# OpenTelemetry, the Pulumi SDK and the cloud SDKs once.
 trimmed_tools="$image_tools provider k8s k8s-node "
 copy_to=""
 if [ -n "${TOOLS_GOARCH:-}" ]; then

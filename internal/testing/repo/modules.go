@@ -13,7 +13,7 @@ import (
 // only when the package and every dependency are at the same version and built with the
 // same flags, and these are the builds whose dependencies overlap most (client-go, gRPC,
 // OpenTelemetry, the Pulumi SDK, the cloud SDKs). hack/align-modules keeps them so.
-var AlignedModules = []string{".", "hack/tools/k8s", "hack/tools/pulumi", "test/provider", "cmd/stackwright-unlock"}
+var AlignedModules = []string{".", "hack/tools/k8s", "hack/tools/pulumi", "hack/tools/pulumi-yaml", "test/provider", "cmd/stackwright-unlock"}
 
 // Requirements reads the go.mod in dir (relative to the checkout root) as module → the
 // version a build uses, direct and indirect: a replace directive's version where one
