@@ -28,11 +28,12 @@ stamps="$bin/.stamps"
 # The tools the runner image carries: no build paths in them, whichever platform.
 image_tools=" pulumi pulumi-yaml unlock "
 # Go's build cache shares a compiled package between two builds only when the flags and
-# every dependency's version match. The repository's module, the Kubernetes binaries, the
-# pulumi CLI, its YAML language host, the test provider and stackwright-unlock require one
-# version of every module they share (hack/align-modules) and are built with the same
-# flags (the module's builds are -trimpath), so a cold run compiles client-go, gRPC,
-# OpenTelemetry, the Pulumi SDK and the cloud SDKs once.
+# every dependency's version match. The modules of repo.AlignedModules (the repository's,
+# and those of the Kubernetes binaries, the pulumi CLI, its YAML language host, the test
+# provider and stackwright-unlock) require one version of every module they share
+# (hack/align-modules) and are built with the same flags (the module's builds are
+# -trimpath), so a cold run compiles client-go, gRPC, OpenTelemetry, the Pulumi SDK and
+# the cloud SDKs once.
 trimmed_tools="$image_tools provider k8s k8s-node "
 copy_to=""
 if [ -n "${TOOLS_GOARCH:-}" ]; then
