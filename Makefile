@@ -32,7 +32,7 @@ help: ## Show this help.
 
 ##@ Toolchain
 .PHONY: tools
-tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, test provider, stackwright-unlock, linters, helm, promtool, krew, versitygw, fake-gcs-server, the distribution registry; Azurite with npm) into ./bin.
+tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, the Kubernetes provider, test provider, stackwright-unlock, linters, helm, promtool, krew, versitygw, fake-gcs-server, the distribution registry; Azurite with npm) into ./bin.
 	@hack/tools.sh
 
 ##@ Development
@@ -101,7 +101,7 @@ demo: tools build ## Local demo: control plane + operator + the sample Stack rea
 
 ##@ Images
 .PHONY: images
-images: tools build ## Write the stackwright, stackwright-runner and pause images into dist/ as OCI archives for `ctr images import`.
+images: tools build ## Write the stackwright, stackwright-runner, stackwright-plugins and pause images into dist/ as OCI archives for `ctr images import`.
 	CGO_ENABLED=0 go build -ldflags "-s -w" -o $(BIN)/pause ./hack/pause
 	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --pause $(BIN)/pause $(foreach s,versitygw source-controller notification-controller,$(if $(wildcard $(BIN)/$(s)),--$(s) $(BIN)/$(s)))
 
@@ -115,11 +115,11 @@ RELEASE_LICENSES ?=
 release-binaries: tools ## Cross-compile the images' binaries for RELEASE_PLATFORMS into bin/linux-<arch> (make release does it first).
 	@set -e; for arch in $(RELEASE_PLATFORMS); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/linux-$$arch/ ./cmd/stackwright ./cmd/stackwright-reaper; \
-		TOOLS_GOARCH=$$arch hack/tools.sh pulumi pulumi-yaml unlock; \
+		TOOLS_GOARCH=$$arch hack/tools.sh pulumi pulumi-yaml unlock pulumi-kubernetes; \
 	done
 
 .PHONY: release
-release: release-binaries ## Build the manager and runner images for RELEASE_PLATFORMS as multi-arch indexes, push them, their SBOMs and the chart to REGISTRY, and pin dist/release/VERSION/install.yaml to their digests (VERSION=vX.Y.Z REGISTRY=host[/path]; PLAIN_HTTP=1 for a registry without TLS).
+release: release-binaries ## Build the manager, runner and plugins images for RELEASE_PLATFORMS as multi-arch indexes, push them, their SBOMs and the chart to REGISTRY, and pin dist/release/VERSION/install.yaml to their digests (VERSION=vX.Y.Z REGISTRY=host[/path]; PLAIN_HTTP=1 for a registry without TLS).
 	@case "$(origin VERSION)" in command\ line|environment) ;; *) echo 'make release: set VERSION=vX.Y.Z (and REGISTRY=host[:port][/path])'; exit 2;; esac
 	@test -n "$(REGISTRY)" || { echo 'make release: set REGISTRY=host[:port][/path]'; exit 2; }
 	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} go run ./hack/images release --version $(VERSION) --registry $(REGISTRY) \
@@ -162,7 +162,7 @@ CLUSTER := $(BIN)/stackwright-cluster
 # versitygw.tar (an S3 server for the e2e tests) and Flux's source-controller.tar and
 # notification-controller.tar are written by `make images` once `make tools-cluster` has
 # built them, which `make cluster` does first.
-CLUSTER_IMAGES = dist/pause.tar dist/stackwright-$(VERSION).tar dist/stackwright-runner-$(VERSION).tar dist/stackwright-testing-$(VERSION).tar dist/versitygw.tar dist/source-controller.tar dist/notification-controller.tar
+CLUSTER_IMAGES = dist/pause.tar dist/stackwright-$(VERSION).tar dist/stackwright-runner-$(VERSION).tar dist/stackwright-plugins-$(VERSION).tar dist/stackwright-testing-$(VERSION).tar dist/versitygw.tar dist/source-controller.tar dist/notification-controller.tar
 
 .PHONY: tools-cluster
 tools-cluster: ## Build the node's tools (kubelet, kube-proxy, controller manager, scheduler, containerd, versitygw, Flux's source- and notification-controller) and apt-install runc, CNI plugins, iptables (root).

@@ -26,7 +26,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
 stamps="$bin/.stamps"
 # The tools the runner image carries: no build paths in them, whichever platform.
-image_tools=" pulumi pulumi-yaml unlock "
+image_tools=" pulumi pulumi-yaml unlock pulumi-kubernetes "
 # Go's build cache shares a compiled package between two builds only when the flags and
 # every dependency's version match. The modules of repo.AlignedModules (the repository's,
 # and those of the Kubernetes binaries, the pulumi CLI, its YAML language host, the test
@@ -55,6 +55,11 @@ mkdir -p "$stamps"
 cache=${TOOLS_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/stackwright/tools}
 
 k8s_version=v1.37.1
+# The Kubernetes provider is built from a commit of its module, not a tag: v4.25.0 needs a
+# newer Pulumi SDK than its provider compiles with. This is the version its own release
+# tooling gives such a commit (pulumictl: the next minor, alpha, the commit's time, its
+# hash), the one the plugin reports to the engine.
+k8s_provider_version=4.25.0-alpha.1768448096+f47bc2d6
 
 modversion() { # modversion <go.mod> <module path>
 	awk -v m="$2" '$1 == m { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$1"
@@ -98,6 +103,9 @@ tool_spec() {
 		local v
 		v=$(modversion "$root/hack/tools/pulumi-yaml/go.mod" github.com/pulumi/pulumi-yaml)
 		echo "hack/tools/pulumi-yaml|github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml|pulumi-language-yaml|-X github.com/pulumi/pulumi-yaml/pkg/version.Version=$v"
+		;;
+	pulumi-kubernetes)
+		echo "hack/tools/pulumi-kubernetes|./cmd/pulumi-resource-kubernetes|pulumi-resource-kubernetes|-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$k8s_provider_version|"
 		;;
 	controller-gen)
 		echo "hack/tools/controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|controller-gen|"
@@ -148,7 +156,7 @@ tool_spec() {
 	esac
 }
 
-all_tools=(k8s pulumi pulumi-yaml provider unlock controller-gen golangci-lint helm promtool krew versitygw fake-gcs-server registry azurite)
+all_tools=(k8s pulumi pulumi-yaml pulumi-kubernetes provider unlock controller-gen golangci-lint helm promtool krew versitygw fake-gcs-server registry azurite)
 cluster_tools=(k8s k8s-node containerd versitygw source-controller notification-controller)
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=("${all_tools[@]}")
@@ -184,6 +192,19 @@ npm_tool() {
 	(cd "$bin/$tool" && npm ci --no-audit --no-fund --silent)
 	echo "$stamp" >"$stamps/$tool"
 	echo "tools: installed $tool in $(($(date +%s) - start))s"
+}
+
+# prepare <tool> <module dir>: what a tool's build needs besides its module.
+prepare() {
+	case "$1" in
+	pulumi-kubernetes)
+		# The two files the provider's main package embeds, from its module's own (for the
+		# machine's platform even when cross-compiling: gen runs here).
+		local mod
+		mod=$(cd "$root/$2" && go list -m -f '{{.Dir}}' github.com/pulumi/pulumi-kubernetes/provider/v4)
+		(cd "$root/$2" && GOOS='' GOARCH='' go run ./gen "$mod" "$k8s_provider_version" ./cmd/pulumi-resource-kubernetes)
+		;;
+	esac
 }
 
 for tool in "${tools[@]}"; do
@@ -225,6 +246,7 @@ for tool in "${tools[@]}"; do
 		start=$(date +%s)
 		# The old binaries may be links to a cache entry: never write through them.
 		for b in $bins; do rm -f "$bin/$b"; done
+		prepare "$tool" "$dir"
 		# shellcheck disable=SC2086 # pkgs is a list of package paths; trim may be empty
 		(cd "$root/$dir" && go build $trim -tags "$tags" -ldflags "-s -w $ldflags" -o "$bin/" $pkgs)
 		echo "$stamp" >"$stamps/$tool"

@@ -133,6 +133,13 @@ const (
 	// be processed as written.
 	ReasonSpecInvalid = "SpecInvalid"
 
+	// ReasonMissingPlugin (Stalled=True): the program needs a plugin (a provider,
+	// a language host) that its runner does not have, or the Stack selects a
+	// plugin bundle the install does not offer; the message names it and how to
+	// provide it. Nothing is retried until the spec, its references or the
+	// source change, or the reconcile-request annotation is set.
+	ReasonMissingPlugin = "MissingPlugin"
+
 	// ReasonPrerequisiteNotSatisfied (Reconciling=True): a prerequisite Stack
 	// is not Ready, or did not succeed recently enough.
 	ReasonPrerequisiteNotSatisfied = "PrerequisiteNotSatisfied"

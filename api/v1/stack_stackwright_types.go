@@ -41,6 +41,21 @@ type StackwrightSpec struct {
 	// +optional
 	Approval ApprovalMode `json:"approval,omitempty"`
 
+	// Plugins names the plugin bundles (providers, language hosts) mounted into
+	// this Stack's runner Pods, from those the install offers (the manager's
+	// --plugin-bundle; a release offers the Kubernetes provider as kubernetes).
+	// Unset or empty means the install's default bundles. A program that needs a
+	// plugin no selected bundle holds fails with reason MissingPlugin, and so
+	// does a Stack that names a bundle the install does not offer. Only the job
+	// executor mounts bundles: the local executor runs the engine with the
+	// plugins on the manager's own PATH and ignores this list.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=50
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Plugins []string `json:"plugins,omitempty"`
+
 	// TTL destroys the stack's resources and deletes the Stack once it expires:
 	// after a duration from the Stack's creation, or from its last update. The
 	// stackwright.dev/expires-at annotation (an RFC 3339 time; kubectl

@@ -1239,6 +1239,11 @@ func (in *StackwrightSpec) DeepCopyInto(out *StackwrightSpec) {
 		*out = new(OutputsExport)
 		**out = **in
 	}
+	if in.Plugins != nil {
+		in, out := &in.Plugins, &out.Plugins
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.TTL != nil {
 		in, out := &in.TTL, &out.TTL
 		*out = new(StackTTL)

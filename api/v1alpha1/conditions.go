@@ -29,6 +29,11 @@ const (
 	// ReasonPermanentFailure: the program, its config or its options are wrong; retrying
 	// the same desired state is unlikely to help, so the Stack stalls after a few.
 	ReasonPermanentFailure = "PermanentFailure"
+	// ReasonMissingPlugin: the program needs a plugin (a provider, a language host) that
+	// its runner does not have; the message names it and how to provide it. Plugins are
+	// never downloaded at run time, so the Stack stalls at once, without retrying, until
+	// its spec, references or source change or the reconcile-request annotation is set.
+	ReasonMissingPlugin = "MissingPlugin"
 	// ReasonCancelled: the operation was interrupted (manager shutdown); retried.
 	ReasonCancelled = "Cancelled"
 	// ReasonPlanInvalid: an up held to an approved plan met a change the plan does not

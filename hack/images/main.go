@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/stackwright/stackwright/internal/image"
+	"github.com/stackwright/stackwright/internal/manager"
 )
 
 const (
@@ -38,6 +39,14 @@ var (
 	ownBinaries    = []string{"stackwright", "stackwright-reaper", "stackwright-unlock"}
 	engineBinaries = []string{"pulumi", "pulumi-language-yaml"}
 )
+
+// pluginBinaries are the plugins image's: the Pulumi providers a release offers runner
+// Pods as plugin bundles (mounted as image volumes, --plugin-bundle), each at the image's
+// root, which is what the runner puts on the engine's PATH.
+var pluginBinaries = []string{"pulumi-resource-kubernetes"}
+
+// PluginsBundle is the bundle name under which a release's manager offers its plugins image.
+const PluginsBundle = "kubernetes"
 
 // testBinaries are added only to the testing image. The test provider has real side
 // effects (files, ConfigMaps written with the token of whatever Pod runs it), so a release
@@ -93,11 +102,18 @@ func run(bin, out, version string, testing bool, pause string, servers []testSer
 		fmt.Fprintf(os.Stderr, "warning: no CA bundle at %s; the images will trust no TLS server\n", b.CABundle)
 	}
 
-	manager, runner, err := productSpecs(bin, runtime.GOARCH, version, "localhost", nil)
+	plugins, err := pluginsSpec(bin, runtime.GOARCH, version, "localhost")
 	if err != nil {
 		return err
 	}
-	specs := []archive{{"stackwright-" + version + ".tar", manager}, {"stackwright-runner-" + version + ".tar", runner}}
+	manager, runner, err := productSpecs(bin, runtime.GOARCH, version, "localhost", []string{pluginBundlesEnv(plugins.Ref)})
+	if err != nil {
+		return err
+	}
+	specs := []archive{
+		{"stackwright-" + version + ".tar", manager}, {"stackwright-runner-" + version + ".tar", runner},
+		{"stackwright-plugins-" + version + ".tar", plugins},
+	}
 	if testing {
 		extra, err := binaryFiles(bin, runtime.GOARCH, testBinaries)
 		if err != nil {
@@ -203,6 +219,33 @@ func productSpecs(bin, arch, version, repo string, managerEnv []string) (manager
 		Labels:     labels("stackwright-runner", version, "Stackwright runner: runs one Pulumi engine operation for a Stack"),
 	}
 	return manager, runner, nil
+}
+
+// pluginsSpec is the plugins image for arch, repo/stackwright-plugins:version: the
+// providers of pluginBinaries at its root, owned by root and executable by anyone (a
+// runner Pod's user is not root).
+func pluginsSpec(bin, arch, version, repo string) (image.Spec, error) {
+	var files []image.File
+	for _, name := range pluginBinaries {
+		src := filepath.Join(bin, name)
+		if err := checkStaticFor(src, arch); err != nil {
+			return image.Spec{}, err
+		}
+		files = append(files, image.File{Source: src, Path: "/" + name, Mode: 0o755})
+	}
+	return image.Spec{
+		Ref:    repo + "/stackwright-plugins:" + version,
+		Arch:   arch,
+		Files:  files,
+		User:   nonrootUser,
+		Labels: labels("stackwright-plugins", version, "Pulumi plugins (the Kubernetes provider) that Stackwright mounts into runner Pods as an image volume"),
+	}, nil
+}
+
+// pluginBundlesEnv is the manager image's default plugin bundle: the plugins image of
+// the same build.
+func pluginBundlesEnv(ref string) string {
+	return manager.PluginBundlesEnv + "=" + PluginsBundle + "=" + ref
 }
 
 // binaryFiles places the named static binaries of bin, built for arch, in the images'

@@ -32,9 +32,10 @@ type Release struct {
 	Version  string `json:"version"`
 	Registry string `json:"registry"`
 	Revision string `json:"revision,omitempty"`
-	// Manager and Runner are the image indexes, by digest.
+	// Manager, Runner and Plugins are the image indexes, by digest.
 	Manager ReleasedImage `json:"manager"`
 	Runner  ReleasedImage `json:"runner"`
+	Plugins ReleasedImage `json:"plugins"`
 	// Chart is the Helm chart's OCI reference (oci://…, without version) and version.
 	Chart        string `json:"chart"`
 	ChartVersion string `json:"chartVersion"`
@@ -86,7 +87,7 @@ func release(args []string) error {
 	flags := flag.NewFlagSet("images release", flag.ContinueOnError)
 	o := releaseOptions{platforms: map[string]string{}}
 	flags.StringVar(&o.version, "version", "", "release version, vMAJOR.MINOR.PATCH[-PRERELEASE] (image tags and appVersion; the chart's version without the v)")
-	flags.StringVar(&o.registry, "registry", "", "registry and path to push to: images go to <registry>/stackwright and <registry>/stackwright-runner, the chart to oci://<registry>/charts/stackwright")
+	flags.StringVar(&o.registry, "registry", "", "registry and path to push to: images go to <registry>/stackwright, <registry>/stackwright-runner and <registry>/stackwright-plugins, the chart to oci://<registry>/charts/stackwright")
 	flags.StringVar(&o.revision, "revision", "", "source revision (commit) for the org.opencontainers.image.revision annotation")
 	flags.StringVar(&o.source, "source", source, "source repository URL (org.opencontainers.image.source)")
 	flags.StringVar(&o.licenses, "licenses", "", "SPDX license expression of the images (org.opencontainers.image.licenses and the SBOM); empty leaves both out")
@@ -123,9 +124,9 @@ func release(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("released %s to %s\n  manager %s (%s)\n  runner  %s (%s)\n  chart   %s --version %s\n  install %s\n",
+	fmt.Printf("released %s to %s\n  manager %s (%s)\n  runner  %s (%s)\n  plugins %s (%s)\n  chart   %s --version %s\n  install %s\n",
 		r.Version, r.Registry, r.Manager.Ref, strings.Join(r.Manager.Platforms, ", "), r.Runner.Ref,
-		strings.Join(r.Runner.Platforms, ", "), r.Chart, r.ChartVersion, r.Install)
+		strings.Join(r.Runner.Platforms, ", "), r.Plugins.Ref, strings.Join(r.Plugins.Platforms, ", "), r.Chart, r.ChartVersion, r.Install)
 	return nil
 }
 
@@ -231,9 +232,16 @@ func (o releaseOptions) run(ctx context.Context) (*Release, error) {
 	if err != nil {
 		return nil, err
 	}
+	rel.Plugins, err = push("stackwright-plugins", func(arch string) (image.Spec, error) {
+		return pluginsSpec(o.platforms[arch], arch, o.version, o.registry)
+	})
+	if err != nil {
+		return nil, err
+	}
 	rel.Manager, err = push("stackwright", func(arch string) (image.Spec, error) {
-		// The manager's image names the runner of the same release by digest.
-		m, _, err := productSpecs(o.platforms[arch], arch, o.version, o.registry, []string{manager.RunnerImageEnv + "=" + rel.Runner.Ref})
+		// The manager's image names the runner and the plugins of the same release by digest.
+		m, _, err := productSpecs(o.platforms[arch], arch, o.version, o.registry,
+			[]string{manager.RunnerImageEnv + "=" + rel.Runner.Ref, pluginBundlesEnv(rel.Plugins.Ref)})
 		return m, err
 	})
 	if err != nil {

@@ -36,7 +36,7 @@ func standIns(t *testing.T, arch string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range append(slices.Clone(ownBinaries), engineBinaries...) {
+	for _, n := range slices.Concat(ownBinaries, engineBinaries, pluginBinaries) {
 		if err := os.WriteFile(filepath.Join(dir, n), data, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -83,8 +83,9 @@ func TestRelease_Run_PushesIndexesSBOMsChartAndPinnedInstall(t *testing.T) {
 		t.Errorf("release.json (-returned +file):\n%s", diff)
 	}
 
-	// Each image is one index of two platforms; the manager names the runner by digest.
-	for _, img := range []ReleasedImage{rel.Manager, rel.Runner} {
+	// Each image is one index of two platforms; the manager names the runner and the
+	// plugins bundle by digest.
+	for _, img := range []ReleasedImage{rel.Manager, rel.Runner, rel.Plugins} {
 		ref, err := name.ParseReference(img.Ref, name.Insecure)
 		if err != nil {
 			t.Fatal(err)
@@ -102,9 +103,10 @@ func TestRelease_Run_PushesIndexesSBOMsChartAndPinnedInstall(t *testing.T) {
 				t.Fatal(err)
 			}
 			cf, _ := pi.ConfigFile()
-			runnerEnv := manager.RunnerImageEnv + "=" + rel.Runner.Ref
-			if got := slices.Contains(cf.Config.Env, runnerEnv); got != (img.Ref == rel.Manager.Ref) {
-				t.Errorf("%s %s: env %v; want %q only in the manager", img.Ref, m.Platform, cf.Config.Env, runnerEnv)
+			for _, env := range []string{manager.RunnerImageEnv + "=" + rel.Runner.Ref, manager.PluginBundlesEnv + "=kubernetes=" + rel.Plugins.Ref} {
+				if got := slices.Contains(cf.Config.Env, env); got != (img.Ref == rel.Manager.Ref) {
+					t.Errorf("%s %s: env %v; want %q only in the manager", img.Ref, m.Platform, cf.Config.Env, env)
+				}
 			}
 			mf, _ := pi.Manifest()
 			want := map[string]string{"org.opencontainers.image.version": "v1.2.3-rc.1", "org.opencontainers.image.revision": "0123abcd",
@@ -136,7 +138,11 @@ func TestRelease_Run_PushesIndexesSBOMsChartAndPinnedInstall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{`"linux/amd64:/usr/local/bin/pulumi"`, `"linux/arm64:/usr/local/bin/stackwright"`, img.Digest} {
+		wantBins := []string{`"linux/amd64:/usr/local/bin/pulumi"`, `"linux/arm64:/usr/local/bin/stackwright"`}
+		if img.Ref == rel.Plugins.Ref {
+			wantBins = []string{`"linux/amd64:/pulumi-resource-kubernetes"`, `"linux/arm64:/pulumi-resource-kubernetes"`}
+		}
+		for _, want := range append(wantBins, img.Digest) {
 			if !strings.Contains(string(doc), want) {
 				t.Errorf("%s's SBOM does not mention %s", img.Ref, want)
 			}

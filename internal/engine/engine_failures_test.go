@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +66,48 @@ resources:
 	}
 	if strings.Contains(msg, "stdout:") || strings.Contains(msg, "\n") {
 		t.Errorf("Message = %q; want one paragraph without the CLI's raw output", msg)
+	}
+}
+
+// A program naming a provider the engine does not have fails for good, with the plugin
+// named: nothing is downloaded, so retrying would only repeat it.
+func TestEngine_Run_MissingProviderIsMissingPlugin(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, `name: needs-kubernetes
+runtime: yaml
+resources:
+  cm:
+    type: kubernetes:core/v1:ConfigMap
+    properties:
+      data:
+        a: b
+`)
+	// The CLI and the language host and nothing else: the real CLI looks for the provider
+	// on PATH (where the engine puts its Bin) and in PULUMI_HOME, and finds it in neither.
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"pulumi", "pulumi-language-yaml"} {
+		if err := os.Link(filepath.Join(f.env.Bin, b), filepath.Join(bin, b)); err != nil {
+			t.Fatalf("failed to link %s: %v", b, err)
+		}
+	}
+	eng, err := New(Options{Bin: bin, PulumiHome: f.env.Home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.request(OpUp)
+	r.Env["PATH"] = bin
+	_, err = eng.Run(testContext(t), r)
+	if got := Classify(err); got != ClassMissingPlugin {
+		t.Fatalf("Classify(%v) = %q; want MissingPlugin", err, got)
+	}
+	if p, ok := FindMissingPlugin(err); !ok || p.Binary != "pulumi-resource-kubernetes" {
+		t.Errorf("FindMissingPlugin = %+v, %v; want pulumi-resource-kubernetes", p, ok)
+	}
+	if msg := Message(err); !strings.Contains(msg, "the engine has no plugin pulumi-resource-kubernetes") {
+		t.Errorf("Message = %q; want it to name the missing plugin", msg)
 	}
 }
 

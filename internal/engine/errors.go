@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -24,6 +25,10 @@ const (
 	// ClassPlanInvalid: an up held to a plan met an operation the plan does not allow. The
 	// plan is stale; a new preview makes a new one.
 	ClassPlanInvalid Class = "PlanInvalid"
+	// ClassMissingPlugin: the program needs a plugin (a provider, a language host) that
+	// the engine does not have. Plugins are never downloaded at run time, so nothing
+	// changes until someone provides it: retrying only repeats the failure.
+	ClassMissingPlugin Class = "MissingPlugin"
 )
 
 // maxMessage bounds Message: it ends up in a Kubernetes condition message.
@@ -128,13 +133,56 @@ var (
 	}
 	// statusMarker matches HTTP statuses as the Pulumi service client prints them ("[503]").
 	statusMarker = regexp.MustCompile(`\[(429|5\d\d)\]`)
+	// missingPlugin matches the CLI's words for a plugin it has neither in PULUMI_HOME nor
+	// on PATH (sdk/go/common/workspace's MissingError), with the version when one was
+	// asked for.
+	missingPlugin = regexp.MustCompile(`no (resource|language|analyzer|converter|tool) plugin '([^'\s]+)' found in the workspace(?: at version (v?[0-9][^\s,]*))?`)
 )
+
+// MissingPlugin is a plugin a run needed and the engine did not have.
+type MissingPlugin struct {
+	// Kind is the plugin's kind: resource (a provider), language, analyzer, ...
+	Kind string
+	// Binary is the executable the CLI looked for, e.g. pulumi-resource-kubernetes.
+	Binary string
+	// Version is the version asked for, or "" when any would have done.
+	Version string
+}
+
+// FindMissingPlugin returns the plugin err says the engine did not have.
+func FindMissingPlugin(err error) (MissingPlugin, bool) {
+	if err == nil {
+		return MissingPlugin{}, false
+	}
+	m := missingPlugin.FindStringSubmatch(ansiEscape.ReplaceAllString(err.Error(), ""))
+	if m == nil {
+		return MissingPlugin{}, false
+	}
+	return MissingPlugin{Kind: m[1], Binary: m[2], Version: m[3]}, true
+}
+
+// missingPluginHint is what a person reading a Stack whose program needs p must know: the
+// engine never downloads a plugin, so one has to be put where it looks.
+func missingPluginHint(p MissingPlugin) string {
+	what := p.Binary
+	if p.Version != "" {
+		what += " " + p.Version
+	}
+	return fmt.Sprintf("the engine has no plugin %s and never downloads one: select a plugin bundle that holds it "+
+		"(the Stack's spec.stackwright.plugins, from the bundles the install offers with --plugin-bundle), or run the Stack "+
+		"in a workspaceTemplate image that has it on its PATH; then set the %s annotation to retry", what, reconcileRequestAnnotation)
+}
+
+// reconcileRequestAnnotation is PKO's pulumi.com/reconciliation-request (api/v1), named
+// here so that the engine does not depend on the API package.
+const reconcileRequestAnnotation = "pulumi.com/reconciliation-request"
 
 // Classify maps an error from Run to a retry class:
 //   - Cancelled: the run's context was cancelled or its deadline passed (Run records this
 //     even though the CLI only reports "exit status" after its SIGINT);
 //   - PlanInvalid: an up held to a plan met an operation the plan does not allow;
 //   - Conflict: the CLI's conflict and lock messages;
+//   - MissingPlugin: the CLI found no plugin the program needs (FindMissingPlugin);
 //   - Transient: network failures, timeouts, HTTP 429/5xx, backend unavailable;
 //   - Permanent: program, compilation and runtime errors, invalid config, a missing stack
 //     that may not be created, expect-no-changes violations, and anything unrecognised:
@@ -159,6 +207,9 @@ func Classify(err error) Class {
 	}
 	if containsAny(text, conflictMarkers) {
 		return ClassConflict
+	}
+	if _, ok := FindMissingPlugin(err); ok {
+		return ClassMissingPlugin
 	}
 	if containsAny(text, permanentMarkers) {
 		return ClassPermanent
@@ -212,6 +263,9 @@ func Message(err error) string {
 		if re.cause != nil {
 			detailsFrom = re.scrub.String(re.cause.Error())
 		}
+	}
+	if p, ok := FindMissingPlugin(err); ok && (re == nil || !strings.Contains(re.hint, p.Binary)) {
+		parts = append(parts, missingPluginHint(p))
 	}
 	if d := errorLines(detailsFrom); d != "" {
 		parts = append(parts, d)

@@ -52,6 +52,13 @@ func TestClassify_SyntheticErrors_Class(t *testing.T) {
 		{"go build failure", cli("# main\n./main.go:3:2: undefined: foo\nerror: ./main.go:3:2: undefined: foo", ""), ClassPermanent},
 		{"program error", cli("    Error: resource, variable, or config value \"x\" not found", ""), ClassPermanent},
 		{"unknown", errors.New("something nobody has seen before"), ClassPermanent},
+		{"missing provider", cli("    Error: error resolving type of resource cm: internal error loading package \"kubernetes\": rpc error: "+
+			"code = Unknown desc = no resource plugin 'pulumi-resource-kubernetes' found in the workspace or on your $PATH", ""), ClassMissingPlugin},
+		{"missing provider version, in colour", cli("    \x1b[31mError\x1b[0m: no resource plugin 'pulumi-resource-aws' found in the workspace "+
+			"at version v6.1.0 or on your $PATH, install the plugin using `pulumi plugin install resource aws v6.1.0`", ""), ClassMissingPlugin},
+		{"missing language host", cli("", "error: no language plugin 'pulumi-language-nodejs' found in the workspace or on your $PATH"), ClassMissingPlugin},
+		{"missing plugin behind a run error", &runError{action: "failed to update stack dev",
+			cause: cli("", "error: no resource plugin 'pulumi-resource-random' found in the workspace or on your $PATH")}, ClassMissingPlugin},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,5 +157,50 @@ func TestRunError_Error_ScrubsAndUnwraps(t *testing.T) {
 	var ce *cliError
 	if !errors.As(err, &ce) {
 		t.Error("errors.As(err, *cliError) = false; want the cause reachable")
+	}
+}
+
+func TestFindMissingPlugin_Errors_NameAndVersion(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		want   MissingPlugin
+		wantOK bool
+	}{
+		{"nil", nil, MissingPlugin{}, false},
+		{"other error", cli("", "error: update failed"), MissingPlugin{}, false},
+		{"any version", cli("error: no resource plugin 'pulumi-resource-kubernetes' found in the workspace or on your $PATH", ""),
+			MissingPlugin{Kind: "resource", Binary: "pulumi-resource-kubernetes"}, true},
+		{"a version", cli("error: no resource plugin 'pulumi-resource-kubernetes' found in the workspace at version v4.18.0 or on your $PATH", ""),
+			MissingPlugin{Kind: "resource", Binary: "pulumi-resource-kubernetes", Version: "v4.18.0"}, true},
+		{"a prerelease, then a comma", cli("", "error: no analyzer plugin 'pulumi-analyzer-policy' found in the workspace at version v1.2.3-alpha.1+abc, install it"),
+			MissingPlugin{Kind: "analyzer", Binary: "pulumi-analyzer-policy", Version: "v1.2.3-alpha.1+abc"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := FindMissingPlugin(tt.err)
+			if ok != tt.wantOK {
+				t.Fatalf("FindMissingPlugin ok = %v; want %v", ok, tt.wantOK)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("FindMissingPlugin (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMessage_MissingPlugin_SaysWhatAndHow(t *testing.T) {
+	err := &runError{action: "failed to update stack dev", cause: cli("    error: error resolving type of resource cm: "+
+		"no resource plugin 'pulumi-resource-kubernetes' found in the workspace at version v4.18.0 or on your $PATH", "")}
+	msg := Message(err)
+	for _, want := range []string{
+		"failed to update stack dev",
+		"the engine has no plugin pulumi-resource-kubernetes v4.18.0 and never downloads one",
+		"spec.stackwright.plugins", "--plugin-bundle", "pulumi.com/reconciliation-request",
+		"no resource plugin 'pulumi-resource-kubernetes' found",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Message = %q; want it to contain %q", msg, want)
+		}
 	}
 }

@@ -75,6 +75,21 @@ func defaultRunnerImage() string {
 	return cmp.Or(os.Getenv(RunnerImageEnv), "localhost/stackwright-runner:"+version.Version)
 }
 
+// PluginBundlesEnv, when set in the manager's environment, is the default of
+// --plugin-bundle, comma-separated: a release's manager image sets it to the plugin
+// bundles of the same release, by digest.
+const PluginBundlesEnv = "STACKWRIGHT_PLUGIN_BUNDLES"
+
+func defaultPluginBundles() []string {
+	var out []string
+	for b := range strings.SplitSeq(os.Getenv(PluginBundlesEnv), ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // Options are the manager's command-line settings.
 type Options struct {
 	MetricsAddr string
@@ -145,6 +160,10 @@ type Options struct {
 	// RunnerAllowedVolumeTypes are the volume types a Stack's workspaceTemplate may add
 	// to its runner Pods; nil means job.DefaultAllowedVolumeTypes.
 	RunnerAllowedVolumeTypes []string
+	// PluginBundles are the plugin bundles runner Pods may mount, as name=image.
+	PluginBundles []string
+	// DefaultPlugins name the bundles of Stacks that select none; nil means all of them.
+	DefaultPlugins []string
 	// TemplateAPIGroups are the API groups StackTemplates may define kinds in; empty
 	// leaves StackTemplates unserved (their controllers need cluster-wide rights on
 	// CustomResourceDefinitions).
@@ -218,6 +237,7 @@ func DefaultOptions() *Options {
 		RunnerJobTTL:                     10 * time.Minute,
 		RunnerAPIAddr:                    ":9443",
 		RunnerAPIService:                 "stackwright-runner-api",
+		PluginBundles:                    defaultPluginBundles(),
 		Namespace:                        os.Getenv("POD_NAMESPACE"),
 		DetachedRunnerServiceAccount:     "stackwright-detached-runner",
 		MaxBackoff:                       24 * time.Hour,
@@ -267,6 +287,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DetachedRunnerServiceAccount, "detached-runner-service-account", o.DetachedRunnerServiceAccount, "ServiceAccount in the manager's namespace ($POD_NAMESPACE) that runs the destroy of a Stack whose namespace is being deleted, where no runner Pod can be created (job executor). Give it no rights: its API token is not mounted. Empty: such Stacks are released with their resources kept (ResourcesKept).")
 	fs.StringVar(&o.RunnerAPIService, "runner-api-service", o.RunnerAPIService, "Service in the manager's namespace ($POD_NAMESPACE) in front of the runner API; runners reach it by its cluster IP.")
 	fs.StringSliceVar(&o.RunnerAllowedVolumeTypes, "runner-allowed-volume-types", job.DefaultAllowedVolumeTypes(), "Volume types a Stack's spec.workspaceTemplate may add to its runner Pods (job executor), named as in a Pod's volumes (e.g. persistentVolumeClaim, nfs). Replaces the default list, the types the restricted Pod Security profile allows; types such as hostPath, nfs or iscsi reach storage with the node's identity.")
+	fs.StringArrayVar(&o.PluginBundles, "plugin-bundle", o.PluginBundles, "A plugin bundle runner Pods may mount, as name=image (repeatable; job executor): an OCI image of Pulumi plugins (providers, language hosts) that the kubelet pulls once per node and mounts read-only, so that no Update downloads a plugin. Stacks select bundles by name in spec.stackwright.plugins. Default: $"+PluginBundlesEnv+" (a release's manager image names its own plugins image there).")
+	fs.StringSliceVar(&o.DefaultPlugins, "default-plugins", o.DefaultPlugins, "Plugin bundles of Stacks whose spec.stackwright.plugins is empty, comma-separated (default: every --plugin-bundle; an empty value: none).")
 	fs.StringVar(&o.RunnerAPIURL, "runner-api-url", o.RunnerAPIURL, "URL runners use for the runner API (overrides --runner-api-service).")
 	fs.DurationVar(&o.MaxBackoff, "retry-max-backoff", o.MaxBackoff, "Longest wait between retries of a failed update, unless a Stack sets retryMaxBackoffDurationSeconds.")
 	fs.IntVar(&o.StallAfter, "stall-after-failures", o.StallAfter, "Consecutive permanent failures after which a Stack stalls until its spec, references or source change.")
@@ -563,12 +585,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		if err := job.ValidateAllowedVolumeTypes(o.RunnerAllowedVolumeTypes); err != nil {
 			return fmt.Errorf("--runner-allowed-volume-types: %w", err)
 		}
+		bundles, err := job.ParsePluginBundles(o.PluginBundles)
+		if err != nil {
+			return fmt.Errorf("--plugin-bundle: %w", err)
+		}
+		if err := job.ValidateDefaultPlugins(bundles, o.DefaultPlugins); err != nil {
+			return fmt.Errorf("--default-plugins: %w", err)
+		}
 		jobs, err := job.New(c, mgr.GetAPIReader(), run, store, job.Options{
 			Pod: job.PodOptions{
 				Image: o.RunnerImage, PullPolicy: corev1.PullPolicy(o.RunnerPullPolicy),
 				Deadline: int64(o.RunnerDeadline.Seconds()), TTL: int32(o.RunnerJobTTL.Seconds()),
 				Resources: job.DefaultResources(), TokenExpiry: int64(max(o.RunnerDeadline, time.Hour).Seconds()) + 600,
 				AllowedVolumeTypes: o.RunnerAllowedVolumeTypes,
+				PluginBundles:      bundles, DefaultPlugins: o.DefaultPlugins,
 			},
 			MaxRunning: o.MaxConcurrentUpdates, MaxRunningPerNamespace: o.MaxConcurrentUpdatesPerNamespace, Tenant: tenantOf,
 			BindAddress: o.RunnerAPIAddr, URL: o.RunnerAPIURL,

@@ -511,8 +511,8 @@ func failure(err error) (reason string, result v1alpha1.UpdateResult, msg string
 		switch {
 		case f.Stalled:
 			reason = v1alpha1.ReasonPermanentFailure
-		case f.Reason == v1alpha1.ReasonPlanInvalid:
-			reason = v1alpha1.ReasonPlanInvalid
+		case f.Reason == v1alpha1.ReasonPlanInvalid, f.Reason == v1alpha1.ReasonMissingPlugin:
+			reason = f.Reason
 		}
 		return reason, v1alpha1.UpdateResultFailed, f.Error()
 	}
@@ -520,6 +520,8 @@ func failure(err error) (reason string, result v1alpha1.UpdateResult, msg string
 	switch engine.Classify(err) {
 	case engine.ClassPlanInvalid:
 		return v1alpha1.ReasonPlanInvalid, v1alpha1.UpdateResultFailed, msg
+	case engine.ClassMissingPlugin:
+		return v1alpha1.ReasonMissingPlugin, v1alpha1.UpdateResultFailed, msg
 	case engine.ClassCancelled:
 		return v1alpha1.ReasonCancelled, v1alpha1.UpdateResultCancelled, msg
 	case engine.ClassConflict:

@@ -211,6 +211,10 @@ func (r *Reconciler) decideNext(_ context.Context, s *scope) (bool, error) {
 		return false, nil
 	case decide.Stalled:
 		failures := stackwrightStatus(s.stack).PermanentFailures
+		if stackwrightStatus(s.stack).LastFailureReason == v1alpha1.ReasonMissingPlugin {
+			markStalled(s.stack, pulumiv1.ReasonMissingPlugin, fmt.Sprintf("%s needs a plugin the runner does not have (Update %s): %s", s.op, lu.Name, lu.Message))
+			return false, nil
+		}
 		markStalled(s.stack, failedReason(s.op), fmt.Sprintf("%s failed %d times in a row with a permanent error; change the spec, its references or the source, or set the %s annotation to retry. Last error: %s",
 			s.op, failures, pulumiv1.ReconcileRequestAnnotation, lu.Message))
 		return false, nil

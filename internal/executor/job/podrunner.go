@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -40,6 +41,9 @@ type PodRunner struct {
 	// workspaceTemplate, that the program sees besides engine.DefaultInheritEnv and the
 	// in-cluster API address.
 	InheritEnv []string
+	// PluginDirs are the plugin bundles mounted into the Pod (PluginsDir/<name>), put
+	// ahead of the Pod's PATH for the engine.
+	PluginDirs []string
 }
 
 // Run performs the Update. Its error means the result did not reach the manager (the Pod
@@ -87,7 +91,15 @@ func (p *PodRunner) execute(ctx context.Context, hc *http.Client, w *Work, tail 
 	}
 	inherit := append(podInheritEnv(), p.InheritEnv...)
 	// One operation per Pod: `pulumi version` would be a process more per update.
-	eng, err := engine.New(engine.Options{PulumiHome: filepath.Join(p.Scratch, "pulumi-home"), Env: p.Env, InheritEnv: inherit, SkipVersionCheck: true})
+	env := p.Env
+	if len(p.PluginDirs) > 0 {
+		env = maps.Clone(p.Env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["PATH"] = pluginPath(p.PluginDirs, os.Getenv("PATH"))
+	}
+	eng, err := engine.New(engine.Options{PulumiHome: filepath.Join(p.Scratch, "pulumi-home"), Env: env, InheritEnv: inherit, SkipVersionCheck: true})
 	if err != nil {
 		return engine.Result{}, fault.Stall(v1alpha1.ReasonPermanentFailure, "the runner image has no usable pulumi CLI: %v", err)
 	}

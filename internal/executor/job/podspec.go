@@ -51,6 +51,10 @@ type PodOptions struct {
 	// runner Pod, named as in a Pod's volumes (e.g. persistentVolumeClaim); nil means
 	// DefaultAllowedVolumeTypes, and an empty list allows none.
 	AllowedVolumeTypes []string
+	// PluginBundles are the plugin bundles Stacks may select.
+	PluginBundles []PluginBundle
+	// DefaultPlugins name the bundles of Stacks that select none; nil means every bundle.
+	DefaultPlugins []string
 }
 
 // JobName is the runner Job's name for the Update named update: a Job's name ends up in
@@ -153,7 +157,12 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 	if at.serviceAccount != "" {
 		sa, automountToken = at.serviceAccount, ptr(false)
 	}
-	args := []string{"runner", "--work=" + path.Join(WorkDir, WorkFile)}
+	bundles, err := selectPlugins(stack, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	pluginVols, pluginMounts, pluginArgs := pluginVolumes(bundles, o.PullPolicy)
+	args := append([]string{"runner", "--work=" + path.Join(WorkDir, WorkFile)}, pluginArgs...)
 	if len(env) > 0 {
 		names := make([]string, 0, len(env))
 		for _, e := range env {
@@ -179,6 +188,7 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 		{Name: "work", MountPath: WorkDir, ReadOnly: true},
 		{Name: "token", MountPath: TokenDir, ReadOnly: true},
 	}
+	builtinVolumes, builtinMounts = append(builtinVolumes, pluginVols...), append(builtinMounts, pluginMounts...)
 	id, err := newIdentity(stack.Spec.IdentityTokens(), programEnv(work.Request.Env, env), &mode)
 	if err != nil {
 		return nil, nil, err

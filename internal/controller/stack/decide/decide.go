@@ -21,7 +21,8 @@ const (
 	Run
 	// Backoff: the last attempt failed; retry after RequeueAfter.
 	Backoff
-	// Stalled: permanent failures exhausted the attempts; wait for a change.
+	// Stalled: permanent failures exhausted the attempts, or the engine lacks a plugin;
+	// wait for a change.
 	Stalled
 	// WaitForLock: the last attempt found the stack locked by another update (or by one
 	// whose holder could not be proven gone); retry after RequeueAfter, never stall.
@@ -115,6 +116,11 @@ func Next(now time.Time, stack *pulumiv1.Stack, key string, p Policy) Decision {
 		}
 		locked := sw.LastFailureReason == v1alpha1.ReasonUpdateConflict
 		if !locked && sw.PermanentFailures >= p.StallAfter {
+			return Decision{Action: Stalled}
+		}
+		if sw.LastFailureReason == v1alpha1.ReasonMissingPlugin {
+			// No plugin is ever downloaded: the same run finds the same plugins missing
+			// until someone provides them.
 			return Decision{Action: Stalled}
 		}
 		limit := p.MaxBackoff

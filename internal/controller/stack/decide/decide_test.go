@@ -129,6 +129,28 @@ func TestNext_Status_ChoosesAction(t *testing.T) {
 			want: Decision{Action: Stalled},
 		},
 		{
+			name: "missingPluginStallsAtOnce",
+			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0, 1), Stackwright: &pulumiv1.StackwrightStatus{
+				LastAttemptedKey: "k", Attempt: 1, PermanentFailures: 1, LastFailureReason: v1alpha1.ReasonMissingPlugin,
+			}},
+			want: Decision{Action: Stalled},
+		},
+		{
+			name:  "reconcileRequestRetriesMissingPlugin",
+			annot: "plugins added",
+			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0, 1), Stackwright: &pulumiv1.StackwrightStatus{
+				LastAttemptedKey: "k", Attempt: 1, PermanentFailures: 1, LastFailureReason: v1alpha1.ReasonMissingPlugin,
+			}},
+			want: Decision{Action: Run, Attempt: 2, Why: "reconcile requested"},
+		},
+		{
+			name: "newDesiredStateRunsAfterMissingPlugin",
+			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0, 1), Stackwright: &pulumiv1.StackwrightStatus{
+				LastAttemptedKey: "old", Attempt: 1, PermanentFailures: 1, LastFailureReason: v1alpha1.ReasonMissingPlugin,
+			}},
+			want: Decision{Action: Run, Attempt: 1, Why: "desired state changed"},
+		},
+		{
 			name:   "specCapsBackoff",
 			spec:   pulumiv1.StackSpec{RetryMaxBackoffDurationSeconds: 20},
 			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0.Add(-30*time.Second), 6), Stackwright: &pulumiv1.StackwrightStatus{LastAttemptedKey: "k", Attempt: 6}},
