@@ -43,6 +43,11 @@ const (
 	// ReasonRunnerLost: the runner disappeared while the Update was running (the manager
 	// restarted); retried.
 	ReasonRunnerLost = "RunnerLost"
+	// ReasonEvicted: the runner Pod was evicted by its node (its ephemeral storage past
+	// its limit, or the node short of memory or disk) before it reported; the message
+	// quotes the kubelet, which names the limit. Handled as RunnerLost: the next run looks
+	// for this one in the backend's history, and the Stack retries.
+	ReasonEvicted = "Evicted"
 	// ReasonRecovered: the runner was lost before it reported, but the engine run had
 	// completed: a later Update found it in the backend's history (its
 	// status.recovered names this Update) and recorded it here.

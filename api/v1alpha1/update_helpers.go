@@ -29,11 +29,17 @@ func (u *Update) MarkFinished(complete metav1.Condition) {
 }
 
 // MarkRunnerLost records that the Update's runner ended without reporting a result: the
-// Update failed, with reason RunnerLost, which the Stack controller retries like a
-// transient failure.
-func (u *Update) MarkRunnerLost(result UpdateResult, msg string, now metav1.Time) {
+// Update failed, with reason RunnerLost (or Evicted, when its node evicted it), which the
+// Stack controller retries like a transient failure.
+func (u *Update) MarkRunnerLost(result UpdateResult, reason, msg string, now metav1.Time) {
 	u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = UpdatePhaseFailed, result, msg, &now
-	u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonRunnerLost, Message: msg})
+	u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+}
+
+// RunnerLostReason reports whether reason says an Update's runner was lost before it
+// reported (RunnerLost, Evicted): its run may have completed all the same.
+func RunnerLostReason(reason string) bool {
+	return reason == ReasonRunnerLost || reason == ReasonEvicted
 }
 
 // MarkRecovered corrects the record of a lost Update whose engine run the backend's history

@@ -40,6 +40,8 @@ type Verdict struct {
 	// Lost says why the runner ended, or is gone, without its result: the Update failed,
 	// with reason RunnerLost, and its Stack retries.
 	Lost string
+	// Evicted says the node evicted the runner's Pod (Lost says why): reason Evicted.
+	Evicted bool
 	// NotStarted says why the runner never started; the executor stopped it, so no engine
 	// runs. The Update failed with reason TransientFailure: no run happened, so there is
 	// nothing for the next one to recover.
@@ -61,7 +63,11 @@ func (v Verdict) Apply(u *v1alpha1.Update, now metav1.Time) bool {
 	runner := u.Status.Runner
 	switch {
 	case v.Lost != "":
-		u.MarkRunnerLost(v1alpha1.UpdateResultFailed, fmt.Sprintf("runner %s lost: %s; it will be retried", runner, v.Lost), now)
+		reason := v1alpha1.ReasonRunnerLost
+		if v.Evicted {
+			reason = v1alpha1.ReasonEvicted
+		}
+		u.MarkRunnerLost(v1alpha1.UpdateResultFailed, reason, fmt.Sprintf("runner %s lost: %s; it will be retried", runner, v.Lost), now)
 	case v.NotStarted != "":
 		msg := fmt.Sprintf("runner %s did not start: %s; it will be retried", runner, v.NotStarted)
 		u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, msg, &now

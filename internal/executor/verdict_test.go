@@ -33,6 +33,11 @@ func TestVerdict_Apply_FailsGoneRunners(t *testing.T) {
 			Message:  "runner job/team/web-1-abc lost: its runner ran out of memory (limit of 2Gi) and was killed; it will be retried",
 			Duration: 90 * time.Second,
 		}},
+		{name: "EvictedFailsEvicted", v: Verdict{Lost: "its runner Pod was evicted by its node: Pod ephemeral local storage usage exceeds the total limit of containers 1Gi.", Evicted: true}, want: outcome{
+			Marked: true, Phase: v1alpha1.UpdatePhaseFailed, Result: v1alpha1.UpdateResultFailed, Reason: v1alpha1.ReasonEvicted,
+			Message:  "runner job/team/web-1-abc lost: its runner Pod was evicted by its node: Pod ephemeral local storage usage exceeds the total limit of containers 1Gi.; it will be retried",
+			Duration: 90 * time.Second,
+		}},
 		{name: "NotStartedFailsTransient", v: Verdict{NotStarted: "its runner Pod was not scheduled within 5m0s: 0/1 nodes are available"}, want: outcome{
 			Marked: true, Phase: v1alpha1.UpdatePhaseFailed, Result: v1alpha1.UpdateResultFailed, Reason: v1alpha1.ReasonTransientFailure,
 			Message:  "runner job/team/web-1-abc did not start: its runner Pod was not scheduled within 5m0s: 0/1 nodes are available; it will be retried",

@@ -79,6 +79,11 @@ var (
 		Help: "Engine runs started again for a desired state whose last run failed, by namespace.",
 	}, []string{labelNS})
 
+	runnersLost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricPrefix + "runners_lost_total",
+		Help: "Updates whose runner ended without reporting a result, by namespace and reason: Evicted (its node evicted the runner Pod; the Update's message names the limit) or RunnerLost (anything else: killed, out of memory, deleted).",
+	}, []string{labelNS, labelReason})
+
 	locksHealed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: metricPrefix + "stale_locks_healed_total",
 		Help: "Runs that found their stack locked only by runners proven gone, removed those locks and tried again.",
@@ -145,7 +150,7 @@ func ForgetRollout(namespace, name string) {
 func init() {
 	crmetrics.Registry.MustRegister(rolloutWave, rolloutHalted, rolloutPhase)
 	crmetrics.Registry.MustRegister(driftChecks, driftDetected, updateDuration, updates, engineCPU, managerRuns, keptOnDelete, retries,
-		locksHealed, sourceDuration, sourceErrors)
+		runnersLost, locksHealed, sourceDuration, sourceErrors)
 	// Every series at 0 from the start: a scrape then shows "no engine ran in the manager"
 	// rather than nothing, which a misspelt query would show as well. The values are the
 	// engine's operations (engine.Op*).
@@ -193,6 +198,12 @@ func ObserveUpdate(namespace, operation, result string, d time.Duration) {
 	if d > 0 {
 		updateDuration.WithLabelValues(namespace, operation, result).Observe(d.Seconds())
 	}
+}
+
+// ObserveRunnerLost records an Update whose runner ended without its result, by the
+// reason its Update records (RunnerLost, Evicted).
+func ObserveRunnerLost(namespace, reason string) {
+	runnersLost.WithLabelValues(namespace, reason).Inc()
 }
 
 // ObserveEngineCPU records the CPU of one engine run's pulumi processes.

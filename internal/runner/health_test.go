@@ -64,7 +64,7 @@ func TestUpdateStatus_Kstatus_EveryPhase(t *testing.T) {
 			name: "runnerLost",
 			write: func(u *v1alpha1.Update) {
 				claimed(u)
-				u.MarkRunnerLost(v1alpha1.UpdateResultCancelled, "runner gone", metav1.NewTime(now))
+				u.MarkRunnerLost(v1alpha1.UpdateResultCancelled, v1alpha1.ReasonRunnerLost, "runner gone", metav1.NewTime(now))
 			},
 			want: kstatus.FailedStatus,
 		},

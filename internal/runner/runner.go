@@ -186,7 +186,7 @@ func (r *Runner) markRecovered(ctx context.Context, u *v1alpha1.Update, rec *v1a
 		return client.IgnoreNotFound(err)
 	}
 	if lost.Spec.StackName != u.Spec.StackName || !apimeta.IsStatusConditionPresentAndEqual(lost.Status.Conditions, v1alpha1.ConditionStalled, metav1.ConditionTrue) ||
-		apimeta.FindStatusCondition(lost.Status.Conditions, v1alpha1.ConditionStalled).Reason != v1alpha1.ReasonRunnerLost {
+		!v1alpha1.RunnerLostReason(apimeta.FindStatusCondition(lost.Status.Conditions, v1alpha1.ConditionStalled).Reason) {
 		return nil
 	}
 	base := lost.DeepCopy()

@@ -97,7 +97,7 @@ func lostUpdate(name, stack string, reason string) *v1alpha1.Update {
 	u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1alpha1.UpdateSpec{StackName: stack, Type: v1alpha1.UpdateTypeUp, Attempt: 1}}
 	u.MarkRunning("local/old-manager/1/abc", metav1.Now())
 	if reason == v1alpha1.ReasonRunnerLost {
-		u.MarkRunnerLost(v1alpha1.UpdateResultCancelled, "runner stopped", metav1.Now())
+		u.MarkRunnerLost(v1alpha1.UpdateResultCancelled, v1alpha1.ReasonRunnerLost, "runner stopped", metav1.Now())
 	} else {
 		u.Status.Phase, u.Status.Result = v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed
 		u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: reason})

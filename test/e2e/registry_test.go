@@ -30,6 +30,7 @@ type released struct {
 	Version      string        `json:"version"`
 	Manager      releasedImage `json:"manager"`
 	Runner       releasedImage `json:"runner"`
+	Plugins      releasedImage `json:"plugins"`
 	Chart        string        `json:"chart"`
 	ChartVersion string        `json:"chartVersion"`
 	Install      string        `json:"install"`
@@ -139,6 +140,9 @@ func TestInstall_FromRegistry(t *testing.T) {
 		pod := managerPod(g, c)
 		assertRestricted(t, pod)
 		g.Expect(s3.objects(ns, ".pulumi/stacks")).NotTo(BeEmpty(), "no state in the S3 backend")
+		// The seeds' in-cluster NGINX, with the Kubernetes provider of the release's
+		// plugins image (no image here carries test code).
+		testSeedNginx(t, c, ns, s3.bucket(t, ns, "seed"), r1.Plugins.Ref)
 
 		// A new manager Pod takes over: nothing is re-applied.
 		before := updates(g, c, ns)

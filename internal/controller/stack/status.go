@@ -205,7 +205,7 @@ func recordFinish(s *pulumiv1.Stack, u *v1alpha1.Update, outputs map[string]apie
 		if c != nil {
 			sw.LastFailureReason = c.Reason
 		}
-		if c != nil && c.Reason == v1alpha1.ReasonRunnerLost && u.Spec.Type == v1alpha1.UpdateTypeUp {
+		if c != nil && v1alpha1.RunnerLostReason(c.Reason) && u.Spec.Type == v1alpha1.UpdateTypeUp {
 			sw.LostUpdates = append(sw.LostUpdates, u.Name)
 			sw.LostUpdates = sw.LostUpdates[max(len(sw.LostUpdates)-maxLostUpdates, 0):]
 		}

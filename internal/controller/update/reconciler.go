@@ -6,6 +6,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -62,6 +63,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		} else if gone {
 			crashpoint.Hit(crashpoint.UpdateRunnerLostMarked)
 			metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), runDuration(u))
+			if c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete); c != nil && v1alpha1.RunnerLostReason(c.Reason) {
+				metrics.ObserveRunnerLost(u.Namespace, c.Reason)
+			}
 			log.Info("Marked update failed: its runner is gone", "runner", runner, "message", u.Status.Message)
 		}
 		log.Info("Reconciled Update", "duration", time.Since(start).Round(time.Millisecond), "phase", u.Status.Phase, "requeueAfter", result.RequeueAfter)

@@ -104,12 +104,13 @@ func (e *Executor) judgeJob(ctx context.Context, u *v1alpha1.Update, j *batchv1.
 	if end := jobEnd(j); end != nil && e.now().Sub(end.Time) < e.opts.LostGrace {
 		return executor.Verdict{RecheckAfter: e.opts.LostGrace - e.now().Sub(end.Time)}
 	}
+	evicted := false
 	if !failed {
 		reason = "its runner exited without its result reaching the manager"
 	} else if reason == "" {
-		reason = e.podFailure(ctx, j.Namespace, u.UID)
+		reason, evicted = e.podFailure(ctx, j.Namespace, u.UID)
 	}
-	return executor.Verdict{Lost: reason}
+	return executor.Verdict{Lost: reason, Evicted: evicted}
 }
 
 // checkStarted judges a runner whose Job has not ended.
@@ -243,16 +244,25 @@ func tail(msg string, n int) string {
 }
 
 // podFailure says how the runner Pod of the Update with UID uid, in namespace, ended, from
-// what the kubelet recorded.
-func (e *Executor) podFailure(ctx context.Context, namespace string, uid types.UID) string {
+// what the kubelet recorded, and whether its node evicted it.
+func (e *Executor) podFailure(ctx context.Context, namespace string, uid types.UID) (string, bool) {
 	var pods corev1.PodList
 	if err := e.reader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{LabelUpdateUID: string(uid)}); err != nil || len(pods.Items) == 0 {
-		return "its runner Pod was deleted or evicted before it reported a result"
+		return "its runner Pod was deleted or evicted before it reported a result", false
 	}
-	p := pods.Items[0]
+	return describePodFailure(&pods.Items[0])
+}
+
+// describePodFailure says how the runner Pod p ended, and whether its node evicted it.
+func describePodFailure(p *corev1.Pod) (string, bool) {
+	if p.Status.Reason == "Evicted" {
+		// The kubelet's message names the resource and the limit ("Pod ephemeral local
+		// storage usage exceeds the total limit of containers 1Gi.").
+		return "its runner Pod was evicted by its node: " + clip.Line(cmp.Or(p.Status.Message, "no reason given"), maxReasonBytes), true
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
-			return fmt.Sprintf("its runner Pod was disrupted (%s: %s)", c.Reason, c.Message)
+			return fmt.Sprintf("its runner Pod was disrupted (%s: %s)", c.Reason, c.Message), false
 		}
 	}
 	for _, cs := range p.Status.ContainerStatuses {
@@ -264,20 +274,20 @@ func (e *Executor) podFailure(ctx context.Context, namespace string, uid types.U
 						limit = " of " + m.String()
 					}
 				}
-				return "its runner ran out of memory (limit" + limit + ") and was killed"
+				return "its runner ran out of memory (limit" + limit + ") and was killed", false
 			}
-			return fmt.Sprintf("its runner exited with code %d (%s): %s", t.ExitCode, t.Reason, tail(t.Message, 512))
+			return fmt.Sprintf("its runner exited with code %d (%s): %s", t.ExitCode, t.Reason, tail(t.Message, 512)), false
 		}
 	}
 	for _, cs := range p.Status.InitContainerStatuses {
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			return fmt.Sprintf("its runner Pod's init container %s exited with code %d (%s): %s", cs.Name, t.ExitCode, t.Reason, tail(t.Message, 512))
+			return fmt.Sprintf("its runner Pod's init container %s exited with code %d (%s): %s", cs.Name, t.ExitCode, t.Reason, tail(t.Message, 512)), false
 		}
 	}
 	if p.DeletionTimestamp != nil {
-		return "its runner Pod was deleted before it reported a result"
+		return "its runner Pod was deleted before it reported a result", false
 	}
-	return fmt.Sprintf("its runner Pod ended in phase %s: %s", p.Status.Phase, p.Status.Message)
+	return fmt.Sprintf("its runner Pod ended in phase %s: %s", p.Status.Phase, p.Status.Message), false
 }
 
 func ptrValue[T any](p *T) T {

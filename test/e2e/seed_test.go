@@ -1,0 +1,244 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/testing/gitserver"
+)
+
+// seedProgram is the seeds' first example with an image the node has: a Deployment and a
+// Service through the real Kubernetes provider, which finds its credentials the way a
+// program run by PKO does: the runner Pod's own ServiceAccount, in-cluster (no kubeconfig
+// is given). The web server is versitygw, which answers any request (403 without S3
+// credentials); nothing can pull nginx here.
+func seedProgram(replicas int) string {
+	return fmt.Sprintf(`name: seed-nginx
+runtime: yaml
+config:
+  namespace:
+    type: string
+resources:
+  web:
+    type: kubernetes:apps/v1:Deployment
+    properties:
+      metadata:
+        name: web
+        namespace: ${namespace}
+      spec:
+        replicas: %d
+        selector:
+          matchLabels: {app: web}
+        template:
+          metadata:
+            labels: {app: web}
+          spec:
+            containers:
+            - name: web
+              image: %s
+              imagePullPolicy: Never
+              args: ["--port", ":8080", "--access", "seed", "--secret", "seed-secret", "posix", "--nometa", "/data"]
+              ports:
+              - containerPort: 8080
+              readinessProbe:
+                tcpSocket: {port: 8080}
+                periodSeconds: 1
+              volumeMounts:
+              - {name: data, mountPath: /data}
+            volumes:
+            - name: data
+              emptyDir: {}
+  svc:
+    type: kubernetes:core/v1:Service
+    properties:
+      metadata:
+        name: web
+        namespace: ${namespace}
+      spec:
+        selector: {app: web}
+        ports:
+        - port: 80
+          targetPort: 8080
+outputs:
+  clusterIP: ${svc.spec.clusterIP}
+`, replicas, s3Image)
+}
+
+// seedRBACYAML: deployer may manage Deployments and Services in its namespace and read
+// what the provider's await logic watches (ReplicaSets, Pods, Endpoints, EndpointSlices,
+// Events); intruder has no Role at all.
+const seedRBACYAML = `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: deployer
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: intruder
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: deployer
+rules:
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["apps"]
+  resources: ["replicasets"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["pods", "endpoints", "events"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["get", "list", "watch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: deployer
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: deployer
+subjects:
+- kind: ServiceAccount
+  name: deployer
+`
+
+// seedStackYAML follows the branch of repo in ns as sa, with state in backend.
+func seedStackYAML(name, repoURL, ns, sa, backend string) string {
+	return s3CredentialsYAML + `---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: ` + name + `
+spec:
+  stack: ` + name + `
+  projectRepo: ` + repoURL + `
+  branch: main
+  resyncFrequencySeconds: 10
+  serviceAccountName: ` + sa + `
+  destroyOnFinalize: true
+  backend: ` + backend + `
+  config:
+    namespace: ` + ns + `
+  driftDetection:
+    schedules:
+    - cron: "* * * * *"
+  envRefs:
+` + s3EnvRefsYAML
+}
+
+// testSeedNginx is the seeds' in-cluster NGINX on the release images: the runner Pod gets
+// the Kubernetes provider from the release's plugins image (mounted from the node's image
+// store), creates the objects with its ServiceAccount's in-cluster credentials, and the
+// provider's await logic sees the rollout through. A change by hand is reported by the
+// drift check, deleting the Stack removes what it made, and a ServiceAccount without the
+// rights gets the API server's Forbidden on the Stack and its Update.
+func testSeedNginx(t *testing.T, c client.Client, ns, backend, pluginsRef string) {
+	ctx := context.Background()
+	repos := t.TempDir()
+	gitserver.NewRepo(t, repos, "seed", map[string]string{"Pulumi.yaml": seedProgram(1)})
+	srv := gitserver.NewHTTPServerOn(t, listenOnNode(t), repos, nil)
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, seedRBACYAML))
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, seedStackYAML("seed", srv.URL+"/seed.git", ns, "deployer", backend)))
+
+	var ip string
+	NewWithT(t).Eventually(func(g Gomega) {
+		st := waitStackReadyOnce(g, c, ns, "seed")
+		g.Expect(json.Unmarshal(st.Status.Outputs["clusterIP"].Raw, &ip)).To(Succeed())
+		var d appsv1.Deployment
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &d)).To(Succeed())
+		// The provider awaited the rollout: the Stack is Ready only once the Pod is.
+		g.Expect(d.Status.ReadyReplicas).To(Equal(int32(1)))
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+	var svc corev1.Service
+	NewWithT(t).Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &svc)).To(Succeed())
+	NewWithT(t).Expect(ip).To(Equal(svc.Spec.ClusterIP), "the output is the Service's cluster IP")
+	NewWithT(t).Eventually(func(g Gomega) {
+		resp, err := clusterHTTP.Get("http://" + ip + "/")
+		g.Expect(err).NotTo(HaveOccurred())
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		_ = resp.Body.Close()
+		// versitygw refuses an anonymous request in S3's words: the Service reached it.
+		g.Expect(resp.StatusCode).To(Equal(http.StatusForbidden))
+		g.Expect(string(body)).To(ContainSubstring("AccessDenied"))
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	assertRunnerMountedPlugins(t, c, ns, pluginsRef)
+
+	// A change by hand is drift: the next scheduled check reports it.
+	run(t, "kubectl", "scale", "-n", ns, "deployment/web", "--replicas=2")
+	NewWithT(t).Eventually(func(g Gomega) {
+		var st pulumiv1.Stack
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "seed"}, &st)).To(Succeed())
+		cond := apimeta.FindStatusCondition(st.Status.Conditions, "DriftDetected")
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal("True"), cond.Message)
+	}).WithTimeout(4*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+
+	// Deleting the Stack destroys both objects (the provider deletes in the foreground:
+	// the node's garbage collector finishes it) and then the Stack goes.
+	run(t, "kubectl", "delete", "-n", ns, "stack/seed", "--timeout=5m")
+	NewWithT(t).Eventually(func(g Gomega) {
+		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+			err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, obj)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T web still exists (%v)", obj, err)
+		}
+	}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+
+	// Without the rights: the API server's Forbidden, on the Stack and on its Update.
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, seedStackYAML("seed-intruder", srv.URL+"/seed.git", ns, "intruder", backend)))
+	NewWithT(t).Eventually(func(g Gomega) {
+		var st pulumiv1.Stack
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "seed-intruder"}, &st)).To(Succeed())
+		g.Expect(st.Status.LastUpdate).NotTo(BeNil())
+		g.Expect(st.Status.LastUpdate.State).To(Equal(pulumiv1.UpdateStateFailed))
+		g.Expect(st.Status.LastUpdate.Message).To(ContainSubstring("forbidden"))
+		g.Expect(st.Status.LastUpdate.Message).To(ContainSubstring(`"system:serviceaccount:` + ns + `:intruder"`))
+		var u v1alpha1.Update
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: st.Status.LastUpdate.Name}, &u)).To(Succeed())
+		g.Expect(u.Status.Message).To(ContainSubstring("forbidden"))
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+	// Nothing was made, so its deletion has nothing to destroy.
+	run(t, "kubectl", "delete", "-n", ns, "stack/seed-intruder", "--timeout=5m")
+}
+
+// assertRunnerMountedPlugins checks that a runner Pod of ns mounted the plugins image ref
+// as an image volume.
+func assertRunnerMountedPlugins(t *testing.T, c client.Client, ns, ref string) {
+	t.Helper()
+	var pods corev1.PodList
+	NewWithT(t).Expect(c.List(context.Background(), &pods, client.InNamespace(ns))).To(Succeed())
+	var seen []string
+	for _, p := range pods.Items {
+		for _, v := range p.Spec.Volumes {
+			if v.Image != nil {
+				seen = append(seen, v.Image.Reference)
+			}
+		}
+	}
+	NewWithT(t).Expect(seen).To(ContainElement(ref), "runner Pods' image volumes: %s", strings.Join(seen, ", "))
+}
