@@ -126,6 +126,11 @@ release: release-binaries ## Build the manager, runner and plugins images for RE
 		--revision $$(git rev-parse HEAD) --licenses '$(RELEASE_LICENSES)' --helm $(BIN)/helm $(if $(PLAIN_HTTP),--plain-http) \
 		$(foreach a,$(RELEASE_PLATFORMS),--platform linux/$(a)=$(BIN)/linux-$(a))
 
+.PHONY: plugins-image
+plugins-image: ## Build a plugin bundle for runner Pods from PLUGINS_DIR (static pulumi-* binaries, or `pulumi plugin install`'s directories) for this machine's platform and push it to PLUGINS_REF (PLAIN_HTTP=1 for a registry without TLS).
+	@test -n "$(PLUGINS_DIR)" -a -n "$(PLUGINS_REF)" || { echo 'make plugins-image: set PLUGINS_DIR=<dir> and PLUGINS_REF=<registry>/<repository>:<tag>'; exit 2; }
+	go run ./hack/images plugins --from $(PLUGINS_DIR) --ref $(PLUGINS_REF) $(if $(PLAIN_HTTP),--plain-http)
+
 .PHONY: images-testing
 images-testing: tools build ## Write the end-to-end tests' image (the release files and the test provider) into dist/ as stackwright-testing-VERSION.tar; never deploy it.
 	go run ./hack/images --bin $(BIN) --out dist --version $(VERSION) --testing

@@ -54,8 +54,12 @@ const PluginsBundle = "kubernetes"
 var testBinaries = []string{"pulumi-resource-stackwright-testing"}
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "release" {
-		if err := release(os.Args[2:]); err != nil {
+	if len(os.Args) > 1 && (os.Args[1] == "release" || os.Args[1] == "plugins") {
+		cmd := release
+		if os.Args[1] == "plugins" {
+			cmd = plugins
+		}
+		if err := cmd(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "Error:", err)
 			os.Exit(1)
 		}
