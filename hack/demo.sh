@@ -32,11 +32,14 @@ for _ in $(seq 120); do
 done
 kubectl get --raw /readyz >/dev/null
 
-say "Applying the sample Program and Stack"
-kubectl apply -f config/samples/pulumi_v1_program_files.yaml -f config/samples/pulumi_v1_stack_files.yaml
+say "Applying the sample Programs and Stacks"
+# The "kubernetes" sample reaches this control plane with the demo's own kubeconfig.
+kubectl create secret generic demo-kubeconfig --from-file=kubeconfig="$KUBECONFIG"
+kubectl apply -f config/samples/pulumi_v1_program_files.yaml -f config/samples/pulumi_v1_stack_files.yaml \
+	-f config/samples/pulumi_v1_stack_kubernetes.yaml
 start=$(date +%s)
-kubectl wait --for=condition=Ready stack/files --timeout=5m
-say "Stack Ready after $(($(date +%s) - start))s"
+kubectl wait --for=condition=Ready stack/files stack/kubernetes --timeout=5m
+say "Stacks Ready after $(($(date +%s) - start))s"
 kubectl get stacks,programs,updates -o wide
 say "Stack status"
 kubectl get stack files -o jsonpath='{.status}' | head -c 4000
@@ -45,13 +48,20 @@ say "Files the stack created under $files"
 find "$files" -type f | sort
 cat "$files/greeting.txt"
 echo
+say "The ConfigMap the kubernetes Stack created through the Kubernetes provider"
+kubectl get configmap stackwright-demo -o jsonpath='{.data.greeting}'
+echo
 
 if [ "${DEMO_ONCE:-}" = 1 ]; then
-	say "Deleting the Stack (destroyOnFinalize: true destroys its resources first)"
-	kubectl delete stack files --timeout=5m
+	say "Deleting the Stacks (destroyOnFinalize: true destroys their resources first)"
+	kubectl delete stack files kubernetes --timeout=5m
 	if [ -n "$(find "$files" -type f 2>/dev/null)" ]; then
 		echo "files left behind after destroy:" >&2
 		find "$files" -type f >&2
+		exit 1
+	fi
+	if kubectl get configmap stackwright-demo >/dev/null 2>&1; then
+		echo "ConfigMap stackwright-demo left behind after destroy" >&2
 		exit 1
 	fi
 	say "Destroyed; demo finished"

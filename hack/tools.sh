@@ -79,10 +79,12 @@ k8s_ldflags() {
 tool_spec() {
 	case "$1" in
 	k8s)
-		echo "hack/tools/k8s|k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./cmd/etcd|kube-apiserver kubectl etcd|$(k8s_ldflags)|"
+		# The controller manager is here, not with the node's tools, because `make demo`
+		# runs its garbage collector: the Kubernetes provider deletes in the foreground.
+		echo "hack/tools/k8s|k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./cmd/etcd k8s.io/kubernetes/cmd/kube-controller-manager|kube-apiserver kubectl etcd kube-controller-manager|$(k8s_ldflags)|"
 		;;
 	k8s-node)
-		echo "hack/tools/k8s|k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler|kubelet kube-proxy kube-controller-manager kube-scheduler|$(k8s_ldflags)|"
+		echo "hack/tools/k8s|k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kube-scheduler|kubelet kube-proxy kube-scheduler|$(k8s_ldflags)|"
 		;;
 	containerd)
 		local v

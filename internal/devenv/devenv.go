@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -14,7 +17,8 @@ import (
 
 // Options configure a development environment.
 type Options struct {
-	// Bin holds kube-apiserver, etcd, kubectl, pulumi and the plugins.
+	// Bin holds kube-apiserver, etcd, kube-controller-manager, kubectl, pulumi and the
+	// plugins.
 	Bin string
 	// CRDs is the directory of CRD manifests to install.
 	CRDs string
@@ -25,7 +29,8 @@ type Options struct {
 }
 
 // Run starts the control plane and the manager, writes the kubeconfig, and blocks until ctx
-// is done; then it stops the manager, the API server and etcd, in that order.
+// is done; then it stops the manager, the controller manager, the API server and etcd, in
+// that order.
 func Run(ctx context.Context, o Options) (err error) {
 	te := &envtest.Environment{
 		BinaryAssetsDirectory: o.Bin,
@@ -56,6 +61,11 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("failed to write kubeconfig: %w", err)
 	}
 	defer os.Remove(o.Kubeconfig)
+	stopGC, err := startGarbageCollector(ctx, o.Bin, o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	defer stopGC()
 
 	// manager.New, as in a cluster, so that every manager flag `stackwright dev` accepts
 	// (--watch-namespaces, say) takes effect here too.
@@ -71,4 +81,46 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("failed to run manager: %w", err)
 	}
 	return nil
+}
+
+// startGarbageCollector runs kube-controller-manager's garbage collector and namespace
+// controller against the control plane: without them an object deleted in the foreground
+// (as the Kubernetes provider deletes) keeps its foregroundDeletion finalizer for ever, and
+// a deleted namespace never goes. It logs to this process's stderr. The returned function
+// stops it.
+func startGarbageCollector(ctx context.Context, bin, kubeconfig string) (func(), error) {
+	path := filepath.Join(bin, "kube-controller-manager")
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("failed to find the controller manager: %w (run `make tools`)", err)
+	}
+	cmd := exec.CommandContext(ctx, path,
+		"--kubeconfig="+kubeconfig,
+		"--controllers=garbagecollector,namespace",
+		"--leader-elect=false",
+		// No endpoint of its own: nothing scrapes or probes it here.
+		"--secure-port=0",
+	)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("failed to start the controller manager: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		// Its exit is logged, not fatal: the manager runs on without a garbage collector.
+		if err := cmd.Wait(); err != nil && ctx.Err() == nil {
+			ctrl.Log.Error(err, "Controller manager exited")
+		}
+		close(done)
+	}()
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}, nil
 }
