@@ -21,6 +21,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/executor/job"
 	"github.com/stackwright/stackwright/internal/testing/gitserver"
 )
 
@@ -175,6 +176,9 @@ func testSeedNginx(t *testing.T, c client.Client, ns, backend, pluginsRef string
 		// The provider awaited the rollout: the Stack is Ready only once the Pod is.
 		g.Expect(d.Status.ReadyReplicas).To(Equal(int32(1)))
 	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+	// What the runner Pods' ephemeral-storage limits are sized from (docs/operations.md).
+	peak, pods := runnerScratchUsed(t, c, ns)
+	t.Logf("runner scratch directories at the end of their runs: at most %d bytes over %d runner Pods", peak, pods)
 	var svc corev1.Service
 	NewWithT(t).Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &svc)).To(Succeed())
 	NewWithT(t).Expect(ip).To(Equal(svc.Spec.ClusterIP), "the output is the Service's cluster IP")
@@ -242,3 +246,30 @@ func assertRunnerMountedPlugins(t *testing.T, c client.Client, ns, ref string) {
 	}
 	NewWithT(t).Expect(seen).To(ContainElement(ref), "runner Pods' image volumes: %s", strings.Join(seen, ", "))
 }
+
+// runnerScratchUsed is the most any runner Pod of ns that is still there says its scratch
+// directory held at the end of its run (the runner's "scratch used" log line).
+func runnerScratchUsed(t *testing.T, c client.Client, ns string) (peak int64, pods int) {
+	t.Helper()
+	var list corev1.PodList
+	NewWithT(t).Expect(c.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	for _, p := range list.Items {
+		if p.Labels[job.LabelManagedBy] != job.ManagedBy {
+			continue
+		}
+		out, err := runErr("kubectl", "logs", "-n", ns, p.Name, "-c", "runner")
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(out, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), job.ScratchUsedPrefix); ok {
+				var n int64
+				if _, err := fmt.Sscanf(rest, "%d bytes", &n); err == nil {
+					peak, pods = max(peak, n), pods+1
+				}
+			}
+		}
+	}
+	return peak, pods
+}
+

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net/http"
 	"os"
@@ -81,6 +82,9 @@ func (p *PodRunner) Run(ctx context.Context) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "update %s/%s: %s: %s\n", w.Namespace, w.Update, u.Status.Phase, u.Status.Message)
+	// Everything the run wrote to the Pod's ephemeral storage is still there (artifact,
+	// work tree, PULUMI_HOME): what runner Pods' ephemeral-storage limits are sized from.
+	fmt.Fprintf(os.Stderr, "%s%d bytes\n", ScratchUsedPrefix, diskUsage(p.Scratch))
 	return p.report(context.WithoutCancel(ctx), hc, w, result)
 }
 
@@ -215,4 +219,25 @@ func (p *PodRunner) call(ctx context.Context, hc *http.Client, method, url strin
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return hc.Do(req)
+}
+
+// ScratchUsedPrefix starts the runner's last log line but one: how many bytes its scratch
+// directory holds once the run is over.
+const ScratchUsedPrefix = "scratch used: "
+
+// diskUsage is the size of the regular files below dir (0 where it cannot be read).
+func diskUsage(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }

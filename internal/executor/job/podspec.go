@@ -315,11 +315,23 @@ func truncateLabel(s string) string {
 func ptr[T any](v T) *T { return &v }
 
 // DefaultResources bound a runner that its Stack does not size: the engine and its
-// plugins need a few hundred megabytes.
+// plugins need a few hundred megabytes of memory. Its disk is the scratch emptyDir (the
+// root file system is read-only) and its log: a run of the seeds' Deployment and Service
+// through the Kubernetes provider left 85,560 bytes there (plugins come from image
+// volumes, which do not count). What can grow is bounded elsewhere: the artifact, kept
+// packed and extracted (--max-artifact-bytes, 100 MiB, each), the CLI's logs (8 MB). The
+// limit leaves room for those and for a provider or two that a Stack which turns plugin
+// downloads back on fetches into its scratch; past it the kubelet evicts the Pod, and the
+// Update says so (reason Evicted).
 func DefaultResources() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi"),
+			corev1.ResourceEphemeralStorage: resource.MustParse("64Mi"),
+		},
+		Limits: corev1.ResourceList{
+			corev1.ResourceMemory: resource.MustParse("2Gi"), corev1.ResourceEphemeralStorage: resource.MustParse("1Gi"),
+		},
 	}
 }
 
