@@ -509,10 +509,10 @@ func failure(err error) (reason string, result v1alpha1.UpdateResult, msg string
 	if f, ok := fault.As(err); ok {
 		reason = v1alpha1.ReasonTransientFailure
 		switch {
-		case f.Stalled:
-			reason = v1alpha1.ReasonPermanentFailure
 		case f.Reason == v1alpha1.ReasonPlanInvalid, f.Reason == v1alpha1.ReasonMissingPlugin:
 			reason = f.Reason
+		case f.Stalled:
+			reason = v1alpha1.ReasonPermanentFailure
 		}
 		return reason, v1alpha1.UpdateResultFailed, f.Error()
 	}

@@ -40,6 +40,8 @@ func TestFailure_Error_MapsToRetryReason(t *testing.T) {
 		{name: "cancelled", err: fmt.Errorf("failed to update stack: %w", context.Canceled), wantReason: v1alpha1.ReasonCancelled, wantResult: v1alpha1.UpdateResultCancelled},
 		{name: "lockHeldIsConflict", err: errors.New("error: the stack is currently locked by 1 lock(s)"), wantReason: v1alpha1.ReasonUpdateConflict, wantResult: v1alpha1.UpdateResultFailed},
 		{name: "networkIsTransient", err: errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), wantReason: v1alpha1.ReasonTransientFailure, wantResult: v1alpha1.UpdateResultFailed},
+		{name: "unofferedBundleIsMissingPlugin", err: fault.Stall(pulumiv1.ReasonMissingPlugin, "bundle %q not offered", "aws"), wantReason: v1alpha1.ReasonMissingPlugin, wantResult: v1alpha1.UpdateResultFailed},
+		{name: "missingProviderIsMissingPlugin", err: errors.New("error: no resource plugin 'pulumi-resource-aws' found in the workspace or on your $PATH"), wantReason: v1alpha1.ReasonMissingPlugin, wantResult: v1alpha1.UpdateResultFailed},
 		{name: "unknownIsPermanent", err: errors.New("error: something odd"), wantReason: v1alpha1.ReasonPermanentFailure, wantResult: v1alpha1.UpdateResultFailed},
 	}
 	for _, tt := range tests {

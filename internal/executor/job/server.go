@@ -204,11 +204,11 @@ const (
 )
 
 // runnerFailureReasons are the Complete condition's reasons a failed run may report: those
-// runner.Finish gives. RunnerLost and Recovered are the manager's findings, never a
-// runner's.
+// runner.Finish gives. RunnerLost, Evicted and Recovered are the manager's findings, never
+// a runner's.
 var runnerFailureReasons = []string{
 	v1alpha1.ReasonTransientFailure, v1alpha1.ReasonUpdateConflict, v1alpha1.ReasonPermanentFailure,
-	v1alpha1.ReasonCancelled, v1alpha1.ReasonPlanInvalid,
+	v1alpha1.ReasonCancelled, v1alpha1.ReasonPlanInvalid, v1alpha1.ReasonMissingPlugin,
 }
 
 // sanitizeResult holds a runner's report to the bounds above, in place: it cuts the

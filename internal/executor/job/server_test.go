@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -204,6 +205,25 @@ func TestSanitizeResult_Bounds_InformativeFieldsCut(t *testing.T) {
 	}
 }
 
+// Every reason runner.Finish gives a failure is recorded as the runner reports it: a
+// missing plugin must reach the Stack as MissingPlugin, or it would be retried.
+func TestSanitizeResult_RunnerFailureReasons_Recorded(t *testing.T) {
+	for _, reason := range []string{
+		v1alpha1.ReasonTransientFailure, v1alpha1.ReasonUpdateConflict, v1alpha1.ReasonPermanentFailure,
+		v1alpha1.ReasonCancelled, v1alpha1.ReasonPlanInvalid, v1alpha1.ReasonMissingPlugin,
+	} {
+		t.Run(reason, func(t *testing.T) {
+			r := failedResult(v1alpha1.UpdateResultFailed, reason)
+			if err := sanitizeResult(r, resultStart, resultNow); err != nil {
+				t.Fatalf("sanitizeResult: %v", err)
+			}
+			if c := apimeta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionComplete); c == nil || c.Reason != reason {
+				t.Errorf("Complete condition = %+v; want reason %s", c, reason)
+			}
+		})
+	}
+}
+
 func TestSanitizeResult_Refused_InvalidOutcomeOrTooLarge(t *testing.T) {
 	manyOutputs := map[string]engine.Output{}
 	for i := range maxOutputs + 1 {
@@ -233,6 +253,11 @@ func TestSanitizeResult_Refused_InvalidOutcomeOrTooLarge(t *testing.T) {
 			name:    "failed claiming the manager's RunnerLost",
 			in:      func(r *Result) { *r = *failedResult(v1alpha1.UpdateResultFailed, v1alpha1.ReasonRunnerLost) },
 			wantErr: `the runner's report is invalid: phase "Failed", result "failed", Complete condition "False" with reason "RunnerLost"`,
+		},
+		{
+			name:    "failed claiming the manager's Evicted",
+			in:      func(r *Result) { *r = *failedResult(v1alpha1.UpdateResultFailed, v1alpha1.ReasonEvicted) },
+			wantErr: `the runner's report is invalid: phase "Failed", result "failed", Complete condition "False" with reason "Evicted"`,
 		},
 		{
 			name:    "failed with an unknown result",
