@@ -228,6 +228,41 @@ func testSeedNginx(t *testing.T, c client.Client, ns, backend, pluginsRef string
 	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
 	// Nothing was made, so its deletion has nothing to destroy.
 	run(t, "kubectl", "delete", "-n", ns, "stack/seed-intruder", "--timeout=5m")
+
+	// A provider no bundle holds (the release ships the Kubernetes provider only), with no
+	// egress: the Stack stalls at once, naming it.
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, s3CredentialsYAML+`---
+apiVersion: pulumi.com/v1
+kind: Program
+metadata:
+  name: needs-random
+program:
+  resources:
+    pet:
+      type: random:index:RandomPet
+---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: needs-random
+spec:
+  stack: needs-random
+  programRef:
+    name: needs-random
+  backend: `+backend+`
+  envRefs:
+`+s3EnvRefsYAML))
+	NewWithT(t).Eventually(func(g Gomega) {
+		var st pulumiv1.Stack
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "needs-random"}, &st)).To(Succeed())
+		cond := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(pulumiv1.ReasonMissingPlugin))
+		g.Expect(cond.Message).To(ContainSubstring("the engine has no plugin pulumi-resource-random"))
+		g.Expect(st.Status.LastUpdate).NotTo(BeNil())
+		g.Expect(st.Status.LastUpdate.Name).To(HaveSuffix("-1"), "the failure was retried")
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+	run(t, "kubectl", "delete", "-n", ns, "stack/needs-random", "--timeout=5m")
 }
 
 // assertRunnerMountedPlugins checks that a runner Pod of ns mounted the plugins image ref
