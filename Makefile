@@ -194,6 +194,11 @@ bench-executors: cluster ## Benchmark the local and job executors on the one-nod
 	$(CLUSTER) load --bin $(BIN) $(CLUSTER_IMAGES)
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) go run ./bench/cmd/executors -runs $(or $(BENCH_RUNS),5) -fleet $(or $(BENCH_N),20)
 
+.PHONY: bench-plugins
+bench-plugins: cluster ## Benchmark a real provider (the Kubernetes provider from the plugins image) under the job executor on the one-node cluster: BENCH_RUNS (10) changes, apply → Ready against the bare CLI.
+	$(CLUSTER) load --bin $(BIN) $(CLUSTER_IMAGES)
+	KUBECONFIG=$$($(CLUSTER) kubeconfig) go run ./bench/cmd/plugins -changes $(or $(BENCH_RUNS),10)
+
 .PHONY: bench-gate
 bench-gate: tools ## Benchmark a gated change (preview --save-plan + policies, then up --plan) against one bare `pulumi up --skip-preview`, 10 changes.
 	go test ./bench -run '^$$' -bench BenchmarkGate_PreviewPolicyVsUp -benchtime=$(or $(BENCH_CHANGES),10)x -timeout 30m

@@ -94,7 +94,7 @@ func TestInstall_FromRegistry(t *testing.T) {
 
 	t.Run("IndexesListTwoPlatformsAndSBOMsTheModules", func(t *testing.T) {
 		g := NewWithT(t)
-		for _, ref := range []string{r1.Manager.Ref, r1.Runner.Ref} {
+		for _, ref := range []string{r1.Manager.Ref, r1.Runner.Ref, r1.Plugins.Ref} {
 			r, err := name.ParseReference(ref, name.Insecure)
 			g.Expect(err).NotTo(HaveOccurred())
 			idx, err := remote.Index(r)

@@ -10,8 +10,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -82,37 +80,7 @@ func (t *timeline) mark(stack, milestone string, at time.Time) {
 // watch follows the namespace's Stacks, Updates, Jobs and Pods until ctx ends.
 func (t *timeline) watch(ctx context.Context, c client.WithWatch, ns string) {
 	for _, list := range []client.ObjectList{&pulumiv1.StackList{}, &v1alpha1.UpdateList{}, &batchv1.JobList{}, &corev1.PodList{}} {
-		go t.follow(ctx, c, ns, list)
-	}
-}
-
-func (t *timeline) follow(ctx context.Context, c client.WithWatch, ns string, list client.ObjectList) {
-	rv := ""
-	for ctx.Err() == nil {
-		opts := []client.ListOption{client.InNamespace(ns)}
-		if rv != "" {
-			opts = append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
-		}
-		w, err := c.Watch(ctx, list, opts...)
-		if err != nil {
-			time.Sleep(time.Second)
-			continue
-		}
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
-				rv = ""
-				break
-			}
-			obj, ok := ev.Object.(client.Object)
-			if !ok {
-				continue
-			}
-			rv = obj.GetResourceVersion()
-			if ev.Type != watch.Deleted {
-				t.observe(obj, time.Now())
-			}
-		}
-		w.Stop()
+		go bench.Follow(ctx, c, ns, list, t.observe)
 	}
 }
 

@@ -211,6 +211,33 @@ func Load(ctx context.Context, o Options, images ...string) error {
 	return importImages(ctx, o.Bin, l, images, o.Out)
 }
 
+// ContentDigests lists what the node's containerd content store holds (image layers,
+// configs, manifests): what the node has downloaded or imported. A benchmark compares the
+// lists before and after its runs to see what they fetched, and ContentSize says how much.
+func ContentDigests(ctx context.Context, o Options) ([]string, error) {
+	out, err := ctr(ctx, o, "content", "ls", "--quiet")
+	if err != nil {
+		return nil, fmt.Errorf("failed to list the node's content: %w", err)
+	}
+	return strings.Fields(string(out)), nil
+}
+
+// ContentSize is the size in bytes of one blob of the node's content store.
+func ContentSize(ctx context.Context, o Options, digest string) (int64, error) {
+	out, err := ctr(ctx, o, "content", "get", digest)
+	if err != nil {
+		return 0, fmt.Errorf("failed to read content %s: %w", digest, err)
+	}
+	return int64(len(out)), nil
+}
+
+func ctr(ctx context.Context, o Options, args ...string) ([]byte, error) {
+	if err := o.absolute(); err != nil {
+		return nil, err
+	}
+	return exec.CommandContext(ctx, filepath.Join(o.Bin, "ctr"), append([]string{"--address", o.layout().containerdSocket(), "-n", "k8s.io"}, args...)...).Output()
+}
+
 func importImages(ctx context.Context, bin string, l layout, images []string, out io.Writer) error {
 	for _, img := range images {
 		cmd := exec.CommandContext(ctx, filepath.Join(bin, "ctr"), "--address", l.containerdSocket(),

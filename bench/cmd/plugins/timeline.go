@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/bench"
+	"github.com/stackwright/stackwright/internal/executor/job"
+)
+
+// Milestones of one Update, as the benchmark's watches first see them: every one through
+// the same API server's watches, so their differences are precise to milliseconds.
+const (
+	msApplied        = "applied"
+	msUpdateCreated  = "Update created"
+	msJobCreated     = "Job created"
+	msRunnerStarted  = "runner container running"
+	msUpdateFinished = "Update finished"
+)
+
+var phases = [][2]string{
+	{msApplied, msUpdateCreated},
+	{msUpdateCreated, msJobCreated},
+	{msJobCreated, msRunnerStarted},
+	{msRunnerStarted, msUpdateFinished},
+}
+
+// timeline records when each Update's milestones are first seen, keyed by Update name.
+type timeline struct {
+	mu   sync.Mutex
+	seen map[string]map[string]time.Time
+}
+
+func newTimeline() *timeline { return &timeline{seen: map[string]map[string]time.Time{}} }
+
+func (t *timeline) mark(update, milestone string, at time.Time) {
+	if update == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.seen[update]
+	if m == nil {
+		m = map[string]time.Time{}
+		t.seen[update] = m
+	}
+	if _, ok := m[milestone]; !ok {
+		m[milestone] = at
+	}
+}
+
+// applied records when the change that made update was applied (known only once the
+// Update is).
+func (t *timeline) applied(update string, at time.Time) { t.mark(update, msApplied, at) }
+
+func (t *timeline) watch(ctx context.Context, c client.WithWatch, namespace string) {
+	for _, list := range []client.ObjectList{&v1alpha1.UpdateList{}, &batchv1.JobList{}, &corev1.PodList{}} {
+		go bench.Follow(ctx, c, namespace, list, t.observe)
+	}
+}
+
+func (t *timeline) observe(obj client.Object, now time.Time) {
+	switch o := obj.(type) {
+	case *v1alpha1.Update:
+		t.mark(o.Name, msUpdateCreated, now)
+		if o.Status.Finished() {
+			t.mark(o.Name, msUpdateFinished, now)
+		}
+	case *batchv1.Job:
+		t.mark(o.Labels[job.LabelUpdate], msJobCreated, now)
+	case *corev1.Pod:
+		for _, cs := range o.Status.ContainerStatuses {
+			if cs.State.Running != nil || cs.State.Terminated != nil {
+				t.mark(o.Labels[job.LabelUpdate], msRunnerStarted, now)
+			}
+		}
+	}
+}
+
+// spans returns, for each phase, its durations over the given Updates.
+func (t *timeline) spans(updates []string) map[[2]string][]time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[[2]string][]time.Duration{}
+	for _, u := range updates {
+		m := t.seen[u]
+		for _, p := range phases {
+			from, ok1 := m[p[0]]
+			to, ok2 := m[p[1]]
+			if ok1 && ok2 {
+				out[p] = append(out[p], to.Sub(from))
+			}
+		}
+	}
+	return out
+}
