@@ -83,8 +83,10 @@ outputs:
 }
 
 // seedRBACYAML: deployer may manage Deployments and Services in its namespace and read
-// what the provider's await logic watches (ReplicaSets, Pods, Endpoints, EndpointSlices,
-// Events); intruder has no Role at all.
+// what the provider's await logic watches. A Deployment's awaiter watches its ReplicaSets,
+// Pods and the namespace's PersistentVolumeClaims, and without the right to list one of
+// them it waits for its whole timeout (found here: ten minutes, the Deployment long
+// available); a Service's watches Endpoints and EndpointSlices. intruder has no Role.
 const seedRBACYAML = `apiVersion: v1
 kind: ServiceAccount
 metadata:
@@ -110,7 +112,7 @@ rules:
   resources: ["replicasets"]
   verbs: ["get", "list", "watch"]
 - apiGroups: [""]
-  resources: ["pods", "endpoints", "events"]
+  resources: ["pods", "persistentvolumeclaims", "endpoints", "events"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["discovery.k8s.io"]
   resources: ["endpointslices"]
