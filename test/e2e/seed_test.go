@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -195,15 +196,26 @@ func testSeedNginx(t *testing.T, c client.Client, ns, backend, pluginsRef string
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	assertRunnerMountedPlugins(t, c, ns, pluginsRef)
 
-	// A change by hand is drift: the next scheduled check reports it.
+	// The objects as the program made them are no drift; a change by hand is, and the
+	// next scheduled check after it reports it.
+	driftCheck := func(want metav1.ConditionStatus, after time.Time) {
+		t.Helper()
+		NewWithT(t).Eventually(func(g Gomega) {
+			var st pulumiv1.Stack
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "seed"}, &st)).To(Succeed())
+			g.Expect(st.Status.DriftDetection).NotTo(BeNil())
+			g.Expect(st.Status.DriftDetection.LastCheck).NotTo(BeNil())
+			g.Expect(st.Status.DriftDetection.LastCheck.Time).To(BeTemporally(">", after))
+			cond := apimeta.FindStatusCondition(st.Status.Conditions, "DriftDetected")
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Status).To(Equal(want), cond.Message)
+		}).WithTimeout(4*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+	}
+	driftCheck(metav1.ConditionFalse, time.Time{})
+	// Checks finish on whole seconds; the next one to count starts after this one.
+	scaled := time.Now().Add(time.Second)
 	run(t, "kubectl", "scale", "-n", ns, "deployment/web", "--replicas=2")
-	NewWithT(t).Eventually(func(g Gomega) {
-		var st pulumiv1.Stack
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "seed"}, &st)).To(Succeed())
-		cond := apimeta.FindStatusCondition(st.Status.Conditions, "DriftDetected")
-		g.Expect(cond).NotTo(BeNil())
-		g.Expect(cond.Status).To(Equal("True"), cond.Message)
-	}).WithTimeout(4*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
+	driftCheck(metav1.ConditionTrue, scaled)
 
 	// Deleting the Stack destroys both objects (the provider deletes in the foreground:
 	// the node's garbage collector finishes it) and then the Stack goes.
@@ -309,4 +321,3 @@ func runnerScratchUsed(t *testing.T, c client.Client, ns string) (peak int64, po
 	}
 	return peak, pods
 }
-

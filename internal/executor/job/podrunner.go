@@ -228,11 +228,9 @@ const ScratchUsedPrefix = "scratch used: "
 // diskUsage is the size of the regular files below dir (0 where it cannot be read).
 func diskUsage(dir string) int64 {
 	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.Type().IsRegular() {
+	// An entry that cannot be read counts as empty: the figure informs, it decides nothing.
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, walkErr error) error {
+		if walkErr == nil && d.Type().IsRegular() {
 			if info, err := d.Info(); err == nil {
 				n += info.Size()
 			}
