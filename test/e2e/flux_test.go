@@ -45,13 +45,19 @@ func deleteStacksFirst(t *testing.T, ns string) {
 // differ between a reader's cluster and this one.
 func docsManifest(t *testing.T, name string, replace ...string) string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "flux.md"))
+	return docsBlock(t, "flux.md", name, replace...)
+}
+
+// docsBlock is docsManifest for the block of docs/<file>.
+func docsBlock(t *testing.T, file, name string, replace ...string) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(root, "docs", file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(doc), "<!-- e2e: "+name+" -->\n")
 	if !ok {
-		t.Fatalf("docs/flux.md has no block %q", name)
+		t.Fatalf("docs/%s has no block %q", file, name)
 	}
 	lines := strings.Split(after, "\n")
 	indent := lines[0][:len(lines[0])-len(strings.TrimLeft(lines[0], " "))]
@@ -65,7 +71,7 @@ func docsManifest(t *testing.T, name string, replace ...string) string {
 	out := strings.Join(block, "\n") + "\n"
 	for i := 0; i+1 < len(replace); i += 2 {
 		if !strings.Contains(out, replace[i]) {
-			t.Fatalf("block %q of docs/flux.md has no %q to replace", name, replace[i])
+			t.Fatalf("block %q of docs/%s has no %q to replace", name, file, replace[i])
 		}
 		out = strings.ReplaceAll(out, replace[i], replace[i+1])
 	}

@@ -154,6 +154,38 @@ func TestInstall_FromRegistry(t *testing.T) {
 		run(t, "kubectl", "delete", "-n", ns, "stack/hello", "--timeout=5m")
 	})
 
+	t.Run("Pulumi", func(t *testing.T) {
+		// docs/releases.md's program, run by the pinned CLI with the Kubernetes provider
+		// against this cluster (the kubeconfig of the test's environment).
+		dir := t.TempDir()
+		NewWithT(t).Expect(os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(docsBlock(t, "releases.md", "pulumi-install")), 0o600)).To(Succeed())
+		for _, d := range []string{"home", "state"} {
+			NewWithT(t).Expect(os.Mkdir(filepath.Join(dir, d), 0o700)).To(Succeed())
+		}
+		pulumi := func(args ...string) string {
+			t.Helper()
+			cmd := exec.Command(filepath.Join(root, "bin", "pulumi"), append(args, "--non-interactive")...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "PULUMI_HOME="+filepath.Join(dir, "home"), "PULUMI_BACKEND_URL=file://"+filepath.Join(dir, "state"),
+				"PULUMI_CONFIG_PASSPHRASE=e2e-only", "PULUMI_SKIP_UPDATE_CHECK=true", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("pulumi %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			return string(out)
+		}
+		pulumi("stack", "init", "e2e")
+		pulumi("config", "set", "installYAML", r1.Install)
+		pulumi("up", "--yes", "--skip-preview")
+		t.Cleanup(func() {
+			out := pulumi("destroy", "--yes", "--skip-preview")
+			t.Logf("pulumi destroy:\n%s", out)
+			_, _ = runErr("kubectl", "delete", "namespace", systemNamespace, "--ignore-not-found", "--timeout=3m")
+		})
+		ns, _ := deployFromRelease(t, c, r1, "e2e-registry-pulumi")
+		run(t, "kubectl", "delete", "-n", ns, "stack/hello", "--timeout=5m")
+	})
+
 	t.Run("HelmUpgradeAndRollback", func(t *testing.T) {
 		g := NewWithT(t)
 		run(t, "helm", "install", "stackwright", r1.Chart, "--version", r1.ChartVersion, "--plain-http",
