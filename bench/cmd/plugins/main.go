@@ -177,7 +177,7 @@ func programYAML(change int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: pulumi.com/v1\nkind: Program\nmetadata:\n  name: %s\nprogram:\n  resources:\n", stack)
 	for i := range objects {
-		fmt.Fprintf(&b, "    cm%d:\n      type: kubernetes:core/v1:ConfigMap\n      properties:\n        metadata:\n          name: bench-%d\n          namespace: %s\n        data:\n          change: \"%d\"\n", i, i, ns, change)
+		fmt.Fprintf(&b, "    cm%d:\n      type: kubernetes:core/v1:ConfigMap\n      properties:\n        metadata:\n          name: bench-%d\n          namespace: %s\n        data:\n          change: v%d\n", i, i, ns, change)
 	}
 	return b.String()
 }
@@ -344,7 +344,7 @@ func floor(changes int) ([]time.Duration, error) {
 	}
 	var out []time.Duration
 	for i := 0; i <= changes; i++ {
-		if _, err := pulumi("config", "set", "change", fmt.Sprint(i)); err != nil {
+		if _, err := pulumi("config", "set", "change", fmt.Sprintf("v%d", i)); err != nil {
 			return nil, err
 		}
 		d, err := pulumi("up", "--yes", "--skip-preview")
