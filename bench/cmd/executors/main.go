@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -83,11 +80,11 @@ func measure(ctx context.Context, c client.WithWatch, executor string, runs, fle
 	r := result{executor: executor, fleetN: fleet}
 	// The namespace comes first: the chart grants the manager its Role there.
 	ns := "bench-" + executor
-	if _, err := sh("kubectl", "create", "namespace", ns); err != nil {
+	if _, err := bench.Bin("kubectl", "create", "namespace", ns); err != nil {
 		return r, err
 	}
-	defer func() { _, _ = sh("kubectl", "delete", "namespace", ns, "--wait", "--timeout=5m") }()
-	if _, err := sh("helm", "install", "stackwright", "charts/stackwright", "-n", "stackwright-system", "--create-namespace",
+	defer func() { _, _ = bench.Bin("kubectl", "delete", "namespace", ns, "--wait", "--timeout=5m") }()
+	if _, err := bench.Bin("helm", "install", "stackwright", "charts/stackwright", "-n", "stackwright-system", "--create-namespace",
 		"--wait", "--timeout=5m", "--set", "executor="+executor, "--set", fmt.Sprintf("maxConcurrentUpdates=%d", parallel),
 		// The programs use the test provider, which only the testing image ships
 		// (make images-testing); the local executor serves the one benchmark namespace.
@@ -98,14 +95,14 @@ func measure(ctx context.Context, c client.WithWatch, executor string, runs, fle
 	defer func() {
 		// The Stacks go while their manager still runs, so that their finalizers are
 		// handled; deleting the namespace after the uninstall left them stuck.
-		_, _ = sh("kubectl", "delete", "stacks", "--all", "-n", ns, "--wait", "--timeout=10m")
-		_, _ = sh("helm", "uninstall", "stackwright", "-n", "stackwright-system", "--wait", "--timeout=5m")
-		_, _ = sh("kubectl", "delete", "namespace", "stackwright-system", "--wait", "--timeout=3m")
+		_, _ = bench.Bin("kubectl", "delete", "stacks", "--all", "-n", ns, "--wait", "--timeout=10m")
+		_, _ = bench.Bin("helm", "uninstall", "stackwright", "-n", "stackwright-system", "--wait", "--timeout=5m")
+		_, _ = bench.Bin("kubectl", "delete", "namespace", "stackwright-system", "--wait", "--timeout=3m")
 	}()
 	// Leader election and caches: the first Stack must not pay for them.
 	time.Sleep(20 * time.Second)
 
-	if _, err := apply(ns, "pass", secretYAML); err != nil {
+	if _, err := bench.KubectlApply(ns, secretYAML); err != nil {
 		return r, err
 	}
 	tl := newTimeline()
@@ -118,7 +115,7 @@ func measure(ctx context.Context, c client.WithWatch, executor string, runs, fle
 		singles = append(singles, name)
 		start := time.Now()
 		tl.mark(name, msApplied, start)
-		if _, err := apply(ns, name, stackYAML(name, stateDir(executor, ns))); err != nil {
+		if _, err := bench.KubectlApply(ns, stackYAML(name, stateDir(executor, ns))); err != nil {
 			return r, err
 		}
 		if err := waitReady(ctx, c, ns, []string{name}, 5*time.Minute); err != nil {
@@ -136,7 +133,7 @@ func measure(ctx context.Context, c client.WithWatch, executor string, runs, fle
 	for _, n := range names {
 		tl.mark(n, msApplied, start)
 	}
-	if _, err := apply(ns, "fleet", strings.Join(docs, "---\n")); err != nil {
+	if _, err := bench.KubectlApply(ns, strings.Join(docs, "---\n")); err != nil {
 		return r, err
 	}
 	if err := waitReady(ctx, c, ns, names, 30*time.Minute); err != nil {
@@ -270,33 +267,6 @@ spec:
       literal:
         value: /tmp/files
 `, name, state)
-}
-
-var applyMu sync.Mutex
-
-func apply(ns, name, doc string) (string, error) {
-	applyMu.Lock()
-	defer applyMu.Unlock()
-	f, err := os.CreateTemp("", "bench-"+name+"-*.yaml")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = os.Remove(f.Name()) }()
-	if _, err := f.WriteString(doc); err != nil {
-		return "", err
-	}
-	_ = f.Close()
-	return sh("kubectl", "apply", "-n", ns, "-f", f.Name())
-}
-
-func sh(name string, args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join("bin", name), args...)
-	var b bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &b, &b
-	if err := cmd.Run(); err != nil {
-		return b.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, b.String())
-	}
-	return b.String(), nil
 }
 
 func render(rs []result, runs, parallel int) string {

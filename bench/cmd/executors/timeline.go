@@ -53,12 +53,12 @@ var phases = [][2]string{
 // timeline records when the milestones of each Stack's first Update are first seen.
 type timeline struct {
 	mu    sync.Mutex
-	seen  map[string]map[string]time.Time // Stack name → milestone → first seen
-	first map[string]string               // Stack name → its first Update's name
+	seen  bench.Milestones  // Stack name → milestone → first seen
+	first map[string]string // Stack name → its first Update's name
 }
 
 func newTimeline() *timeline {
-	return &timeline{seen: map[string]map[string]time.Time{}, first: map[string]string{}}
+	return &timeline{seen: bench.Milestones{}, first: map[string]string{}}
 }
 
 func (t *timeline) mark(stack, milestone string, at time.Time) {
@@ -153,21 +153,10 @@ func (t *timeline) since(start, polled time.Time, stacks ...string) time.Duratio
 }
 
 // spans returns, for each phase, its durations over the given Stacks.
-func (t *timeline) spans(stacks []string) map[[2]string][]time.Duration {
+func (t *timeline) spans(runs []string) map[[2]string][]time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := map[[2]string][]time.Duration{}
-	for _, s := range stacks {
-		m := t.seen[s]
-		for _, p := range phases {
-			from, ok1 := m[p[0]]
-			to, ok2 := m[p[1]]
-			if ok1 && ok2 {
-				out[p] = append(out[p], to.Sub(from))
-			}
-		}
-	}
-	return out
+	return t.seen.Spans(runs, phases)
 }
 
 // renderPhases is a table of the phases' medians and p90s over each executor's single runs.

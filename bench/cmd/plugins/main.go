@@ -64,20 +64,20 @@ func run(changes int, out string) error {
 		return err
 	}
 	defer stopS3()
-	if _, err := sh("kubectl", "create", "namespace", ns); err != nil {
+	if _, err := bench.Bin("kubectl", "create", "namespace", ns); err != nil {
 		return err
 	}
-	defer func() { _, _ = sh("kubectl", "delete", "namespace", ns, "--wait", "--timeout=5m") }()
+	defer func() { _, _ = bench.Bin("kubectl", "delete", "namespace", ns, "--wait", "--timeout=5m") }()
 	// The release's images: the manager offers the plugins image (its environment names
 	// it), and nothing here carries test code.
-	if _, err := sh("helm", "install", "stackwright", "charts/stackwright", "-n", "stackwright-system", "--create-namespace",
+	if _, err := bench.Bin("helm", "install", "stackwright", "charts/stackwright", "-n", "stackwright-system", "--create-namespace",
 		"--wait", "--timeout=5m", "--set", "executor=job", "--set", "watchNamespaces={"+ns+"}"); err != nil {
 		return err
 	}
 	defer func() {
-		_, _ = sh("kubectl", "delete", "stacks", "--all", "-n", ns, "--wait", "--timeout=10m")
-		_, _ = sh("helm", "uninstall", "stackwright", "-n", "stackwright-system", "--wait", "--timeout=5m")
-		_, _ = sh("kubectl", "delete", "namespace", "stackwright-system", "--wait", "--timeout=3m")
+		_, _ = bench.Bin("kubectl", "delete", "stacks", "--all", "-n", ns, "--wait", "--timeout=10m")
+		_, _ = bench.Bin("helm", "uninstall", "stackwright", "-n", "stackwright-system", "--wait", "--timeout=5m")
+		_, _ = bench.Bin("kubectl", "delete", "namespace", "stackwright-system", "--wait", "--timeout=3m")
 	}()
 	// Leader election and caches: the first Update must not pay for them.
 	time.Sleep(20 * time.Second)
@@ -89,7 +89,7 @@ func run(changes int, out string) error {
 
 	r := result{changes: changes}
 	start := time.Now()
-	if _, err := apply(rbacYAML + "---\n" + secretsYAML + "---\n" + programYAML(0) + "---\n" + stackYAML(backend)); err != nil {
+	if _, err := bench.KubectlApply(ns, rbacYAML+"---\n"+secretsYAML+"---\n"+programYAML(0)+"---\n"+stackYAML(backend)); err != nil {
 		return err
 	}
 	first, err := waitUpdated(ctx, c, "")
@@ -104,7 +104,7 @@ func run(changes int, out string) error {
 	prev := first
 	for i := 1; i <= changes; i++ {
 		start := time.Now()
-		if _, err := apply(programYAML(i)); err != nil {
+		if _, err := bench.KubectlApply(ns, programYAML(i)); err != nil {
 			return err
 		}
 		u, err := waitUpdated(ctx, c, prev)
@@ -240,7 +240,7 @@ func startS3(ctx context.Context, c client.Client) (string, func(), error) {
 		return "", nil, err
 	}
 	stop := func() {
-		_, _ = sh("kubectl", "delete", "namespace", s3NS, "--wait", "--timeout=3m")
+		_, _ = bench.Bin("kubectl", "delete", "namespace", s3NS, "--wait", "--timeout=3m")
 		_ = os.RemoveAll(dir)
 	}
 	for _, d := range []string{dir, filepath.Join(dir, "state")} {
@@ -255,10 +255,10 @@ func startS3(ctx context.Context, c client.Client) (string, func(), error) {
 	if err != nil {
 		return "", stop, err
 	}
-	if _, err := sh("kubectl", "create", "namespace", s3NS); err != nil {
+	if _, err := bench.Bin("kubectl", "create", "namespace", s3NS); err != nil {
 		return "", stop, err
 	}
-	if _, err := applyIn(s3NS, fmt.Sprintf(`apiVersion: apps/v1
+	if _, err := bench.KubectlApply(s3NS, fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata: {name: s3}
 spec:
@@ -379,31 +379,6 @@ func render(r result) string {
 		}
 	}
 	return b.String()
-}
-
-func apply(doc string) (string, error) { return applyIn(ns, doc) }
-
-func applyIn(namespace, doc string) (string, error) {
-	f, err := os.CreateTemp("", "bench-plugins-*.yaml")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = os.Remove(f.Name()) }()
-	if _, err := f.WriteString(doc); err != nil {
-		return "", err
-	}
-	_ = f.Close()
-	return sh("kubectl", "apply", "-n", namespace, "-f", f.Name())
-}
-
-func sh(name string, args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join("bin", name), args...)
-	var b bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &b, &b
-	if err := cmd.Run(); err != nil {
-		return b.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, b.String())
-	}
-	return b.String(), nil
 }
 
 // moduleVersion reads module's version from a go.mod of the repository.

@@ -34,10 +34,10 @@ var phases = [][2]string{
 // timeline records when each Update's milestones are first seen, keyed by Update name.
 type timeline struct {
 	mu   sync.Mutex
-	seen map[string]map[string]time.Time
+	seen bench.Milestones
 }
 
-func newTimeline() *timeline { return &timeline{seen: map[string]map[string]time.Time{}} }
+func newTimeline() *timeline { return &timeline{seen: bench.Milestones{}} }
 
 func (t *timeline) mark(update, milestone string, at time.Time) {
 	if update == "" {
@@ -84,19 +84,8 @@ func (t *timeline) observe(obj client.Object, now time.Time) {
 }
 
 // spans returns, for each phase, its durations over the given Updates.
-func (t *timeline) spans(updates []string) map[[2]string][]time.Duration {
+func (t *timeline) spans(runs []string) map[[2]string][]time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := map[[2]string][]time.Duration{}
-	for _, u := range updates {
-		m := t.seen[u]
-		for _, p := range phases {
-			from, ok1 := m[p[0]]
-			to, ok2 := m[p[1]]
-			if ok1 && ok2 {
-				out[p] = append(out[p], to.Sub(from))
-			}
-		}
-	}
-	return out
+	return t.seen.Spans(runs, phases)
 }
