@@ -1,5 +1,6 @@
 // Package job runs each Update in a runner Pod of its own: a Job in the Stack's namespace,
-// as the Stack's ServiceAccount, with its workspaceTemplate and identity tokens applied;
+// as the Stack's ServiceAccount, with its workspaceTemplate, identity tokens and plugin
+// bundles (image volumes the engine finds its providers in) applied;
 // or, for the destroy of a Stack whose namespace is being deleted, a Job in the manager's
 // namespace as a ServiceAccount without rights (detached Updates). It owns both ends: in
 // the manager, the Executor that starts the Jobs within their budgets (the namespaces
