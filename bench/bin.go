@@ -7,8 +7,28 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stackwright/stackwright/internal/scheme"
 )
+
+// ClusterClient is a client of the cluster $KUBECONFIG names (the one-node cluster, when
+// the make target given as target runs the benchmark), with Stackwright's kinds and room
+// for a benchmark's bursts of requests.
+func ClusterClient(target string) (client.WithWatch, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return nil, fmt.Errorf("failed to load kubeconfig (run with %s): %w", target, err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	s, err := scheme.New()
+	if err != nil {
+		return nil, err
+	}
+	return client.NewWithWatch(cfg, client.Options{Scheme: s})
+}
 
 // Bin runs the repository's ./bin/<name> with args, from the repository's root as the
 // make targets do, and returns its combined output; a failure's error quotes it.
@@ -36,25 +56,4 @@ func KubectlApply(namespace, doc string) (string, error) {
 		return "", err
 	}
 	return Bin("kubectl", "apply", "-n", namespace, "-f", f.Name())
-}
-
-// Milestones are when a watch first saw each milestone of each run (a Stack's, an
-// Update's), keyed by the run.
-type Milestones map[string]map[string]time.Time
-
-// Spans returns, for each phase (a pair of milestones), its durations over the given runs
-// that have both.
-func (m Milestones) Spans(runs []string, phases [][2]string) map[[2]string][]time.Duration {
-	out := map[[2]string][]time.Duration{}
-	for _, r := range runs {
-		seen := m[r]
-		for _, p := range phases {
-			from, ok1 := seen[p[0]]
-			to, ok2 := seen[p[1]]
-			if ok1 && ok2 {
-				out[p] = append(out[p], to.Sub(from))
-			}
-		}
-	}
-	return out
 }

@@ -43,3 +43,36 @@ func Follow(ctx context.Context, c client.WithWatch, namespace string, list clie
 		w.Stop()
 	}
 }
+
+// Milestones are when a watch first saw each milestone of each run (a Stack's, an
+// Update's), keyed by the run.
+type Milestones map[string]map[string]time.Time
+
+// Mark records that run reached milestone at, unless it was seen before.
+func (m Milestones) Mark(run, milestone string, at time.Time) {
+	seen := m[run]
+	if seen == nil {
+		seen = map[string]time.Time{}
+		m[run] = seen
+	}
+	if _, ok := seen[milestone]; !ok {
+		seen[milestone] = at
+	}
+}
+
+// Spans returns, for each phase (a pair of milestones), its durations over the given runs
+// that have both.
+func (m Milestones) Spans(runs []string, phases [][2]string) map[[2]string][]time.Duration {
+	out := map[[2]string][]time.Duration{}
+	for _, r := range runs {
+		seen := m[r]
+		for _, p := range phases {
+			from, ok1 := seen[p[0]]
+			to, ok2 := seen[p[1]]
+			if ok1 && ok2 {
+				out[p] = append(out[p], to.Sub(from))
+			}
+		}
+	}
+	return out
+}

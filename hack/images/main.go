@@ -45,8 +45,8 @@ var (
 // root, which is what the runner puts on the engine's PATH.
 var pluginBinaries = []string{"pulumi-resource-kubernetes"}
 
-// PluginsBundle is the bundle name under which a release's manager offers its plugins image.
-const PluginsBundle = "kubernetes"
+// pluginsBundle is the bundle name under which a release's manager offers its plugins image.
+const pluginsBundle = "kubernetes"
 
 // testBinaries are added only to the testing image. The test provider has real side
 // effects (files, ConfigMaps written with the token of whatever Pod runs it), so a release
@@ -249,7 +249,7 @@ func pluginsSpec(bin, arch, version, repo string) (image.Spec, error) {
 // pluginBundlesEnv is the manager image's default plugin bundle: the plugins image of
 // the same build.
 func pluginBundlesEnv(ref string) string {
-	return manager.PluginBundlesEnv + "=" + PluginsBundle + "=" + ref
+	return manager.PluginBundlesEnv + "=" + pluginsBundle + "=" + ref
 }
 
 // binaryFiles places the named static binaries of bin, built for arch, in the images'

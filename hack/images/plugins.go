@@ -42,7 +42,12 @@ func plugins(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	digest, err := pushPlugins(ctx, *from, tag, runtime.GOARCH, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	// Layers are built under dist/, not /tmp, as the other images' are: a provider is
+	// hundreds of megabytes and /tmp may be a small tmpfs.
+	if err := os.MkdirAll("dist", 0o755); err != nil {
+		return err
+	}
+	digest, err := pushPlugins(ctx, *from, "dist", tag, runtime.GOARCH, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	if err != nil {
 		return err
 	}
@@ -50,9 +55,10 @@ func plugins(args []string) error {
 	return nil
 }
 
-// pushPlugins builds the bundle of the plugins in dir for arch and pushes it to ref as an
-// index of one platform; it returns the index's digest.
-func pushPlugins(ctx context.Context, dir string, ref name.Reference, arch string, opts ...remote.Option) (string, error) {
+// pushPlugins builds the bundle of the plugins in dir for arch, its layers in a scratch
+// directory under work, and pushes it to ref as an index of one platform; it returns the
+// index's digest.
+func pushPlugins(ctx context.Context, dir, work string, ref name.Reference, arch string, opts ...remote.Option) (string, error) {
 	files, err := pluginFiles(dir, arch)
 	if err != nil {
 		return "", err
@@ -61,7 +67,7 @@ func pushPlugins(ctx context.Context, dir string, ref name.Reference, arch strin
 	if err != nil {
 		return "", err
 	}
-	scratch, err := os.MkdirTemp("", "stackwright-plugins-")
+	scratch, err := os.MkdirTemp(work, ".layers-")
 	if err != nil {
 		return "", err
 	}

@@ -46,7 +46,7 @@ func TestPushPlugins_InstalledPlugins_PushedAsABundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	digest, err := pushPlugins(t.Context(), dir, ref, runtime.GOARCH)
+	digest, err := pushPlugins(t.Context(), dir, t.TempDir(), ref, runtime.GOARCH)
 	if err != nil {
 		t.Fatal(err)
 	}

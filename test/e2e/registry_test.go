@@ -21,6 +21,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/testing/cluster"
 	"github.com/stackwright/stackwright/internal/testing/ociregistry"
 )
@@ -167,7 +168,10 @@ func TestInstall_FromRegistry(t *testing.T) {
 			cmd := exec.Command(filepath.Join(root, "bin", "pulumi"), append(args, "--non-interactive")...)
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "PULUMI_HOME="+filepath.Join(dir, "home"), "PULUMI_BACKEND_URL=file://"+filepath.Join(dir, "state"),
-				"PULUMI_CONFIG_PASSPHRASE=e2e-only", "PULUMI_SKIP_UPDATE_CHECK=true", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true")
+				"PULUMI_CONFIG_PASSPHRASE=e2e-only")
+			for k, v := range engine.BaseEnv() {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("pulumi %s: %v\n%s", strings.Join(args, " "), err, out)

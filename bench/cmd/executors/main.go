@@ -13,13 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/bench"
 	"github.com/stackwright/stackwright/internal/executor/job"
-	"github.com/stackwright/stackwright/internal/scheme"
 )
 
 func main() {
@@ -47,16 +45,7 @@ type result struct {
 }
 
 func run(runs, fleet, parallel int, out string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	if err != nil {
-		return fmt.Errorf("failed to load kubeconfig (run with make bench-executors): %w", err)
-	}
-	cfg.QPS, cfg.Burst = 100, 200
-	s, err := scheme.New()
-	if err != nil {
-		return err
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
+	c, err := bench.ClusterClient("make bench-executors")
 	if err != nil {
 		return err
 	}

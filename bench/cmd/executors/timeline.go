@@ -67,14 +67,7 @@ func (t *timeline) mark(stack, milestone string, at time.Time) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	m := t.seen[stack]
-	if m == nil {
-		m = map[string]time.Time{}
-		t.seen[stack] = m
-	}
-	if _, ok := m[milestone]; !ok {
-		m[milestone] = at
-	}
+	t.seen.Mark(stack, milestone, at)
 }
 
 // watch follows the namespace's Stacks, Updates, Jobs and Pods until ctx ends.

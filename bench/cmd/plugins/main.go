@@ -15,13 +15,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/bench"
-	"github.com/stackwright/stackwright/internal/scheme"
+	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/testing/cluster"
+	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
 const (
@@ -46,15 +46,7 @@ func main() {
 }
 
 func run(changes int, out string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	if err != nil {
-		return fmt.Errorf("failed to load kubeconfig (run with make bench-plugins): %w", err)
-	}
-	s, err := scheme.New()
-	if err != nil {
-		return err
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
+	c, err := bench.ClusterClient("make bench-plugins")
 	if err != nil {
 		return err
 	}
@@ -251,10 +243,11 @@ func startS3(ctx context.Context, c client.Client) (string, func(), error) {
 			return "", stop, err
 		}
 	}
-	version, err := moduleVersion("hack/tools/versitygw/go.mod", "github.com/versity/versitygw")
+	versions, _, err := repo.Requirements(".", "hack/tools/versitygw")
 	if err != nil {
 		return "", stop, err
 	}
+	version := versions["github.com/versity/versitygw"]
 	if _, err := bench.Bin("kubectl", "create", "namespace", s3NS); err != nil {
 		return "", stop, err
 	}
@@ -325,9 +318,13 @@ func floor(changes int) ([]time.Duration, error) {
 			return nil, err
 		}
 	}
+	// The environment the engine gives every run, and this machine's kubeconfig.
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"PULUMI_HOME="+filepath.Join(dir, "home"), "PULUMI_BACKEND_URL=file://"+filepath.Join(dir, "state"),
-		"PULUMI_CONFIG_PASSPHRASE=bench-only", "PULUMI_SKIP_UPDATE_CHECK=true", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true")
+		"PULUMI_CONFIG_PASSPHRASE=bench-only")
+	for k, v := range engine.BaseEnv() {
+		env = append(env, k+"="+v)
+	}
 	pulumi := func(args ...string) (time.Duration, error) {
 		cmd := exec.Command(filepath.Join(bin, "pulumi"), append(args, "--non-interactive")...)
 		cmd.Dir, cmd.Env = dir, env
@@ -379,19 +376,4 @@ func render(r result) string {
 		}
 	}
 	return b.String()
-}
-
-// moduleVersion reads module's version from a go.mod of the repository.
-func moduleVersion(gomod, module string) (string, error) {
-	b, err := os.ReadFile(gomod)
-	if err != nil {
-		return "", err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
-		if len(f) >= 2 && f[0] == module {
-			return f[1], nil
-		}
-	}
-	return "", fmt.Errorf("%s does not require %s", gomod, module)
 }

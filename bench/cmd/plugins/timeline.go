@@ -45,14 +45,7 @@ func (t *timeline) mark(update, milestone string, at time.Time) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	m := t.seen[update]
-	if m == nil {
-		m = map[string]time.Time{}
-		t.seen[update] = m
-	}
-	if _, ok := m[milestone]; !ok {
-		m[milestone] = at
-	}
+	t.seen.Mark(update, milestone, at)
 }
 
 // applied records when the change that made update was applied (known only once the
