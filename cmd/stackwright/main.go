@@ -119,6 +119,7 @@ func newRunnerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&r.Scratch, "scratch", r.Scratch, "Writable directory for the work tree and PULUMI_HOME.")
 	cmd.Flags().DurationVar(&r.Report, "report-timeout", r.Report, "How long to keep offering the result to a manager that does not answer.")
 	cmd.Flags().StringArrayVar(&r.PluginDirs, "plugin-dir", nil, "A plugin bundle mounted into the Pod (repeatable): it and its subdirectories holding pulumi-* plugins go ahead of PATH for the engine.")
+	cmd.Flags().BoolVar(&r.PluginDownloads, job.PluginDownloadsFlag, false, "Let the engine download the plugins it lacks, through the manager's plugin cache only (set by a manager with --plugin-download-url).")
 	cmd.Flags().StringSliceVar(&r.InheritEnv, "inherit-env", nil, "Variables of the Pod's environment the program sees besides PATH, HOME, TMPDIR, SSL_CERT_FILE and SSL_CERT_DIR.")
 	cmd.Flags().Int64Var(&maxBytes, "max-artifact-bytes", maxBytes, "Largest artifact accepted, in bytes (compressed and extracted).")
 	return cmd

@@ -133,10 +133,29 @@ var (
 	}
 	// statusMarker matches HTTP statuses as the Pulumi service client prints them ("[503]").
 	statusMarker = regexp.MustCompile(`\[(429|5\d\d)\]`)
+	// pluginSourceDown matches a plugin download that the plugin source (or the manager's
+	// plugin cache in front of it) failed for now; it is reported inside a program error.
+	pluginSourceDown = regexp.MustCompile(`\b(429|5\d\d) http error fetching plugin`)
 	// missingPlugin matches the CLI's words for a plugin it has neither in PULUMI_HOME nor
 	// on PATH (sdk/go/common/workspace's MissingError), with the version when one was
 	// asked for.
 	missingPlugin = regexp.MustCompile(`no (resource|language|analyzer|converter|tool) plugin '([^'\s]+)' found in the workspace(?: at version (v?[0-9][^\s,]*))?`)
+	// undownloadable matches the CLI's words for a download the plugin source answered
+	// with 404 or 403 (pkg/workspace's InstallPluginError around a downloadError).
+	undownloadable = regexp.MustCompile(`Could not automatically download and install (resource|language|analyzer|converter|tool) plugin '([^'\s]+)'(?: at version (v?[0-9][^\s,]*))?,.*?: (?:404|403) HTTP error fetching plugin`)
+	// unversioned matches the CLI's refusal to look up the latest version of a plugin
+	// whose source is a plain URL, as the plugin cache's is.
+	unversioned = regexp.MustCompile(`could not (?:find|get) latest version for (?:provider|plugin) ([a-z0-9-]+): GetLatestVersion is not supported for plugins from http sources`)
+)
+
+// Why a MissingPlugin is missing.
+const (
+	// MissingNotDownloaded: the engine does not download plugins.
+	MissingNotDownloaded = ""
+	// MissingAtSource: the plugin source said it does not have that plugin or version.
+	MissingAtSource = "NotAtSource"
+	// MissingVersion: the program names no version, and a download needs one.
+	MissingVersion = "NoVersion"
 )
 
 // MissingPlugin is a plugin a run needed and the engine did not have.
@@ -147,6 +166,8 @@ type MissingPlugin struct {
 	Binary string
 	// Version is the version asked for, or "" when any would have done.
 	Version string
+	// Why is MissingNotDownloaded, MissingAtSource or MissingVersion.
+	Why string
 }
 
 // FindMissingPlugin returns the plugin err says the engine did not have.
@@ -154,23 +175,36 @@ func FindMissingPlugin(err error) (MissingPlugin, bool) {
 	if err == nil {
 		return MissingPlugin{}, false
 	}
-	m := missingPlugin.FindStringSubmatch(ansiEscape.ReplaceAllString(err.Error(), ""))
-	if m == nil {
-		return MissingPlugin{}, false
+	text := ansiEscape.ReplaceAllString(err.Error(), "")
+	if m := undownloadable.FindStringSubmatch(text); m != nil {
+		return MissingPlugin{Kind: m[1], Binary: m[2], Version: m[3], Why: MissingAtSource}, true
 	}
-	return MissingPlugin{Kind: m[1], Binary: m[2], Version: m[3]}, true
+	if m := unversioned.FindStringSubmatch(text); m != nil {
+		return MissingPlugin{Kind: "resource", Binary: "pulumi-resource-" + m[1], Why: MissingVersion}, true
+	}
+	if m := missingPlugin.FindStringSubmatch(text); m != nil {
+		return MissingPlugin{Kind: m[1], Binary: m[2], Version: m[3]}, true
+	}
+	return MissingPlugin{}, false
 }
 
-// missingPluginHint is what a person reading a Stack whose program needs p must know: the
-// engine never downloads a plugin, so one has to be put where it looks.
+// missingPluginHint is what a person reading a Stack whose program needs p must know:
+// where the engine looks for plugins, and what to change so that it finds this one.
 func missingPluginHint(p MissingPlugin) string {
 	what := p.Binary
 	if p.Version != "" {
 		what += " " + p.Version
 	}
-	return fmt.Sprintf("the engine has no plugin %s and never downloads one: select a plugin bundle that holds it "+
-		"(the Stack's spec.stackwright.plugins, from the bundles the install offers with --plugin-bundle), or run the Stack "+
-		"in a workspaceTemplate image that has it on its PATH; then set the %s annotation to retry", what, reconcileRequestAnnotation)
+	const bundles = "select a plugin bundle that holds it (the Stack's spec.stackwright.plugins, from the bundles the install offers with --plugin-bundle), or run the Stack in a workspaceTemplate image that has it on its PATH"
+	switch p.Why {
+	case MissingAtSource:
+		return fmt.Sprintf("the engine has no plugin %s and the install's plugin source does not have it either: name a version the source has, or %s; then set the %s annotation to retry",
+			what, bundles, reconcileRequestAnnotation)
+	case MissingVersion:
+		return fmt.Sprintf("the engine has no plugin %s and downloads only plugins whose version the program names: name it (in Pulumi YAML, the resource's options.version), or %s; then set the %s annotation to retry",
+			what, bundles, reconcileRequestAnnotation)
+	}
+	return fmt.Sprintf("the engine has no plugin %s and never downloads one: %s; then set the %s annotation to retry", what, bundles, reconcileRequestAnnotation)
 }
 
 // reconcileRequestAnnotation is PKO's pulumi.com/reconciliation-request (api/v1), named
@@ -183,7 +217,8 @@ const reconcileRequestAnnotation = "pulumi.com/reconciliation-request"
 //   - PlanInvalid: an up held to a plan met an operation the plan does not allow;
 //   - Conflict: the CLI's conflict and lock messages;
 //   - MissingPlugin: the CLI found no plugin the program needs (FindMissingPlugin);
-//   - Transient: network failures, timeouts, HTTP 429/5xx, backend unavailable;
+//   - Transient: network failures, timeouts, HTTP 429/5xx (of the backend or of a plugin
+//     download), backend unavailable;
 //   - Permanent: program, compilation and runtime errors, invalid config, a missing stack
 //     that may not be created, expect-no-changes violations, and anything unrecognised:
 //     retrying an unknown failure forever hides it, while Permanent still retries a bounded
@@ -210,6 +245,9 @@ func Classify(err error) Class {
 	}
 	if _, ok := FindMissingPlugin(err); ok {
 		return ClassMissingPlugin
+	}
+	if pluginSourceDown.MatchString(text) {
+		return ClassTransient
 	}
 	if containsAny(text, permanentMarkers) {
 		return ClassPermanent

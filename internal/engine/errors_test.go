@@ -56,6 +56,13 @@ func TestClassify_SyntheticErrors_Class(t *testing.T) {
 			"code = Unknown desc = no resource plugin 'pulumi-resource-kubernetes' found in the workspace or on your $PATH", ""), ClassMissingPlugin},
 		{"missing provider version, in colour", cli("    \x1b[31mError\x1b[0m: no resource plugin 'pulumi-resource-aws' found in the workspace "+
 			"at version v6.1.0 or on your $PATH, install the plugin using `pulumi plugin install resource aws v6.1.0`", ""), ClassMissingPlugin},
+		{"plugin source down", cli("    error: error resolving type of resource cm: internal error loading package \"kubernetes\": rpc error: code = Unknown desc = "+
+			"Could not automatically download and install resource plugin 'pulumi-resource-kubernetes' at version v4.24.0, install the plugin using "+
+			"`pulumi plugin install resource kubernetes v4.24.0`: failed to download plugin: kubernetes-4.24.0: 502 HTTP error fetching plugin from http://127.0.0.1:1/plugins/x", ""),
+			ClassTransient},
+		{"plugin not at the source", cli("    error: Could not automatically download and install resource plugin 'pulumi-resource-kubernetes' at version v4.99.0, install the plugin using "+
+			"`pulumi plugin install resource kubernetes v4.99.0`: failed to download plugin: kubernetes-4.99.0: 404 HTTP error fetching plugin from http://127.0.0.1:1/plugins/x", ""),
+			ClassMissingPlugin},
 		{"missing language host", cli("", "error: no language plugin 'pulumi-language-nodejs' found in the workspace or on your $PATH"), ClassMissingPlugin},
 		{"missing plugin behind a run error", &runError{action: "failed to update stack dev",
 			cause: cli("", "error: no resource plugin 'pulumi-resource-random' found in the workspace or on your $PATH")}, ClassMissingPlugin},
@@ -175,6 +182,17 @@ func TestFindMissingPlugin_Errors_NameAndVersion(t *testing.T) {
 			MissingPlugin{Kind: "resource", Binary: "pulumi-resource-kubernetes", Version: "v4.18.0"}, true},
 		{"a prerelease, then a comma", cli("", "error: no analyzer plugin 'pulumi-analyzer-policy' found in the workspace at version v1.2.3-alpha.1+abc, install it"),
 			MissingPlugin{Kind: "analyzer", Binary: "pulumi-analyzer-policy", Version: "v1.2.3-alpha.1+abc"}, true},
+		{"not at the plugin source", cli("    error: error resolving type of resource cm: internal error loading package \"kubernetes\": rpc error: code = Unknown desc = "+
+			"Could not automatically download and install resource plugin 'pulumi-resource-kubernetes' at version v4.99.0, install the plugin using "+
+			"`pulumi plugin install resource kubernetes v4.99.0`: error downloading provider kubernetes to file: failed to download plugin: kubernetes-4.99.0: "+
+			"404 HTTP error fetching plugin from http://127.0.0.1:18765/plugins/pulumi-resource-kubernetes-v4.99.0-linux-amd64.tar.gz", ""),
+			MissingPlugin{Kind: "resource", Binary: "pulumi-resource-kubernetes", Version: "v4.99.0", Why: MissingAtSource}, true},
+		{"the plugin source failing is not a missing plugin", cli("    error: Could not automatically download and install resource plugin 'pulumi-resource-kubernetes' at version v4.99.0, "+
+			"install the plugin using `pulumi plugin install resource kubernetes v4.99.0`: failed to download plugin: kubernetes-4.99.0: 502 HTTP error fetching plugin from http://127.0.0.1:1/plugins/x", ""),
+			MissingPlugin{}, false},
+		{"no version to download", cli("    error: error resolving type of resource pet: internal error loading package \"random\": rpc error: code = Unknown desc = "+
+			"could not find latest version for provider random: GetLatestVersion is not supported for plugins from http sources", ""),
+			MissingPlugin{Kind: "resource", Binary: "pulumi-resource-random", Why: MissingVersion}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

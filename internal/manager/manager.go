@@ -55,6 +55,7 @@ import (
 	"github.com/stackwright/stackwright/internal/keyfile"
 	"github.com/stackwright/stackwright/internal/metrics"
 	"github.com/stackwright/stackwright/internal/notify"
+	"github.com/stackwright/stackwright/internal/plugincache"
 	"github.com/stackwright/stackwright/internal/policy"
 	"github.com/stackwright/stackwright/internal/runner"
 	"github.com/stackwright/stackwright/internal/scheme"
@@ -79,6 +80,21 @@ func defaultRunnerImage() string {
 // --plugin-bundle, comma-separated: a release's manager image sets it to the plugin
 // bundles of the same release, by digest.
 const PluginBundlesEnv = "STACKWRIGHT_PLUGIN_BUNDLES"
+
+// pluginCache is the plugin cache runners download through, or nil when they may not.
+func (o *Options) pluginCache() (*plugincache.Cache, error) {
+	if o.PluginDownloadURL == "" {
+		return nil, nil
+	}
+	c, err := plugincache.New(plugincache.Options{
+		Dir: filepath.Join(o.DataDir, "plugins"), Source: o.PluginDownloadURL, Allow: o.PluginDownloadAllow,
+		MaxBytes: o.PluginCacheBytes, MaxFileBytes: o.PluginMaxBytes, Observe: metrics.ObservePluginCache,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--plugin-download-url: %w", err)
+	}
+	return c, nil
+}
 
 func defaultPluginBundles() []string {
 	var out []string
@@ -164,6 +180,14 @@ type Options struct {
 	PluginBundles []string
 	// DefaultPlugins name the bundles of Stacks that select none; nil means all of them.
 	DefaultPlugins []string
+	// PluginDownloadURL, when set, lets runners download the plugins they lack through
+	// the manager's plugin cache, which fetches them from this URL once; empty, runners
+	// never download a plugin.
+	PluginDownloadURL string
+	// PluginDownloadAllow names the plugins runners may download; empty allows any.
+	PluginDownloadAllow []string
+	// PluginCacheBytes bounds the plugin cache on disk, and PluginMaxBytes one plugin.
+	PluginCacheBytes, PluginMaxBytes int64
 	// TemplateAPIGroups are the API groups StackTemplates may define kinds in; empty
 	// leaves StackTemplates unserved (their controllers need cluster-wide rights on
 	// CustomResourceDefinitions).
@@ -238,6 +262,8 @@ func DefaultOptions() *Options {
 		RunnerAPIAddr:                    ":9443",
 		RunnerAPIService:                 "stackwright-runner-api",
 		PluginBundles:                    defaultPluginBundles(),
+		PluginCacheBytes:                 4 << 30,
+		PluginMaxBytes:                   1 << 30,
 		Namespace:                        os.Getenv("POD_NAMESPACE"),
 		DetachedRunnerServiceAccount:     "stackwright-detached-runner",
 		MaxBackoff:                       24 * time.Hour,
@@ -289,6 +315,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.RunnerAllowedVolumeTypes, "runner-allowed-volume-types", job.DefaultAllowedVolumeTypes(), "Volume types a Stack's spec.workspaceTemplate may add to its runner Pods (job executor), named as in a Pod's volumes (e.g. persistentVolumeClaim, nfs). Replaces the default list, the types the restricted Pod Security profile allows; types such as hostPath, nfs or iscsi reach storage with the node's identity.")
 	fs.StringArrayVar(&o.PluginBundles, "plugin-bundle", o.PluginBundles, "A plugin bundle runner Pods may mount, as name=image (repeatable; job executor): an OCI image of Pulumi plugins (providers, language hosts) that the kubelet pulls once per node and mounts read-only, so that no Update downloads a plugin. Stacks select bundles by name in spec.stackwright.plugins. Default: $"+PluginBundlesEnv+" (a release's manager image names its own plugins image there).")
 	fs.StringSliceVar(&o.DefaultPlugins, "default-plugins", o.DefaultPlugins, "Plugin bundles of Stacks whose spec.stackwright.plugins is empty, comma-separated (default: every --plugin-bundle; an empty value: none).")
+	fs.StringVar(&o.PluginDownloadURL, "plugin-download-url", o.PluginDownloadURL, "Let runners download the plugins they lack (job executor; plugins named without a pluginDownloadURL), through the manager's plugin cache, which fetches each file once from this URL (<url>/pulumi-<kind>-<name>-v<version>-<os>-<arch>.tar.gz, e.g. https://get.pulumi.com/releases/plugins) and keeps it in --data-dir. Empty (the default): runners never download a plugin.")
+	fs.StringSliceVar(&o.PluginDownloadAllow, "plugin-download-allow", o.PluginDownloadAllow, "Plugins runners may download through the plugin cache, by name (e.g. kubernetes,random); empty allows any.")
+	fs.Int64Var(&o.PluginCacheBytes, "plugin-cache-bytes", o.PluginCacheBytes, "Largest size of the plugin cache on disk, in bytes: the least recently used plugins go first.")
+	fs.Int64Var(&o.PluginMaxBytes, "plugin-max-bytes", o.PluginMaxBytes, "Largest plugin tarball the plugin cache downloads, in bytes.")
 	fs.StringVar(&o.RunnerAPIURL, "runner-api-url", o.RunnerAPIURL, "URL runners use for the runner API (overrides --runner-api-service).")
 	fs.DurationVar(&o.MaxBackoff, "retry-max-backoff", o.MaxBackoff, "Longest wait between retries of a failed update, unless a Stack sets retryMaxBackoffDurationSeconds.")
 	fs.IntVar(&o.StallAfter, "stall-after-failures", o.StallAfter, "Consecutive permanent failures after which a Stack stalls until its spec, references or source change.")
@@ -565,6 +595,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	)
 	switch o.Executor {
 	case executorLocal:
+		if o.PluginDownloadURL != "" {
+			return errors.New("--plugin-download-url: only runner Pods download plugins (--executor=job); the local executor's engine uses the plugins on the manager's PATH")
+		}
 		localExec := local.New(c, run, o.MaxConcurrentUpdates)
 		localExec.Deadline = o.RunnerDeadline
 		localExec.MaxPerNamespace = o.MaxConcurrentUpdatesPerNamespace
@@ -592,14 +625,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		if err := job.ValidateDefaultPlugins(bundles, o.DefaultPlugins); err != nil {
 			return fmt.Errorf("--default-plugins: %w", err)
 		}
+		plugins, err := o.pluginCache()
+		if err != nil {
+			return err
+		}
 		jobs, err := job.New(c, mgr.GetAPIReader(), run, store, job.Options{
 			Pod: job.PodOptions{
 				Image: o.RunnerImage, PullPolicy: corev1.PullPolicy(o.RunnerPullPolicy),
 				Deadline: int64(o.RunnerDeadline.Seconds()), TTL: int32(o.RunnerJobTTL.Seconds()),
 				Resources: job.DefaultResources(), TokenExpiry: int64(max(o.RunnerDeadline, time.Hour).Seconds()) + 600,
 				AllowedVolumeTypes: o.RunnerAllowedVolumeTypes,
-				PluginBundles:      bundles, DefaultPlugins: o.DefaultPlugins,
+				PluginBundles:      bundles, DefaultPlugins: o.DefaultPlugins, PluginDownloads: plugins != nil,
 			},
+			Plugins:    plugins,
 			MaxRunning: o.MaxConcurrentUpdates, MaxRunningPerNamespace: o.MaxConcurrentUpdatesPerNamespace, Tenant: tenantOf,
 			BindAddress: o.RunnerAPIAddr, URL: o.RunnerAPIURL,
 			Service: o.RunnerAPIService, Namespace: o.Namespace, DetachedServiceAccount: o.DetachedRunnerServiceAccount,

@@ -84,6 +84,16 @@ var (
 		Help: "Updates whose runner ended without reporting a result, by namespace and reason: Evicted (its node evicted the runner Pod; the Update's message names the limit) or RunnerLost (anything else: killed, out of memory, deleted).",
 	}, []string{labelNS, labelReason})
 
+	pluginCacheRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricPrefix + "plugin_cache_requests_total",
+		Help: "Runners' plugin downloads through the manager's plugin cache, by result: hit (served from disk), download (fetched from the plugin source first), not_found (the source does not have it), refused (not a plugin name, not allowed, too large) or error.",
+	}, []string{labelResult})
+
+	pluginCacheDownloaded = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: metricPrefix + "plugin_cache_downloaded_bytes_total",
+		Help: "Bytes the manager's plugin cache fetched from the plugin source.",
+	})
+
 	locksHealed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: metricPrefix + "stale_locks_healed_total",
 		Help: "Runs that found their stack locked only by runners proven gone, removed those locks and tried again.",
@@ -150,7 +160,7 @@ func ForgetRollout(namespace, name string) {
 func init() {
 	crmetrics.Registry.MustRegister(rolloutWave, rolloutHalted, rolloutPhase)
 	crmetrics.Registry.MustRegister(driftChecks, driftDetected, updateDuration, updates, engineCPU, managerRuns, keptOnDelete, retries,
-		runnersLost, locksHealed, sourceDuration, sourceErrors)
+		runnersLost, locksHealed, sourceDuration, sourceErrors, pluginCacheRequests, pluginCacheDownloaded)
 	// Every series at 0 from the start: a scrape then shows "no engine ran in the manager"
 	// rather than nothing, which a misspelt query would show as well. The values are the
 	// engine's operations (engine.Op*).
@@ -204,6 +214,13 @@ func ObserveUpdate(namespace, operation, result string, d time.Duration) {
 // reason its Update records (RunnerLost, Evicted).
 func ObserveRunnerLost(namespace, reason string) {
 	runnersLost.WithLabelValues(namespace, reason).Inc()
+}
+
+// ObservePluginCache records one request to the plugin cache and the bytes it fetched
+// from the plugin source.
+func ObservePluginCache(result string, downloaded int64) {
+	pluginCacheRequests.WithLabelValues(result).Inc()
+	pluginCacheDownloaded.Add(float64(downloaded))
 }
 
 // ObserveEngineCPU records the CPU of one engine run's pulumi processes.

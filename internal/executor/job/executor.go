@@ -22,6 +22,7 @@ import (
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/plugincache"
 	"github.com/stackwright/stackwright/internal/runner"
 )
 
@@ -69,6 +70,9 @@ type Options struct {
 	// LostGrace is how long a finished Job's Update may wait for its result (in flight
 	// through the API) before it is declared lost.
 	LostGrace time.Duration
+	// Plugins, when set, is the plugin cache runners download the plugins they lack
+	// through; Pod.PluginDownloads must then be set too.
+	Plugins *plugincache.Cache
 }
 
 // Executor runs each Update in a Job of its own, in the Stack's namespace, as the Stack's
@@ -117,6 +121,7 @@ func New(c client.Client, reader client.Reader, r Runner, store *artifact.Store,
 	}
 	e.server = &server{
 		client: c, reader: reader, store: store, cert: cert, addr: o.BindAddress, record: e.record, tokens: newTokenCache(),
+		plugins:           o.Plugins,
 		detachedNamespace: o.Namespace, detachedOfJob: e.detachedOfJob,
 	}
 	return e, nil

@@ -45,6 +45,9 @@ type PodRunner struct {
 	// PluginDirs are the plugin bundles mounted into the Pod (PluginsDir/<name>), put
 	// ahead of the Pod's PATH for the engine.
 	PluginDirs []string
+	// PluginDownloads lets the engine download the plugins it lacks, from the manager's
+	// plugin cache only.
+	PluginDownloads bool
 }
 
 // Run performs the Update. Its error means the result did not reach the manager (the Pod
@@ -102,6 +105,14 @@ func (p *PodRunner) execute(ctx context.Context, hc *http.Client, w *Work, tail 
 			env = map[string]string{}
 		}
 		env["PATH"] = pluginPath(p.PluginDirs, os.Getenv("PATH"))
+	}
+	if p.PluginDownloads {
+		proxy, err := p.startPluginProxy(ctx, hc, w, tail)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		defer proxy.Close()
+		env = proxy.downloadEnv(env)
 	}
 	eng, err := engine.New(engine.Options{PulumiHome: filepath.Join(p.Scratch, "pulumi-home"), Env: env, InheritEnv: inherit, SkipVersionCheck: true})
 	if err != nil {

@@ -55,6 +55,9 @@ type PodOptions struct {
 	PluginBundles []PluginBundle
 	// DefaultPlugins name the bundles of Stacks that select none; nil means every bundle.
 	DefaultPlugins []string
+	// PluginDownloads lets runners download the plugins they lack, through the manager's
+	// plugin cache (the runner's --plugin-downloads).
+	PluginDownloads bool
 }
 
 // JobName is the runner Job's name for the Update named update: a Job's name ends up in
@@ -163,6 +166,9 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 	}
 	pluginVols, pluginMounts, pluginArgs := pluginVolumes(bundles, o.PullPolicy)
 	args := append([]string{"runner", "--work=" + path.Join(WorkDir, WorkFile)}, pluginArgs...)
+	if o.PluginDownloads {
+		args = append(args, "--"+PluginDownloadsFlag)
+	}
 	if len(env) > 0 {
 		names := make([]string, 0, len(env))
 		for _, e := range env {

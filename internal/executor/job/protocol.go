@@ -33,8 +33,12 @@ const (
 	GoogleCredentialsFile = "google-credentials.json"
 
 	// Paths of the manager's runner API.
-	artifactPath = "/v1/artifacts/"
-	resultPath   = "/v1/results/"
+	artifactPath   = "/v1/artifacts/"
+	resultPath     = "/v1/results/"
+	pluginsAPIPath = "/v1/plugins/"
+
+	// PluginDownloadsFlag is the runner's flag that turns plugin downloads on.
+	PluginDownloadsFlag = "plugin-downloads"
 )
 
 // Work is everything a runner needs to perform its Update, resolved by the manager with

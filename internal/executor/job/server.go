@@ -31,6 +31,7 @@ import (
 	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/clip"
 	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/plugincache"
 )
 
 // maxResultBytes bounds a runner's report: a status (with its bounded log tail) and
@@ -58,6 +59,8 @@ type server struct {
 	// detachedOfJob finds the Update such a Job runs.
 	detachedNamespace string
 	detachedOfJob     func(*batchv1.Job) (*v1alpha1.Update, bool)
+	// plugins is the plugin cache, on installs that let runners download plugins.
+	plugins *plugincache.Cache
 }
 
 // identity is an authenticated runner: its Pod, and the Update that Pod runs.
@@ -70,6 +73,7 @@ func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+artifactPath+"{digest}", s.artifact)
 	mux.HandleFunc("POST "+resultPath+"{namespace}/{name}", s.result)
+	mux.HandleFunc("GET "+pluginsAPIPath+"{file}", s.plugin)
 	return mux
 }
 
@@ -127,6 +131,49 @@ func (s *server) artifact(w http.ResponseWriter, r *http.Request) {
 	defer func() { _ = f.Close() }()
 	w.Header().Set("Content-Type", "application/gzip")
 	_, _ = io.Copy(w, f)
+}
+
+// plugin serves a plugin tarball from the plugin cache to a runner whose Update is still
+// running. What the runner names is the tenant's word: the cache validates it and fetches
+// only from the platform's plugin source.
+func (s *server) plugin(w http.ResponseWriter, r *http.Request) {
+	id, status, err := s.authenticate(r)
+	if err != nil {
+		s.deny(w, r, status, err)
+		return
+	}
+	if s.plugins == nil {
+		http.Error(w, "this install does not download plugins (the manager's --plugin-download-url is not set)", http.StatusNotFound)
+		return
+	}
+	if id.update.Status.Finished() {
+		s.deny(w, r, http.StatusGone, fmt.Errorf("update %s is finished", id.update.Name))
+		return
+	}
+	file := r.PathValue("file")
+	f, err := s.plugins.Open(r.Context(), file)
+	if err != nil {
+		code := http.StatusBadGateway
+		switch {
+		case errors.Is(err, plugincache.ErrInvalid):
+			code = http.StatusBadRequest
+		case errors.Is(err, plugincache.ErrNotAllowed), errors.Is(err, plugincache.ErrTooLarge):
+			code = http.StatusForbidden
+		case errors.Is(err, plugincache.ErrNotFound):
+			code = http.StatusNotFound
+		}
+		ctrl.LoggerFrom(r.Context()).Info("Plugin not served", "update", id.update.Namespace+"/"+id.update.Name, "reason", err.Error())
+		http.Error(w, err.Error(), code)
+		return
+	}
+	defer func() { _ = f.Close() }()
+	info, err := f.Stat()
+	if err != nil {
+		http.Error(w, "failed to read cached plugin", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/gzip")
+	http.ServeContent(w, r, file, info.ModTime(), f)
 }
 
 func (s *server) result(w http.ResponseWriter, r *http.Request) {

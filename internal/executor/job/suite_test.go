@@ -38,6 +38,8 @@ var (
 	env     *kubetest.Env
 	apiURL  string
 	kubelet *fakeKubelet
+	// plugins is the plugin source the manager's plugin cache downloads from.
+	plugins *pluginSource
 )
 
 // managerNamespace is the manager's namespace ($POD_NAMESPACE in a cluster).
@@ -69,6 +71,8 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 	apiURL = "https://" + addr
 
 	opts := withOptions(dir, bin, addr)
+	plugins = startPluginSource(ctx)
+	opts.PluginDownloadURL = plugins.url + "/releases/plugins"
 	// The manager's namespace, where the destroys of Stacks in terminating namespaces run,
 	// as a ServiceAccount of their own.
 	for _, o := range []client.Object{
