@@ -794,3 +794,29 @@ func TestChart_Templates_AdmissionNarrowedToTheInstallsGroups(t *testing.T) {
 		t.Errorf("definitions policy binding %+v: want Deny", b)
 	}
 }
+
+// Plugin downloads are off unless the values name a plugin source; on, every bound the
+// values set reaches the manager.
+func TestChart_Template_PluginDownloadsOnlyWithASource(t *testing.T) {
+	pluginArgs := func(set ...string) []string {
+		t.Helper()
+		var dep appsv1.Deployment
+		convert(t, parse(t, helmTemplate(append([]string{"--set", "executor=job"}, set...)...)(t)).ofKind("Deployment")[0], &dep)
+		var out []string
+		for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--plugin-") {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	if got := pluginArgs(); len(got) != 0 {
+		t.Errorf("defaults pass %q; want no plugin download flags", got)
+	}
+	got := pluginArgs("--set", "runner.pluginDownloads.url=https://get.pulumi.com/releases/plugins", "--set", "runner.pluginDownloads.allow={kubernetes,random}",
+		"--set", "runner.pluginDownloads.cacheBytes=8589934592")
+	want := []string{"--plugin-download-url=https://get.pulumi.com/releases/plugins", "--plugin-cache-bytes=8589934592", "--plugin-max-bytes=1073741824", "--plugin-download-allow=kubernetes,random"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("plugin flags (-want +got):\n%s", diff)
+	}
+}
