@@ -153,6 +153,9 @@ func TestInstall_FromRegistry(t *testing.T) {
 		assertPulledFrom(g, next, "manager", r1.Manager.Ref)
 		assertSettled(t, c, ns, "hello", before)
 		run(t, "kubectl", "delete", "-n", ns, "stack/hello", "--timeout=5m")
+
+		// Last, since it changes the manager's flags: downloads through the plugin cache.
+		testPluginDownloads(t, c, ns, s3.bucket(t, ns, "downloads"))
 	})
 
 	t.Run("Pulumi", func(t *testing.T) {
