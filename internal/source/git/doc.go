@@ -9,8 +9,9 @@
 //     URL and credentials (and per shallow or full history), ref listings shared and
 //     memoised for the polling interval, one fetch per new commit;
 //   - bounding what Stack authors, who may be hostile to each other, can make that cache
-//     download and keep: bytes per fetch and per HTTP ref listing, and cache disk per
-//     namespace (CacheLimits);
+//     download and keep: bytes per fetch and per ref listing (on every transport: the
+//     wire of SSH and git:// sessions is counted too), and cache disk per namespace
+//     (CacheLimits);
 //   - turning the tree of a commit into a deterministic tarball in the artifact store,
 //     once per commit, within the manager's size and file-count limits.
 //

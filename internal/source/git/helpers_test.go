@@ -8,17 +8,20 @@ import (
 	"encoding/binary"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +43,8 @@ type sshServer struct {
 	addr    string
 	hostKey gossh.PublicKey
 	execs   atomic.Int64
+	// sent counts what endless advertisements wrote.
+	sent atomic.Int64
 }
 
 func newSSHServer(t *testing.T, root string, allowed gossh.PublicKey) *sshServer {
@@ -130,6 +135,10 @@ func (s *sshServer) session(ch gossh.Channel, requests <-chan *gossh.Request, ro
 		repo = filepath.Join(root, filepath.Clean("/"+strings.Trim(repo, "'")))
 		_ = req.Reply(true, nil)
 		s.execs.Add(1)
+		if filepath.Base(repo) == endlessRepo {
+			s.sent.Add(advertiseForever(ch))
+			return
+		}
 		cmd := exec.Command("git-upload-pack", repo)
 		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
 		stdin, err := cmd.StdinPipe()
@@ -323,4 +332,87 @@ func wantFault(t *testing.T, err error, reason string, stalled bool, contains, e
 			t.Errorf("message %q contains %q", f.Error(), s)
 		}
 	}
+}
+
+// endlessRepo is the repository name for which the test servers advertise refs forever.
+const endlessRepo = "endless.git"
+
+// advertiseForever writes a ref advertisement that never ends, as a hostile server would,
+// until a write fails, and returns the bytes written.
+func advertiseForever(w io.Writer) int64 {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	var n int64
+	write := func(line string) bool {
+		k, err := fmt.Fprintf(w, "%04x%s", len(line)+4, line)
+		n += int64(k)
+		return err == nil
+	}
+	if !write(sha + " HEAD\x00multi_ack side-band-64k ofs-delta\n") {
+		return n
+	}
+	for i := 0; ; i++ {
+		if !write(fmt.Sprintf("%s refs/heads/branch-%09d\n", sha, i)) {
+			return n
+		}
+	}
+}
+
+// gitDaemon is a git:// server on 127.0.0.1: it runs the real git-upload-pack for a
+// repository under its root, or advertises refs forever for endlessRepo, and records the
+// host each request named.
+type gitDaemon struct {
+	addr  string
+	mu    sync.Mutex
+	hosts []string
+	sent  atomic.Int64
+}
+
+func newGitDaemon(t *testing.T, root string) *gitDaemon {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &gitDaemon{addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { d.serve(conn, root) })
+		}
+	})
+	return d
+}
+
+func (d *gitDaemon) serve(conn net.Conn, root string) {
+	defer conn.Close()
+	var req packp.GitProtoRequest
+	if err := req.Decode(conn); err != nil {
+		return
+	}
+	d.mu.Lock()
+	d.hosts = append(d.hosts, req.Host)
+	d.mu.Unlock()
+	repo := filepath.Join(root, filepath.Clean("/"+req.Pathname))
+	if filepath.Base(repo) == endlessRepo {
+		d.sent.Add(advertiseForever(conn))
+		return
+	}
+	cmd := exec.Command("git-upload-pack", "--strict", repo)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	cmd.Stdin, cmd.Stdout = conn, conn
+	_ = cmd.Run()
+}
+
+func (d *gitDaemon) requestHosts() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.hosts)
 }

@@ -34,8 +34,8 @@ type CacheLimits struct {
 	// stalls, since fetching again would fetch the same.
 	MaxFetchBytes int64
 	// MaxListBytes bounds one ref listing (the server's ref advertisement), which is held
-	// in memory. Only HTTP(S) listings are counted: go-git reads SSH and git:// streams
-	// where nothing can be put in between.
+	// in memory: counted on the HTTP response body, or on the SSH or git:// connection
+	// (wire.go).
 	MaxListBytes int64
 	// MaxNamespaceBytes bounds the cache disk attributed to one namespace: the size of
 	// every repository its Stacks used within the retention Collect is called with (since

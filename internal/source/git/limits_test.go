@@ -332,3 +332,68 @@ func TestResolver_Resolve_RemovesPartialPacksOfEarlierRuns(t *testing.T) {
 		t.Errorf("partial pack of an earlier run still there: %v", err)
 	}
 }
+
+// A server that never stops advertising refs is cut off at the listing cap over every
+// transport, not only HTTP: go-git holds a listing in memory whole, so an SSH or git://
+// listing left unbounded would grow the manager until it is killed, again after every
+// restart.
+func TestResolver_Resolve_ListCapEveryTransport(t *testing.T) {
+	const limit = 1 << 20
+	root := t.TempDir()
+	key, pub := sshKey(t, "")
+	sshd := newSSHServer(t, root, pub)
+	daemon := newGitDaemon(t, root)
+	for _, tc := range []struct {
+		name string
+		url  string
+		auth *pulumiv1.GitAuthConfig
+		objs []client.Object
+		sent func() int64
+	}{
+		{name: "git", url: "git://" + daemon.addr + "/" + endlessRepo, sent: daemon.sent.Load},
+		{
+			name: "ssh", url: "ssh://git@" + sshd.addr + "/" + endlessRepo, auth: sshAuthFrom("ssh"),
+			objs: []client.Object{secret("ssh", map[string]string{"key": string(key), KnownHostsKey: knownHostsLine(sshd.addr, sshd.hostKey)})},
+			sent: sshd.sent.Load,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.objs...)
+			f.withLimits(CacheLimits{MaxListBytes: limit})
+
+			_, err := f.resolver.Resolve(ctx(t), newStack("app", pulumiv1.GitSource{ProjectRepo: tc.url, Branch: "main", GitAuth: tc.auth}))
+
+			wantFault(t, err, pulumiv1.ReasonSourceUnavailable, true, []string{"list the refs of", "the ref listing exceeded 1 MiB (--max-git-list-bytes)"}, nil)
+			// The server stops once its writes fail: what it sent is the cap plus what the
+			// kernel's buffers and the SSH window held.
+			deadline := time.Now().Add(10 * time.Second)
+			for tc.sent() == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := tc.sent(); n == 0 || n > 16*limit {
+				t.Errorf("the server sent %d bytes; want it cut off near %d", n, limit)
+			}
+		})
+	}
+}
+
+// A git:// repository is fetched through the counting relay, and the server sees the host
+// the Stack named, not the relay's.
+func TestResolver_Resolve_GitProtocol(t *testing.T) {
+	root := t.TempDir()
+	_, first := gitserver.NewRepo(t, root, "infra", projectFiles1)
+	daemon := newGitDaemon(t, root)
+	f := newFixture(t)
+
+	a := f.resolve(t, newStack("app", pulumiv1.GitSource{ProjectRepo: "git://" + daemon.addr + "/infra.git", Branch: "main", RepoDir: "infra/app"}))
+
+	if a.Revision != first {
+		t.Errorf("Revision = %s, want %s", a.Revision, first)
+	}
+	if got := f.extract(t, a)["infra/app/Pulumi.yaml"]; got != projectFiles1["infra/app/Pulumi.yaml"] {
+		t.Errorf("Pulumi.yaml = %q", got)
+	}
+	if diff := cmp.Diff([]string{daemon.addr}, daemon.requestHosts()); diff != "" {
+		t.Errorf("hosts the server was asked for (-want +got):\n%s", diff)
+	}
+}

@@ -222,20 +222,34 @@ func (rm *remote) ensure(ctx context.Context, ns string, h plumbing.Hash, ref pl
 	return err
 }
 
-// advertise opens an upload-pack session and reads the server's refs.
+// advertise opens an upload-pack session and reads the server's refs, counting what the
+// server sends against the listing cap on every transport.
 func (rm *remote) advertise(ctx context.Context) (transport.UploadPackSession, *packp.AdvRefs, error) {
-	tr := rm.c.http
+	m := newMeter("ref listing", rm.c.limits.MaxListBytes, FlagMaxListBytes)
+	tr, ep, w, release := rm.c.http, rm.ep, (*wire)(nil), func() {}
 	if rm.ep.Protocol != "http" && rm.ep.Protocol != "https" {
+		w = &wire{}
+		w.use(m)
 		var err error
-		if tr, err = client.NewClient(rm.ep); err != nil {
+		if ep, release, err = wiredEndpoint(rm.ep, w); err != nil {
+			return nil, nil, err
+		}
+		if tr, err = client.NewClient(ep); err != nil {
+			release()
 			return nil, nil, err
 		}
 	}
-	sess, err := tr.NewUploadPackSession(rm.ep, rm.auth)
+	sess, err := tr.NewUploadPackSession(ep, rm.auth)
 	if err != nil {
+		release()
+		if over := m.exceeded(); over != nil {
+			err = over
+		}
 		return nil, nil, err
 	}
-	m := newMeter("ref listing", rm.c.limits.MaxListBytes, FlagMaxListBytes)
+	if w != nil {
+		sess = &wiredSession{UploadPackSession: sess, wire: w, release: release}
+	}
 	ar, err := sess.AdvertisedReferencesContext(withMeter(ctx, m))
 	if err != nil {
 		_ = sess.Close()

@@ -154,6 +154,7 @@ func (rp *repo) download(ctx context.Context, st *filesystem.Storage, sess trans
 		return err
 	}
 	m := newMeter("fetch", maxBytes, FlagMaxFetchBytes)
+	meterWire(sess, m)
 	resp, err := sess.UploadPack(withMeter(ctx, m), req)
 	if errors.Is(err, transport.ErrEmptyUploadPackRequest) {
 		return nil
@@ -169,8 +170,9 @@ func (rp *repo) download(ctx context.Context, st *filesystem.Storage, sess trans
 			err = cerr
 		}
 	}()
-	// Over HTTP the response body is counted already; SSH and git:// are counted here,
-	// sideband framing included, so that progress messages count too.
+	// Over HTTP the response body is counted already, and SSH and git:// connections on
+	// their wire; any other stream is counted here, sideband framing included, so that
+	// progress messages count too.
 	var stream io.Reader = resp
 	if !m.wired.Load() {
 		stream = m.reader(resp)
