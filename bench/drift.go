@@ -188,7 +188,7 @@ func (b *bench) runDrift(ctx context.Context) error {
 		{"manager CPU per minute", fmt.Sprintf("%.2f s", mgrCPU.Seconds()/span.Minutes())},
 		{"manager CPU per finished check", perCheck(mgrCPU)},
 		{"engine CPU per finished check", perCheck(after.mgr.ChildrenCPU - before.mgr.ChildrenCPU)},
-		{"manager peak RSS during the measurement (sampled 1/s)", mib(max(peak, after.mgr.RSS))},
+		{"manager peak RSS during the measurement (sampled 1/s)", MiB(max(peak, after.mgr.RSS))},
 	}
 	if len(failedReasons) > 0 {
 		rows = append(rows, []string{"failed checks by reason", mapString(failedReasons)})

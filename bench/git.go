@@ -258,10 +258,10 @@ func (b *bench) runGit(ctx context.Context) error {
 	rows = append(rows, costRows(before, after)...)
 	settle := secs(b.cfg.GitSettle)
 	rows = append(rows,
-		[]string{"manager RSS before the git fleet was created", mib(empty)},
-		[]string{"manager RSS idle: all Ready on the first commit, " + settle + " later", mib(idle)},
-		[]string{"manager peak RSS from the push to all Ready (sampled 1/s)", mib(max(peak, after.mgr.RSS))},
-		[]string{"manager RSS idle again: all Ready on the pushed commit, " + settle + " later", mib(settled)},
+		[]string{"manager RSS before the git fleet was created", MiB(empty)},
+		[]string{"manager RSS idle: all Ready on the first commit, " + settle + " later", MiB(idle)},
+		[]string{"manager peak RSS from the push to all Ready (sampled 1/s)", MiB(max(peak, after.mgr.RSS))},
+		[]string{"manager RSS idle again: all Ready on the pushed commit, " + settle + " later", MiB(settled)},
 		[]string{"RSS idle again / RSS idle", ratio(float64(settled) / float64(max(idle, 1)))},
 	)
 	body := "N Stacks track `main` of one local repository served over smart HTTP by git-http-backend (net/http/cgi, " +

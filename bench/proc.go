@@ -12,4 +12,4 @@ func (b *bench) rss() int64 {
 }
 
 // sayRSS reports the manager's RSS as progress.
-func (b *bench) sayRSS() { b.say("manager RSS %s", mib(b.rss())) }
+func (b *bench) sayRSS() { b.say("manager RSS %s", MiB(b.rss())) }

@@ -553,7 +553,7 @@ func (b *bench) runRestart(ctx context.Context) error {
 		{"change → Update created (seen): median / p99 / max (n)", pctRow(created)},
 		{"change → Stack Ready at the new revision: median / p99 / max (n)", pctRow(ready)},
 		{"Updates per changed Stack after the SIGTERM (should be 1 each)", countsString(perChanged) + exampleString(notOne)},
-		{"manager peak RSS since the start (sampled 1/s)", mib(max(peak, after.mgr.RSS))},
+		{"manager peak RSS since the start (sampled 1/s)", MiB(max(peak, after.mgr.RSS))},
 	}
 	// The new process's whole life so far: its counters started at zero.
 	born := snapshot{at: start, apiserver: pre.apiserver, etc: pre.etc}

@@ -575,7 +575,7 @@ func (b *bench) runRollout(ctx context.Context) error {
 		[]string{"sum of the overheads (wall time the waves add)", secs(sumDurations(overheads))},
 		[]string{"ups at " + target + " per Stack (should be 1 each)", countsString(perStack) + exampleString(notOne)},
 		[]string{"other Updates created after the change (other revision or type; should be 0)", fmt.Sprint(otherRevs)},
-		[]string{"manager peak RSS during the rollout (sampled 1/s)", mib(max(peak, after.mgr.RSS))},
+		[]string{"manager peak RSS during the rollout (sampled 1/s)", MiB(max(peak, after.mgr.RSS))},
 	)
 	rows = append(rows, costRows(before, after)...)
 

@@ -532,8 +532,8 @@ func costRows(before, after snapshot) [][]string {
 		rows = append(rows, []string{"etcd CPU", cpu(after.etc.CPU, before.etc.CPU)})
 	}
 	rows = append(rows,
-		[]string{"manager RSS at the end (VmRSS)", mib(after.mgr.RSS)},
-		[]string{"manager peak RSS so far (VmHWM)", mib(after.mgr.HWM)},
+		[]string{"manager RSS at the end (VmRSS)", MiB(after.mgr.RSS)},
+		[]string{"manager peak RSS so far (VmHWM)", MiB(after.mgr.HWM)},
 	)
 	if before.metricsErr != nil || after.metricsErr != nil {
 		rows = append(rows, []string{"manager API requests", fmt.Sprintf("metrics unavailable: %v %v", before.metricsErr, after.metricsErr)})

@@ -303,7 +303,7 @@ func (b *bench) runFleet(ctx context.Context) error {
 	}
 	rows = append(rows,
 		[]string{"engine runs started (Update objects created)", fmt.Sprintf("%d (%s)", total, phaseString(phases))},
-		[]string{"manager peak RSS during the fleet (sampled 1/s)", mib(max(peak, after.mgr.RSS))},
+		[]string{"manager peak RSS during the fleet (sampled 1/s)", MiB(max(peak, after.mgr.RSS))},
 	)
 	if len(failedReasons) > 0 {
 		rows = append(rows, []string{"failed Updates by reason", mapString(failedReasons)})
@@ -442,7 +442,7 @@ func (b *bench) runIdle(ctx context.Context) error {
 		{"Stacks present (fleet + latency)", fmt.Sprint(total)},
 		{"fleet Stacks still Ready at the end", fmt.Sprintf("%d/%d", ready, len(b.fleetNames))},
 		{"Updates created during idle (should be 0)", fmt.Sprint(newUpdates)},
-		{"manager RSS at the start", mib(before.mgr.RSS)},
+		{"manager RSS at the start", MiB(before.mgr.RSS)},
 	}
 	rows = append(rows, costRows(before, after)...)
 	rows = append(rows, idleHourRows(after.at.Sub(before.at), before, after, apiBefore, apiAfter, apiErr)...)
@@ -465,7 +465,7 @@ func procLine(pid int) string {
 	if err != nil {
 		return "gone: " + err.Error()
 	}
-	return fmt.Sprintf("RSS %s, CPU %.1f s, engine CPU %.1f s", mib(ps.RSS), ps.CPU.Seconds(), ps.ChildrenCPU.Seconds())
+	return fmt.Sprintf("RSS %s, CPU %.1f s, engine CPU %.1f s", MiB(ps.RSS), ps.CPU.Seconds(), ps.ChildrenCPU.Seconds())
 }
 
 func phaseString(m map[v1alpha1.UpdatePhase]int) string {

@@ -80,12 +80,12 @@ func (b *bench) runSecrets(ctx context.Context) error {
 	}
 	b.rep.add("Unrelated Secrets", fmt.Sprintf("%d Secrets of %d KiB of random data (%s in all) in the watched namespace %s, which no Stack references, "+
 		"created %d at a time. The manager's RSS is read after %s at rest, before and after. Goal: with them < 1.2× without.\n\n",
-		n, secretBytes>>10, mib(int64(n)*secretBytes), nsSecrets, 16, secs(secretsSettle))+
+		n, secretBytes>>10, MiB(int64(n)*secretBytes), nsSecrets, 16, secs(secretsSettle))+
 		table([]string{"", ""}, [][]string{
-			{"manager RSS without them", mib(before)},
-			{"manager RSS with them", mib(after)},
+			{"manager RSS without them", MiB(before)},
+			{"manager RSS with them", MiB(after)},
 			{"ratio", fmt.Sprintf("%.2f×", ratio)},
-			{"manager peak RSS while they were created (sampled 1/s)", mib(max(top, after))},
+			{"manager peak RSS while they were created (sampled 1/s)", MiB(max(top, after))},
 			{"creating them took", secs(created)},
 		}))
 	return nil

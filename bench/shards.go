@@ -622,8 +622,8 @@ func (b *bench) shardCostTable(shards []*shard, count, readyOf map[string]int, l
 			return fmt.Sprintf("%.0f / %.0f / %.0f (%s / %s / %s per Stack)", c.stackRec, c.upRec, c.progRec,
 				perStack(c.stackRec, k), perStack(c.upRec, k), perStack(c.progRec, k))
 		}, func(c costs) float64 { return c.stackRec + c.upRec + c.progRec }),
-		row("peak RSS (sampled 1/s; a + b: the sum)", func(c costs, _ int) string { return mib(c.rss) }, nil),
-		row("VmHWM at the end", func(c costs, _ int) string { return mib(c.hwm) }, nil),
+		row("peak RSS (sampled 1/s; a + b: the sum)", func(c costs, _ int) string { return MiB(c.rss) }, nil),
+		row("VmHWM at the end", func(c costs, _ int) string { return MiB(c.hwm) }, nil),
 	}
 	out := table(header, rows)
 	if fleet == nil {

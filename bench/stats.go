@@ -68,5 +68,5 @@ func ratio(r float64) string {
 	return fmt.Sprintf("%.2f×", r)
 }
 
-// mib formats a byte count in MiB.
-func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+// MiB formats a byte count in MiB.
+func MiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -220,7 +220,7 @@ func (b *bench) runTemplates(ctx context.Context) error {
 			deltas(tmpl, "controller_runtime_reconcile_total", "controller"), ""},
 		{"manager CPU (utime+stime)", secs(cpu(plain)), secs(cpu(tmpl)), ratio(Ratio(cpu(tmpl), cpu(plain)))},
 		{"engine CPU (manager's reaped children)", secs(engineCPU(plain)), secs(engineCPU(tmpl)), ratio(Ratio(engineCPU(tmpl), engineCPU(plain)))},
-		{"manager peak RSS (sampled 1/s)", mib(peak(plain)), mib(peak(tmpl)), ""},
+		{"manager peak RSS (sampled 1/s)", MiB(peak(plain)), MiB(peak(tmpl)), ""},
 		{"instance Ready after its Stack Ready: p50 / max", "-", lag, ""},
 	}
 	setupRows := [][]string{

@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +24,7 @@ import (
 	"github.com/stackwright/stackwright/bench"
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/testing/cluster"
+	"github.com/stackwright/stackwright/internal/testing/ociregistry"
 	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
@@ -60,10 +64,22 @@ func run(changes int, out string) error {
 		return err
 	}
 	defer func() { _, _ = bench.Bin("kubectl", "delete", "namespace", ns, "--wait", "--timeout=5m") }()
-	// The release's images: the manager offers the plugins image (its environment names
-	// it), and nothing here carries test code.
+	// A plugin bundle no node has pulled yet, made as a platform team makes one and pushed
+	// to a registry the node pulls from: the first Update is the first on a fresh node.
+	bundle, size, stopRegistry, err := freshBundle()
+	if err != nil {
+		return err
+	}
+	defer stopRegistry()
+	values := filepath.Join(os.TempDir(), "bench-plugins-values.yaml")
+	if err := os.WriteFile(values, []byte("executor: job\nwatchNamespaces: ["+ns+"]\nextraArgs: [\"--plugin-bundle=kubernetes="+bundle+"\"]\n"), 0o600); err != nil {
+		return err
+	}
+	defer os.Remove(values)
+	// The release's images (nothing here carries test code), with that bundle instead of
+	// the release's own plugins image.
 	if _, err := bench.Bin("helm", "install", "stackwright", "charts/stackwright", "-n", "stackwright-system", "--create-namespace",
-		"--wait", "--timeout=5m", "--set", "executor=job", "--set", "watchNamespaces={"+ns+"}"); err != nil {
+		"--wait", "--timeout=5m", "-f", values); err != nil {
 		return err
 	}
 	defer func() {
@@ -79,7 +95,11 @@ func run(changes int, out string) error {
 	defer stop()
 	tl.watch(wctx, c, ns)
 
-	r := result{changes: changes}
+	r := result{changes: changes, bundleBytes: size}
+	fresh, err := cluster.ContentDigests(ctx, cluster.DefaultOptions())
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if _, err := bench.KubectlApply(ns, rbacYAML+"---\n"+secretsYAML+"---\n"+programYAML(0)+"---\n"+stackYAML(backend)); err != nil {
 		return err
@@ -89,8 +109,12 @@ func run(changes int, out string) error {
 		return err
 	}
 	r.first = time.Since(start)
+	tl.applied(first, start)
 	before, err := cluster.ContentDigests(ctx, cluster.DefaultOptions())
 	if err != nil {
+		return err
+	}
+	if r.firstFetched, err = fetchedSince(ctx, fresh, before); err != nil {
 		return err
 	}
 	prev := first
@@ -114,16 +138,11 @@ func run(changes int, out string) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range after {
-		if !slices.Contains(before, d) {
-			n, err := cluster.ContentSize(ctx, cluster.DefaultOptions(), d)
-			if err != nil {
-				return err
-			}
-			r.fetched += n
-		}
+	if r.fetched, err = fetchedSince(ctx, before, after); err != nil {
+		return err
 	}
 	r.phases = tl.spans(r.updates)
+	r.firstPhases = tl.spans([]string{first})
 	if r.floor, err = floor(changes); err != nil {
 		return err
 	}
@@ -141,6 +160,105 @@ type result struct {
 	phases  map[[2]string][]time.Duration
 	floor   []time.Duration
 	fetched int64
+	// bundleBytes is the compressed size of the bundle's image, firstFetched what the
+	// node's content store gained during the first Update, and firstPhases its milestones.
+	bundleBytes, firstFetched int64
+	firstPhases               map[[2]string][]time.Duration
+}
+
+// fetchedSince sums the sizes of the blobs in after that were not in before.
+func fetchedSince(ctx context.Context, before, after []string) (int64, error) {
+	var n int64
+	for _, d := range after {
+		if !slices.Contains(before, d) {
+			size, err := cluster.ContentSize(ctx, cluster.DefaultOptions(), d)
+			if err != nil {
+				return 0, err
+			}
+			n += size
+		}
+	}
+	return n, nil
+}
+
+// freshBundle builds a plugin bundle of the pinned Kubernetes provider with the
+// documented command (`make plugins-image`), with a file unique to this run beside it so
+// that its layer is one the node has never stored, pushes it to a registry on the host's
+// end of the cluster's network, and returns its reference by digest, its compressed size
+// and how to stop the registry.
+func freshBundle() (string, int64, func(), error) {
+	dir, err := os.MkdirTemp("", "bench-plugins-bundle-")
+	if err != nil {
+		return "", 0, nil, err
+	}
+	reg, stopReg, err := ociregistry.Run(cluster.HostIP+":0", filepath.Join(dir, "registry"))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", 0, nil, err
+	}
+	stop := func() {
+		stopReg()
+		_ = os.RemoveAll(dir)
+	}
+	if err := cluster.DefaultOptions().TrustRegistry(reg.Host); err != nil {
+		stop()
+		return "", 0, nil, err
+	}
+	plugins := filepath.Join(dir, "plugins")
+	if err := os.Mkdir(plugins, 0o755); err != nil {
+		stop()
+		return "", 0, nil, err
+	}
+	if err := os.Link(filepath.Join("bin", "pulumi-resource-kubernetes"), filepath.Join(plugins, "pulumi-resource-kubernetes")); err != nil {
+		stop()
+		return "", 0, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(plugins, "bench-run"), []byte(time.Now().UTC().Format(time.RFC3339Nano)), 0o644); err != nil {
+		stop()
+		return "", 0, nil, err
+	}
+	ref := reg.Host + "/bench/plugins:fresh"
+	out, err := exec.Command("make", "--no-print-directory", "plugins-image", "PLUGINS_DIR="+plugins, "PLUGINS_REF="+ref, "PLAIN_HTTP=1").CombinedOutput()
+	if err != nil {
+		stop()
+		return "", 0, nil, fmt.Errorf("make plugins-image: %w\n%s", err, out)
+	}
+	m := regexp.MustCompile(`--plugin-bundle <name>=(\S+@sha256:[0-9a-f]{64})`).FindSubmatch(out)
+	if m == nil {
+		stop()
+		return "", 0, nil, fmt.Errorf("make plugins-image printed no digest:\n%s", out)
+	}
+	size, err := imageSize(string(m[1]))
+	if err != nil {
+		stop()
+		return "", 0, nil, err
+	}
+	return string(m[1]), size, stop, nil
+}
+
+// imageSize is the compressed size of the image ref (an index of one platform) names.
+func imageSize(ref string) (int64, error) {
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return 0, err
+	}
+	img, err := remote.Image(r)
+	if err != nil {
+		return 0, err
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, l := range layers {
+		size, err := l.Size()
+		if err != nil {
+			return 0, err
+		}
+		n += size
+	}
+	return n, nil
 }
 
 // waitUpdated waits until the Stack is Ready after a successful Update other than prev,
@@ -359,13 +477,20 @@ func floor(changes int) ([]time.Duration, error) {
 func render(r result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# A real provider under the Job executor, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "Generated by `make bench-plugins` (bench/cmd/plugins) against `make cluster` on this machine: the chart with the Job executor and the release images (`localhost/stackwright`, `localhost/stackwright-runner`; the manager offers `localhost/stackwright-plugins`, which holds the Kubernetes provider, as the bundle every runner Pod mounts as an image volume). One Stack whose inline Program manages %d ConfigMaps through the Kubernetes provider with its runner Pod's in-cluster credentials, state in an S3 server (versitygw) in the cluster. After its first Update, the Program is changed %d times, one after another (every ConfigMap's data changes), each timed from `kubectl apply` to the Stack Ready after a new successful Update (polled every 50 ms). The floor is the same change by the bare CLI on this machine: `pulumi up --skip-preview` of the same %d ConfigMaps with the provider on PATH (a warm plugin cache), state in a local file:// backend, through the cluster's API server; %d changes. Percentiles are nearest-rank; ratios compare figures of this run only.\n\n", objects, r.changes, objects, r.changes)
+	fmt.Fprintf(&b, "Generated by `make bench-plugins` (bench/cmd/plugins) against `make cluster` on this machine: the chart with the Job executor and the release images (`localhost/stackwright`, `localhost/stackwright-runner`); the manager offers, as the bundle every runner Pod mounts as an image volume, a bundle of the Kubernetes provider built for this run (below). One Stack whose inline Program manages %d ConfigMaps through the Kubernetes provider with its runner Pod's in-cluster credentials, state in an S3 server (versitygw) in the cluster. After its first Update, the Program is changed %d times, one after another (every ConfigMap's data changes), each timed from `kubectl apply` to the Stack Ready after a new successful Update (polled every 50 ms). The floor is the same change by the bare CLI on this machine: `pulumi up --skip-preview` of the same %d ConfigMaps with the provider on PATH (a warm plugin cache), state in a local file:// backend, through the cluster's API server; %d changes. Percentiles are nearest-rank; ratios compare figures of this run only.\n\n", objects, r.changes, objects, r.changes)
 	t, f := bench.Summarize(r.total), bench.Summarize(r.floor)
 	b.WriteString("| | median | p90 |\n| --- | --- | --- |\n")
 	fmt.Fprintf(&b, "| Stackwright, apply → Ready | %s | %s |\n", t.P50.Round(10*time.Millisecond), t.P90.Round(10*time.Millisecond))
 	fmt.Fprintf(&b, "| bare CLI, `pulumi up --skip-preview` | %s | %s |\n", f.P50.Round(10*time.Millisecond), f.P90.Round(10*time.Millisecond))
 	fmt.Fprintf(&b, "\n**Stackwright / bare CLI (medians): %.2f** (goal ≤ 1.3).\n", bench.Ratio(t.P50, f.P50))
-	fmt.Fprintf(&b, "\nFirst Update of the Stack (apply → Ready; the plugins image was already in the node's image store, imported by `make cluster`): %s.\n", r.first.Round(10*time.Millisecond))
+	fmt.Fprintf(&b, "\n**First Update on a fresh node** (apply → Ready of the Stack's first Update, whose runner Pod is the first on the node to mount the bundle: a bundle built for this run with `make plugins-image`, %s compressed, pulled from a registry on the host's end of the cluster's network): %s; the node's content store gained %s during it. Its phases:\n\n",
+		bench.MiB(r.bundleBytes), r.first.Round(10*time.Millisecond), bench.MiB(r.firstFetched))
+	b.WriteString("| phase | first Update |\n| --- | --- |\n")
+	for _, p := range phases {
+		if ds := r.firstPhases[p]; len(ds) > 0 {
+			fmt.Fprintf(&b, "| %s → %s | %s |\n", p[0], p[1], ds[0].Round(time.Millisecond))
+		}
+	}
 	fmt.Fprintf(&b, "\nPlugin bytes fetched by the node over the %d changes: %d (new blobs in the node's containerd content store).\n", r.changes, r.fetched)
 	b.WriteString("\nWhere a change's time goes, as the benchmark's watches first saw each milestone (the runner Pod's start includes mounting the plugins image volume, which the kubelet does not time apart):\n\n")
 	b.WriteString("| phase | median | p90 |\n| --- | --- | --- |\n")

@@ -36,6 +36,10 @@ func Start(t testing.TB, addr, dir string) *Registry {
 	return r
 }
 
+// Run is Start for programs that are not tests (benchmarks): the caller stops the
+// registry with the function it returns.
+func Run(addr, dir string) (*Registry, func(), error) { return start(addr, dir) }
+
 func start(addr, dir string) (*Registry, func(), error) {
 	bin, err := repo.Bin()
 	if err != nil {
