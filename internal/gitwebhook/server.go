@@ -1,6 +1,7 @@
 package gitwebhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,18 +36,28 @@ const (
 
 	// hookPath is followed by the namespace.
 	hookPath = "/hooks/git/"
-	// maxBodyBytes is above what a host sends for a push (GitHub's commit lists are
-	// bounded) and small enough that unauthenticated callers cannot make the manager
-	// hold much: the body is read before it is verified.
-	maxBodyBytes = 10 << 20
+	// maxBodyBytes bounds what the webhook reads of a request it has found a proof
+	// header on (it reads nothing of the others). Push payloads are a few KiB; GitHub's
+	// largest carry the files of up to 2048 commits. A larger one is answered 413, and the
+	// Stacks see the push at their next poll instead.
+	maxBodyBytes = 1 << 20
+	// maxConnections bounds the connections served at once, so that unauthenticated
+	// callers can make the manager hold at most maxConnections*maxBodyBytes of bodies.
+	maxConnections = 64
 
 	shutdownTimeout = 10 * time.Second
 
-	// secretReads and secretBurst bound the API reads that callers can cause before they
-	// are authenticated: every signed-looking request costs one uncached Secret read.
-	// Pushes come a few per second at most; a flood beyond that is answered 429.
-	secretReads = 10
-	secretBurst = 50
+	// Every signed-looking request costs one uncached Secret read. nsReads and nsBurst
+	// bound the reads per namespace, so that a flood aimed at one namespace (or its
+	// hosts' own retries) does not throttle another's pushes; secretReads and secretBurst
+	// bound them across namespaces. Pushes come a few per second at most.
+	nsReads     = 2
+	nsBurst     = 10
+	secretReads = 50
+	secretBurst = 100
+	// maxLimiters bounds the per-namespace limiters kept; only namespaces with Stacks
+	// that follow a git repository get one.
+	maxLimiters = 4096
 )
 
 // unauthorizedBody is the one answer to every failed proof, so that a caller cannot tell
@@ -71,6 +84,8 @@ type Server struct {
 	Poke func(repoURL string) int
 	// Enqueue asks the Stack controller to reconcile a Stack now.
 	Enqueue func(types.NamespacedName)
+	// MaxConnections bounds the connections served at once; 0 means 64.
+	MaxConnections int
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
@@ -85,6 +100,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("failed to listen on %s: %w", s.Addr, err)
 		}
 	}
+	ln = netutil.LimitListener(ln, cmp.Or(s.MaxConnections, maxConnections))
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -115,21 +131,44 @@ func (s *Server) Start(ctx context.Context) error {
 // get the mux's 404 or 405 and are not counted.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	reads := rate.NewLimiter(secretReads, secretBurst)
+	reads := newLimiters()
 	mux.HandleFunc("POST "+hookPath+"{namespace}", func(w http.ResponseWriter, r *http.Request) {
 		requests.WithLabelValues(s.serve(w, r, reads)).Inc()
 	})
 	return mux
 }
 
-// serve answers one notification and returns the result to count.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, reads *rate.Limiter) string {
+// serve answers one notification and returns the result to count. What costs the manager
+// something comes after what proves the caller may ask for it: nothing is read of a
+// request without a proof header, or for a namespace with no Stack a push could concern;
+// the Secret is read within the namespace's rate; the body, bounded, only then.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, reads *limiters) string {
 	ctx := r.Context()
 	log := ctrl.LoggerFrom(ctx).WithName("git-webhook")
 	ns := r.PathValue("namespace")
 	if len(validation.IsDNS1123Label(ns)) > 0 {
 		http.NotFound(w, r)
 		return resultNotFound
+	}
+	h := hookOf(r.Header)
+	if h.proof == "" {
+		log.V(1).Info("Refused unsigned notification", "namespace", ns, "kind", h.kind)
+		return unauthorized(w)
+	}
+	// The same answer as a wrong proof: a caller cannot tell which namespaces have Stacks.
+	followed, err := s.followsGit(ctx, ns)
+	if err != nil {
+		log.Error(err, "Failed to list Stacks", "namespace", ns)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return resultError
+	}
+	if !followed {
+		return unauthorized(w)
+	}
+	if !reads.allow(ns) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "too many requests", http.StatusTooManyRequests)
+		return resultThrottled
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
@@ -139,16 +178,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, reads *rate.Limit
 		}
 		http.Error(w, "failed to read payload", http.StatusBadRequest)
 		return resultBadRequest
-	}
-	h := hookOf(r.Header)
-	// A request without any proof costs no API read.
-	if h.proof == "" {
-		log.V(1).Info("Refused unsigned notification", "namespace", ns, "kind", h.kind)
-		return unauthorized(w)
-	}
-	if !reads.Allow() {
-		http.Error(w, "too many requests", http.StatusTooManyRequests)
-		return resultThrottled
 	}
 	token, err := s.token(ctx, ns)
 	if err != nil {
@@ -183,6 +212,41 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, reads *rate.Limit
 	log.Info("Accepted git push", "namespace", ns, "kind", h.kind, "repositories", p.repos, "ref", p.ref, "stacks", n, "cachedRemotes", remotes)
 	reply(w, http.StatusAccepted, n)
 	return resultAccepted
+}
+
+// followsGit reports whether a Stack of ns follows a git repository (cached reads).
+func (s *Server) followsGit(ctx context.Context, ns string) (bool, error) {
+	var stacks pulumiv1.StackList
+	if err := s.Stacks.List(ctx, &stacks, client.InNamespace(ns)); err != nil {
+		return false, fmt.Errorf("failed to list Stacks in %s: %w", ns, err)
+	}
+	return slices.ContainsFunc(stacks.Items, func(st pulumiv1.Stack) bool { return st.Spec.ProjectRepo != "" }), nil
+}
+
+// limiters bound the Secret reads callers cause before they are authenticated: per
+// namespace, and across namespaces.
+type limiters struct {
+	mu     sync.Mutex
+	global *rate.Limiter
+	byNS   map[string]*rate.Limiter
+}
+
+func newLimiters() *limiters {
+	return &limiters{global: rate.NewLimiter(secretReads, secretBurst), byNS: map[string]*rate.Limiter{}}
+}
+
+func (l *limiters) allow(ns string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim, ok := l.byNS[ns]
+	if !ok {
+		if len(l.byNS) >= maxLimiters {
+			clear(l.byNS)
+		}
+		lim = rate.NewLimiter(nsReads, nsBurst)
+		l.byNS[ns] = lim
+	}
+	return lim.Allow() && l.global.Allow()
 }
 
 // token returns the namespace's webhook token, nil when it has none. Forbidden counts as
@@ -241,7 +305,10 @@ func (p *push) concerns(st *pulumiv1.Stack) bool {
 	return p.branch == "" || branch == "" || branch == p.branch
 }
 
+// unauthorized answers a failed proof. The connection is closed rather than drained: the
+// body of a request refused unread is not worth reading.
 func unauthorized(w http.ResponseWriter) string {
+	w.Header().Set("Connection", "close")
 	http.Error(w, unauthorizedBody, http.StatusUnauthorized)
 	return resultUnauthorized
 }

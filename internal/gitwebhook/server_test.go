@@ -346,6 +346,7 @@ func TestServer_ServeHTTP_ReadsTheSecretOnlyForValidSignedRequests(t *testing.T)
 		{name: "invalidNamespace", namespace: "-bad-", headers: genericHeaders(""), wantReads: 0},
 		{name: "noProof", headers: map[string]string{"X-GitHub-Event": "push"}, body: githubPush, wantReads: 0},
 		{name: "oversizeBody", headers: genericHeaders(""), body: strings.Repeat("x", maxBodyBytes+1), wantReads: 0},
+		{name: "noGitStacks", namespace: "no-git-stacks", headers: genericHeaders(""), wantReads: 0},
 		{name: "signed", headers: genericHeaders(""), wantReads: 1},
 	}
 	for _, tt := range tests {
@@ -375,20 +376,110 @@ func TestServer_ServeHTTP_CountsByResultOnly(t *testing.T) {
 	}
 }
 
-// A flood of signed-looking requests costs the API server a bounded number of Secret
-// reads; the rest are answered 429 without one.
-func TestServer_ServeHTTP_FloodIsThrottledBeforeTheSecretRead(t *testing.T) {
-	srv, _, secrets := newServer(t)
+// A flood of signed-looking requests at one namespace costs the API server a bounded
+// number of Secret reads, the rest answered 429 without one, and does not throttle a
+// signed push to another namespace.
+func TestServer_ServeHTTP_FloodIsThrottledPerNamespace(t *testing.T) {
+	srv, rec, secrets := newServer(t)
 	h := srv.Handler()
 	codes := map[int]int{}
-	for range secretBurst + 20 {
-		codes[do(h, "", "attacker-chosen", map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": "sha256=00"}, "{}").Code]++
+	for range nsBurst + 20 {
+		codes[do(h, "", testNS, map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": "sha256=00"}, "{}").Code]++
 	}
-	if secrets.reads > secretBurst+1 {
-		t.Errorf("Secret reads = %d, want at most the burst %d (and what the rate adds meanwhile)", secrets.reads, secretBurst)
+	if secrets.reads > nsBurst+1 {
+		t.Errorf("Secret reads = %d, want at most the namespace's burst %d (and what the rate adds meanwhile)", secrets.reads, nsBurst)
 	}
 	if codes[http.StatusTooManyRequests] == 0 {
 		t.Errorf("answers = %v, want some 429", codes)
+	}
+	if w := do(h, "", "team-b", githubHeaders("push", githubPush), githubPush); w.Code != http.StatusAccepted {
+		t.Errorf("the neighbour's signed push = %d %q, want 202", w.Code, w.Body.String())
+	}
+	if _, enqueued := rec.sorted(); !slices.Equal(enqueued, []string{"team-b/neighbour"}) {
+		t.Errorf("enqueued = %v, want team-b/neighbour", enqueued)
+	}
+}
+
+// countingBody counts what the handler read of a request body.
+type countingBody struct {
+	r    io.Reader
+	read int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	return n, err
+}
+
+// Nothing is read of a body before its request shows a proof header, for a namespace
+// whose Stacks follow a git repository; and what is read is bounded.
+func TestServer_ServeHTTP_BodyReadOnlyAfterTheCheapChecks(t *testing.T) {
+	large := strings.Repeat("x", 8<<20)
+	tests := []struct {
+		name       string
+		namespace  string
+		headers    map[string]string
+		wantStatus int
+		wantRead   int64
+	}{
+		{name: "noProof", namespace: testNS, headers: map[string]string{"X-GitHub-Event": "push"}, wantStatus: http.StatusUnauthorized},
+		{name: "noGitStacks", namespace: "no-git-stacks", headers: map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": "sha256=00"}, wantStatus: http.StatusUnauthorized},
+		{name: "proofHeader", namespace: testNS, headers: map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": "sha256=00"}, wantStatus: http.StatusRequestEntityTooLarge, wantRead: maxBodyBytes + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _, _ := newServer(t)
+			body := &countingBody{r: strings.NewReader(large)}
+			req := httptest.NewRequest(http.MethodPost, hookPath+tt.namespace, body)
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			w := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(w, req)
+			if w.Code != tt.wantStatus {
+				t.Errorf("status = %d, want %d", w.Code, tt.wantStatus)
+			}
+			// MaxBytesReader reads in chunks: allow one buffer past the limit.
+			if body.read < tt.wantRead || body.read > tt.wantRead+32<<10 {
+				t.Errorf("read %d bytes of the body, want %d", body.read, tt.wantRead)
+			}
+		})
+	}
+}
+
+// Connections beyond the cap wait for one to close.
+func TestServer_Start_CapsConnections(t *testing.T) {
+	srv, _, _ := newServer(t)
+	srv.MaxConnections = 1
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = ln
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _ = srv.Start(ctx) }()
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(timeout time.Duration) error {
+		c := &http.Client{Timeout: timeout}
+		resp, err := c.Post("http://"+ln.Addr().String()+hookPath+testNS, "application/json", strings.NewReader("{}"))
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
+	}
+	// The one connection served is the idle one (the server reads its headers for 10 s).
+	time.Sleep(100 * time.Millisecond)
+	if err := post(time.Second); err == nil {
+		t.Error("a second connection was served while the cap was taken")
+	}
+	_ = idle.Close()
+	if err := post(10 * time.Second); err != nil {
+		t.Errorf("after the idle connection closed: %v", err)
 	}
 }
 
