@@ -648,6 +648,9 @@ func TestStackReconciler_Reconcile_IdentityTokensUpdateRefusedByLocalRunner(t *t
 		Spec:       v1alpha1.UpdateSpec{StackName: "federated", Type: v1alpha1.UpdateTypeUp, Attempt: 1},
 	}
 	s.g.Expect(controllerutil.SetControllerReference(st, u, env.Scheme)).To(Succeed())
+	// Its Stack recorded it, as the Stack controller records every Update it creates.
+	st.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{Name: u.Name, Generation: st.Generation}
+	s.g.Expect(env.Client.Status().Update(s.ctx(), st)).To(Succeed())
 	s.create(u)
 	s.eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(s.ctx(), client.ObjectKeyFromObject(u), u)).To(Succeed())

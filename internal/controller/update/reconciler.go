@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -49,7 +51,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	// A Stack this manager does not see is another shard's (--watch-label-selector): its
 	// Updates are that shard's to run and to watch.
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.StackName}, &pulumiv1.Stack{}); err != nil {
+	stack := &pulumiv1.Stack{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: u.Namespace, Name: u.Spec.StackName}, stack); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	p := patch.New(r.Client, u, "Update", fieldManager)
@@ -72,9 +75,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}()
 	switch u.Status.Phase {
 	case "", v1alpha1.UpdatePhasePending:
-		if !ownedByItsStack(u) {
+		if !decidedByItsStack(u, stack) {
 			// Only the Stack controller decides what runs: an Update anyone could create
-			// by hand would let them destroy a stack they cannot edit.
+			// by hand would let them destroy a stack they cannot edit. One the Stack is
+			// about to record is looked at again when it does (the Stack watch).
 			ctrl.LoggerFrom(ctx).V(1).Info("Ignoring Update not created by its Stack", "stack", u.Spec.StackName)
 			return ctrl.Result{}, nil
 		}
@@ -94,13 +98,33 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// ownedByItsStack reports whether u's controller is the Stack it names.
-func ownedByItsStack(u *v1alpha1.Update) bool {
+// decidedByItsStack reports whether u is the Update its Stack decided to run: its
+// controller is that Stack (by UID, not only by name, which anyone could write), and the
+// Stack recorded it as its update in flight before creating it.
+func decidedByItsStack(u *v1alpha1.Update, stack *pulumiv1.Stack) bool {
 	ref := metav1.GetControllerOf(u)
-	return ref != nil && ref.Kind == "Stack" && ref.APIVersion == pulumiv1.GroupVersion.String() && ref.Name == u.Spec.StackName
+	return ref != nil && ref.Kind == "Stack" && ref.APIVersion == pulumiv1.GroupVersion.String() && ref.Name == u.Spec.StackName &&
+		ref.UID == stack.UID && stack.Status.CurrentUpdate != nil && stack.Status.CurrentUpdate.Name == u.Name
 }
 
 // SetupWithManager registers the controller. Only creations and phase changes matter.
+// currentUpdateName is the name of the Update a Stack has in flight, or "".
+func currentUpdateName(o client.Object) string {
+	if st, ok := o.(*pulumiv1.Stack); ok && st.Status.CurrentUpdate != nil {
+		return st.Status.CurrentUpdate.Name
+	}
+	return ""
+}
+
+// currentUpdate maps a Stack to the Update it has in flight.
+func currentUpdate(_ context.Context, o client.Object) []reconcile.Request {
+	name := currentUpdateName(o)
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}
+
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("update").
@@ -108,6 +132,16 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		For(&v1alpha1.Update{}, builder.WithPredicates(predicates.UpdatePhaseChanged{}, predicate.Funcs{
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		}))
+	// The Update controller may see a new Update before its cache sees the Stack's
+	// record of it: the Stack's recording it brings the Update back.
+	b = b.Watches(&pulumiv1.Stack{}, handler.EnqueueRequestsFromMapFunc(currentUpdate), builder.WithPredicates(predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return currentUpdateName(e.Object) != "" },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return currentUpdateName(e.ObjectNew) != currentUpdateName(e.ObjectOld) && currentUpdateName(e.ObjectNew) != ""
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}))
 	if r.RunnerJobs {
 		b = b.Owns(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[job.LabelManagedBy] == job.ManagedBy

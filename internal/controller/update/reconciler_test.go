@@ -34,6 +34,8 @@ func newUpdate(t *testing.T, s *kubetest.Scenario, name string, owned bool, stat
 		if err := controllerutil.SetControllerReference(st, u, env.Scheme); err != nil {
 			t.Fatal(err)
 		}
+		// As the Stack controller does: the intent is recorded before the Update exists.
+		recordCurrent(t, st, name)
 	}
 	s.Create(u)
 	if status.Phase != "" {
@@ -43,6 +45,15 @@ func newUpdate(t *testing.T, s *kubetest.Scenario, name string, owned bool, stat
 		}
 	}
 	return u
+}
+
+// recordCurrent records name as st's update in flight.
+func recordCurrent(t *testing.T, st *pulumiv1.Stack, name string) {
+	t.Helper()
+	st.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{Name: name}
+	if err := env.Client.Status().Update(t.Context(), st); err != nil {
+		t.Fatalf("failed to record Update %s on Stack %s: %v", name, st.Name, err)
+	}
 }
 
 func TestReconciler_Reconcile_SubmitsPendingUpdatesOfItsStack(t *testing.T) {
@@ -70,6 +81,76 @@ func TestReconciler_Reconcile_IgnoresUpdatesNotCreatedByTheirStack(t *testing.T)
 	if exec.wasSubmitted(s.Namespace, forged.Name) {
 		t.Errorf("Update %s, not owned by its Stack, was submitted", forged.Name)
 	}
+}
+
+// An Update that names its Stack as controller is still not the Stack's decision unless
+// the owner reference carries the Stack's UID and the Stack recorded that Update as its
+// update in flight: anyone who may create Updates can write a name, and read a UID.
+func TestReconciler_Reconcile_IgnoresForgedOwnership(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		forge func(st *pulumiv1.Stack, u *v1alpha1.Update)
+	}{
+		{"the Stack's name with another UID", func(st *pulumiv1.Stack, u *v1alpha1.Update) {
+			u.OwnerReferences = []metav1.OwnerReference{{APIVersion: pulumiv1.GroupVersion.String(), Kind: "Stack", Name: st.Name, UID: "00000000-0000-0000-0000-000000000000", Controller: ptr(true)}}
+			recordCurrent(t, st, u.Name)
+		}},
+		{"the Stack's UID, but the Stack runs another Update", func(st *pulumiv1.Stack, u *v1alpha1.Update) {
+			if err := controllerutil.SetControllerReference(st, u, env.Scheme); err != nil {
+				t.Fatal(err)
+			}
+			recordCurrent(t, st, "the-real-one")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := env.Scenario(t)
+			st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "victim"}, Spec: pulumiv1.StackSpec{Stack: "dev", ProgramRef: &pulumiv1.ProgramReference{Name: "p"}}}
+			s.Create(st)
+			u := &v1alpha1.Update{
+				ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: s.Namespace},
+				Spec:       v1alpha1.UpdateSpec{StackName: st.Name, Type: v1alpha1.UpdateTypeDestroy, DesiredStateKey: "k", Attempt: 1},
+			}
+			tc.forge(st, u)
+			s.Create(u)
+			s.Eventually(func(g Gomega) {
+				var ignored bool
+				for _, line := range strings.Split(kubetest.Logs.String(), "\n") {
+					ignored = ignored || strings.Contains(line, "Ignoring Update not created by its Stack") && strings.Contains(line, s.Namespace)
+				}
+				g.Expect(ignored).To(BeTrue(), "the controller has not looked at Update %s yet", u.Name)
+			})
+			if exec.wasSubmitted(s.Namespace, u.Name) {
+				t.Errorf("forged Update %s was submitted", u.Name)
+			}
+		})
+	}
+}
+
+// An Update the controller sees before its cache has the Stack's record of it is run
+// once the record arrives.
+func TestReconciler_Reconcile_SubmitsOnceTheStackRecordsIt(t *testing.T) {
+	t.Parallel()
+	s := env.Scenario(t)
+	st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "late"}, Spec: pulumiv1.StackSpec{Stack: "dev", ProgramRef: &pulumiv1.ProgramReference{Name: "p"}}}
+	s.Create(st)
+	u := &v1alpha1.Update{
+		ObjectMeta: metav1.ObjectMeta{Name: "late-1", Namespace: s.Namespace},
+		Spec:       v1alpha1.UpdateSpec{StackName: st.Name, Type: v1alpha1.UpdateTypeUp, DesiredStateKey: "k", Attempt: 1},
+	}
+	if err := controllerutil.SetControllerReference(st, u, env.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	s.Create(u)
+	time.Sleep(time.Second)
+	if exec.wasSubmitted(s.Namespace, u.Name) {
+		t.Fatalf("Update %s was submitted before its Stack recorded it", u.Name)
+	}
+	recordCurrent(t, st, u.Name)
+	s.Eventually(func(g Gomega) {
+		g.Expect(exec.wasSubmitted(s.Namespace, u.Name)).To(BeTrue(), "Update %s was not submitted", u.Name)
+	})
 }
 
 // A Running Update whose runner no executor owns (the manager restarted mid-run) is
@@ -160,3 +241,5 @@ func TestReconciler_Reconcile_LeavesRunningUpdateOfALiveRunner(t *testing.T) {
 		t.Errorf("Update of a live runner: phase %s, want Running", alive.Status.Phase)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
