@@ -462,7 +462,9 @@ func testStacksActAsTheirServiceAccount(t *testing.T, jc *jobCluster) {
 		g.Expect(list.Items).NotTo(BeEmpty())
 		u := list.Items[0]
 		g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
-		g.Expect(u.Status.Message).To(ContainSubstring(`cannot create resource "configmaps"`))
+		// The provider applies server-side: the API server refuses the patch.
+		g.Expect(u.Status.Message).To(ContainSubstring("forbidden"))
+		g.Expect(u.Status.Message).To(ContainSubstring(`resource "configmaps"`))
 		g.Expect(u.Status.Message).To(ContainSubstring("system:serviceaccount:e2e-may-not:deployer"))
 	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace("e2e-may-not"))
 	err := c.Get(context.Background(), client.ObjectKey{Namespace: "e2e-may-not", Name: "made-by-stack"}, &cm)

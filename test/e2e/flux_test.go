@@ -96,9 +96,10 @@ func namedConfigMapProgram(project, cm, value string) string {
 runtime: yaml
 resources:
   made:
-    type: stackwright-testing:index:ConfigMap
+    type: kubernetes:core/v1:ConfigMap
     properties:
-      name: ` + cm + `
+      metadata:
+        name: ` + cm + `
       data:
         value: ` + value + `
 `

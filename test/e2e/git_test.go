@@ -72,16 +72,18 @@ func inClusterNetwork(fn func() error) error {
 	return <-done
 }
 
-// configMapProgram is a Pulumi.yaml that writes value into a ConfigMap with the runner
-// Pod's credentials, so what each commit deployed is visible through the API.
+// configMapProgram is a Pulumi.yaml that writes value into a ConfigMap through the
+// Kubernetes provider, with the runner Pod's in-cluster credentials, so what each commit
+// deployed is visible through the API.
 func configMapProgram(value string) string {
 	return `name: from-git
 runtime: yaml
 resources:
   made:
-    type: stackwright-testing:index:ConfigMap
+    type: kubernetes:core/v1:ConfigMap
     properties:
-      name: made-from-git
+      metadata:
+        name: made-from-git
       data:
         commit: ` + value + `
 `

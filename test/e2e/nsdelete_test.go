@@ -43,7 +43,7 @@ metadata:
 rules:
 - apiGroups: [""]
   resources: [configmaps]
-  verbs: [get, create, update, patch, delete]
+  verbs: [get, list, watch, create, update, patch, delete]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -77,6 +77,8 @@ func testNamespaceDeletionDestroys(t *testing.T, jc *jobCluster) {
 		return c.Get(context.Background(), client.ObjectKey{Namespace: cloud, Name: "kube-root-ca.crt"}, &rootCA)
 	}).WithTimeout(time.Minute).Should(Succeed())
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	// The cloud account's endpoint, as a program outside the cluster would be given it.
+	apiServer := serviceIP(t, c, "default", "kubernetes")
 	a.apply(t, s3CredentialsYAML+`---
 apiVersion: v1
 kind: Secret
@@ -91,14 +93,43 @@ kind: Program
 metadata:
   name: nsdel
 program:
+  configuration:
+    token:
+      type: String
+    ca:
+      type: String
   resources:
-    made:
-      type: stackwright-testing:index:ConfigMap
+    cloud:
+      type: pulumi:providers:kubernetes
       properties:
-        name: nsdel-resource
-        namespace: `+cloud+`
+        kubeconfig:
+          fn::toJSON:
+            apiVersion: v1
+            kind: Config
+            clusters:
+            - name: cloud
+              cluster:
+                server: https://`+apiServer+`
+                certificate-authority-data:
+                  fn::toBase64: ${ca}
+            users:
+            - name: cloud
+              user:
+                token: ${token}
+            contexts:
+            - name: cloud
+              context: {cluster: cloud, user: cloud, namespace: `+cloud+`}
+            current-context: cloud
+    made:
+      type: kubernetes:core/v1:ConfigMap
+      properties:
+        metadata:
+          name: nsdel-resource
+          namespace: `+cloud+`
         data:
           by: tenant-a
+      options:
+        provider: ${cloud}
 ---
 apiVersion: pulumi.com/v1
 kind: Stack
@@ -109,17 +140,18 @@ spec:
   programRef:
     name: nsdel
   destroyOnFinalize: true
-  envRefs:
-    STACKWRIGHT_TESTING_KUBE_TOKEN:
+  secretsRef:
+    token:
       type: Secret
       secret:
         name: cloud
         key: token
-    STACKWRIGHT_TESTING_KUBE_CA:
+    ca:
       type: Secret
       secret:
         name: cloud
         key: ca
+  envRefs:
 `+s3EnvRefsYAML)
 	g.Eventually(func(g Gomega) { waitStackReadyOnce(g, c, a.ns, "nsdel") }).
 		WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(a.ns))

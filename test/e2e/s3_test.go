@@ -223,7 +223,7 @@ metadata:
 rules:
 - apiGroups: [""]
   resources: [configmaps]
-  verbs: [get, create, patch, delete]
+  verbs: [get, list, watch, create, update, patch, delete]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -263,9 +263,10 @@ metadata:
 program:
   resources:
     made:
-      type: stackwright-testing:index:ConfigMap
+      type: kubernetes:core/v1:ConfigMap
       properties:
-        name: made-by-stack
+        metadata:
+          name: made-by-stack
         data:
           by: "` + value + `"
 ---

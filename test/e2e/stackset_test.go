@@ -23,9 +23,10 @@ func reviewProgram(content string) string {
 runtime: yaml
 resources:
   made:
-    type: stackwright-testing:index:ConfigMap
+    type: kubernetes:core/v1:ConfigMap
     properties:
-      name: review-${pulumi.stack}
+      metadata:
+        name: review-${pulumi.stack}
       data:
         content: ` + content + `
 `

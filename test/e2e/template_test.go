@@ -46,9 +46,10 @@ program:
       type: Number
   resources:
     made:
-      type: stackwright-testing:index:ConfigMap
+      type: kubernetes:core/v1:ConfigMap
       properties:
-        name: bucket-${pulumi.stack}
+        metadata:
+          name: bucket-${pulumi.stack}
         data:
           size: v${size}
   outputs:
