@@ -127,6 +127,10 @@ const (
 	// spec.maxRemovals allows; nothing is removed until they come back, the bound is
 	// raised or the set changes.
 	ReasonRemovalsHeld = "RemovalsHeld"
+	// ReasonTooManyElements (Stalled=True): the generator yields more elements than the
+	// manager lets one StackSet have (--max-stackset-elements); nothing is created or
+	// removed until its filters, the repository or the cap change.
+	ReasonTooManyElements = "TooManyElements"
 )
 
 // ConditionHalted is True on a StackRollout whose wave failed: its reason says how

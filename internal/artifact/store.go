@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,8 @@ const staleTempAge = time.Hour
 // returned, and that no object names yet, survives until the Stack records it.
 type Store struct {
 	dir string
+	// reserve is the space Put keeps free on the store's volume (SetMinFree).
+	reserve atomic.Int64
 	// mu orders Collect's removals against the uses that keep an artifact alive: an
 	// artifact is either removed before a use (which then finds it absent) or used first
 	// (and then too recent to remove).
@@ -54,6 +57,10 @@ func NewStore(dir string) (*Store, error) {
 	}
 	return s, nil
 }
+
+// SetMinFree makes Put refuse, with ErrNoSpace, content that could leave less than n bytes
+// free on the store's volume (0, the default, checks nothing).
+func (s *Store) SetMinFree(n int64) { s.reserve.Store(n) }
 
 // Dir is the directory the store was opened on.
 func (s *Store) Dir() string { return s.dir }
@@ -86,6 +93,9 @@ func (s *Store) PutVerified(r io.Reader, maxBytes int64, want string) error {
 func (s *Store) put(r io.Reader, maxBytes int64, want string) (digest string, err error) {
 	if maxBytes <= 0 {
 		return "", fmt.Errorf("failed to store artifact: maxBytes must be positive, got %d", maxBytes)
+	}
+	if err := CheckFree(s.dir, maxBytes, s.reserve.Load()); err != nil {
+		return "", fmt.Errorf("failed to store artifact: %w", err)
 	}
 	tmp, err := os.CreateTemp(s.tmpDir(), "put-*")
 	if err != nil {

@@ -88,7 +88,7 @@ func (o *Options) pluginCache() (*plugincache.Cache, error) {
 	}
 	c, err := plugincache.New(plugincache.Options{
 		Dir: filepath.Join(o.DataDir, "plugins"), Source: o.PluginDownloadURL, Allow: o.PluginDownloadAllow,
-		MaxBytes: o.PluginCacheBytes, MaxFileBytes: o.PluginMaxBytes, Observe: metrics.ObservePluginCache,
+		MaxBytes: o.PluginCacheBytes, MaxFileBytes: o.PluginMaxBytes, MinFree: o.MinFreeDataBytes, Observe: metrics.ObservePluginCache,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--plugin-download-url: %w", err)
@@ -224,8 +224,13 @@ type Options struct {
 	MaxGitFetchBytes             int64
 	MaxGitListBytes              int64
 	MaxGitCacheBytesPerNamespace int64
-	AllowEnvRefs                 bool
-	FSRefRoot                    string
+	// MaxStackSetElements bounds the elements (Stacks) of one StackSet.
+	MaxStackSetElements int
+	// MinFreeDataBytes is the space kept free on the data volume: a git fetch, an artifact
+	// or a plugin download that could leave less is refused with a reason; 0 checks nothing.
+	MinFreeDataBytes int64
+	AllowEnvRefs     bool
+	FSRefRoot        string
 
 	Zap zap.Options
 }
@@ -262,7 +267,7 @@ func DefaultOptions() *Options {
 		RunnerAPIAddr:                    ":9443",
 		RunnerAPIService:                 "stackwright-runner-api",
 		PluginBundles:                    defaultPluginBundles(),
-		PluginCacheBytes:                 4 << 30,
+		PluginCacheBytes:                 2 << 30,
 		PluginMaxBytes:                   1 << 30,
 		Namespace:                        os.Getenv("POD_NAMESPACE"),
 		DetachedRunnerServiceAccount:     "stackwright-detached-runner",
@@ -276,6 +281,8 @@ func DefaultOptions() *Options {
 		MaxGitFetchBytes:                 git.DefaultCacheLimits.MaxFetchBytes,
 		MaxGitListBytes:                  git.DefaultCacheLimits.MaxListBytes,
 		MaxGitCacheBytesPerNamespace:     git.DefaultCacheLimits.MaxNamespaceBytes,
+		MinFreeDataBytes:                 512 << 20,
+		MaxStackSetElements:              stacksetctrl.DefaultMaxElements,
 	}
 }
 
@@ -329,6 +336,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.GitCacheRetention, "git-cache-retention", o.GitCacheRetention, "How long the git cache keeps a repository no Stack has listed or fetched from (0: forever).")
 	fs.Int64Var(&o.MaxGitFetchBytes, git.FlagMaxFetchBytes, o.MaxGitFetchBytes, "Most bytes one git fetch may download into the git cache; a Stack whose fetch is larger stalls until its source or this limit changes (0: no limit).")
 	fs.Int64Var(&o.MaxGitListBytes, git.FlagMaxListBytes, o.MaxGitListBytes, "Most bytes of one git ref listing over HTTP(S) (0: no limit).")
+	fs.IntVar(&o.MaxStackSetElements, "max-stackset-elements", o.MaxStackSetElements, "Most elements (and so Stacks) one StackSet may have; a set whose generator yields more stalls with TooManyElements, creating and removing nothing.")
+	fs.Int64Var(&o.MinFreeDataBytes, artifact.FlagMinFree, o.MinFreeDataBytes, "Space kept free on the data volume (--data-dir): a git fetch, a source artifact or a plugin download that could leave less is refused, its Stack retrying with a reason that says so (0: no check).")
 	fs.Int64Var(&o.MaxGitCacheBytesPerNamespace, git.FlagMaxNamespaceBytes, o.MaxGitCacheBytesPerNamespace, "Git cache disk the repositories used by one namespace's Stacks may take before fetches for that namespace are refused; a repository shared by several namespaces counts in full against each, until --git-cache-retention after the namespace last used it (0: no limit).")
 	fs.BoolVar(&o.AllowEnvRefs, "allow-env-refs", o.AllowEnvRefs, "Let references of type Env read the manager's environment (off: every Stack author could read it).")
 	fs.StringVar(&o.FSRefRoot, "fs-ref-root", o.FSRefRoot, "The only directory references of type FS may read from (empty: FS references are refused).")
@@ -529,6 +538,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to open artifact store: %w", err)
 	}
+	store.SetMinFree(o.MinFreeDataBytes)
 	// Kept with the data: a new key changes every Stack's desired-state key once, and each
 	// runs an up that changes nothing.
 	fingerprintKey, err := keyfile.Load(filepath.Join(o.DataDir, "inputs.key"))
@@ -537,6 +547,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	}
 	gitCache := git.NewCacheWithLimits(dirs.git, git.CacheLimits{
 		MaxFetchBytes: o.MaxGitFetchBytes, MaxListBytes: o.MaxGitListBytes, MaxNamespaceBytes: o.MaxGitCacheBytesPerNamespace,
+		MinFreeBytes: o.MinFreeDataBytes,
 	})
 	if o.ArtifactRetention > 0 {
 		collector := &gc.Artifacts{Client: c, Store: store, Interval: gcInterval, Retention: o.ArtifactRetention}
@@ -716,7 +727,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err := rollouts.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up StackRollout controller: %w", err)
 	}
-	sets := &stacksetctrl.Reconciler{Client: c, Git: gitSource, Recorder: recorder}
+	sets := &stacksetctrl.Reconciler{Client: c, Git: gitSource, Recorder: recorder, MaxElements: o.MaxStackSetElements}
 	if err := sets.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("failed to set up StackSet controller: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stackwright/stackwright/internal/artifact"
 )
 
 var (
@@ -67,6 +69,9 @@ type Options struct {
 	MaxBytes int64
 	// MaxFileBytes bounds one tarball.
 	MaxFileBytes int64
+	// MinFree is the space a download must leave free on Dir's volume, at its worst
+	// (MaxFileBytes written); 0 checks nothing.
+	MinFree int64
 	// MaxDownloads bounds the downloads from Source running at once; 0 means 2.
 	MaxDownloads int
 	// NotFoundTTL is how long a file Source did not have is answered as not found
@@ -256,6 +261,9 @@ func (c *Cache) fetch(ctx context.Context, file string) (int64, error) {
 		defer func() { <-c.slots }()
 	case <-ctx.Done():
 		return 0, ctx.Err()
+	}
+	if err := artifact.CheckFree(c.o.Dir, c.o.MaxFileBytes, c.o.MinFree); err != nil {
+		return 0, fmt.Errorf("failed to fetch plugin %s: %w", file, err)
 	}
 	src := c.source.JoinPath(file).String()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)

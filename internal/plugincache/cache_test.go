@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/stackwright/stackwright/internal/artifact"
 )
 
 func TestParse_FileNames(t *testing.T) {
@@ -250,5 +252,16 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) succeeded", o)
 		}
+	}
+}
+
+func TestCache_Open_RefusesADownloadThatWouldFillTheVolume(t *testing.T) {
+	src := newSource(t, map[string][]byte{k8s: tarball(t, 10)})
+	c, _ := newCache(t, src, func(o *Options) { o.MinFree = 1 << 60 })
+	if _, err := read(t, c, k8s); !errors.Is(err, artifact.ErrNoSpace) {
+		t.Fatalf("Open = %v; want ErrNoSpace", err)
+	}
+	if n := src.requests.Load(); n != 0 {
+		t.Errorf("the source was asked %d times; want none", n)
 	}
 }

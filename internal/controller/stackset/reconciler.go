@@ -1,6 +1,7 @@
 package stackset
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,7 +69,13 @@ type Reconciler struct {
 	Client   client.Client
 	Git      Lister
 	Recorder events.EventRecorder
+	// MaxElements bounds the elements (and so the Stacks) of one set: a repository's
+	// branches or directories are the tenant's to multiply. 0 means DefaultMaxElements.
+	MaxElements int
 }
+
+// DefaultMaxElements is the default of Reconciler.MaxElements.
+const DefaultMaxElements = 500
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -109,6 +116,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{RequeueAfter: requeue}, nil
 	} else if err != nil {
 		return ctrl.Result{}, err
+	}
+	if limit := cmp.Or(r.MaxElements, DefaultMaxElements); len(elems) > limit {
+		conditions.MarkStalled(set, v1alpha1.ReasonTooManyElements, fmt.Sprintf(
+			"the generator yields %d elements, more than the %d a StackSet may have (the manager's --max-stackset-elements): narrow its filters, "+
+				"or ask the platform team to raise the cap; no Stack is created or removed until then", len(elems), limit))
+		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	elems = skipExpired(set, elems, stacks)
 	want, err := renderAll(set, elems)

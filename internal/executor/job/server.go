@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -61,7 +63,14 @@ type server struct {
 	detachedOfJob     func(*batchv1.Job) (*v1alpha1.Update, bool)
 	// plugins is the plugin cache, on installs that let runners download plugins.
 	plugins *plugincache.Cache
+	// maxConns bounds the connections served at once; 0 means maxRunnerConnections.
+	maxConns int
 }
+
+// maxRunnerConnections bounds the runner API's connections: a runner holds one or two
+// (its report, a download) and at most --max-concurrent-updates run at once; the rest
+// wait for one to close rather than each taking the manager's memory and descriptors.
+const maxRunnerConnections = 512
 
 // identity is an authenticated runner: its Pod, and the Update that Pod runs.
 type identity struct {
@@ -87,11 +96,20 @@ func (s *server) Start(ctx context.Context) error {
 			return fmt.Errorf("failed to listen on %s: %w", s.addr, err)
 		}
 	}
+	// Runners are the tenants' Pods: what they hold of the manager is bounded like any
+	// tenant input, in connections and in time.
+	ln = netutil.LimitListener(ln, cmp.Or(s.maxConns, maxRunnerConnections))
 	srv := &http.Server{
 		Handler:           s.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{s.cert}},
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// A report is at most maxResultBytes; an artifact or a plugin is written out in
+		// minutes even to a slow Pod.
+		ReadTimeout:    2 * time.Minute,
+		WriteTimeout:   15 * time.Minute,
+		IdleTimeout:    time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		TLSConfig:      &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{s.cert}},
+		BaseContext:    func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
@@ -161,6 +179,8 @@ func (s *server) plugin(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusForbidden
 		case errors.Is(err, plugincache.ErrNotFound):
 			code = http.StatusNotFound
+		case errors.Is(err, artifact.ErrNoSpace):
+			code = http.StatusInsufficientStorage
 		}
 		ctrl.LoggerFrom(r.Context()).Info("Plugin not served", "update", id.update.Namespace+"/"+id.update.Name, "reason", err.Error())
 		http.Error(w, err.Error(), code)

@@ -20,6 +20,7 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/keyfile"
 )
@@ -232,7 +233,7 @@ func (c *Cache) admit(ns, url string) error {
 	}
 	return fault.Retry(pulumiv1.ReasonSourceUnavailable,
 		"failed to fetch %s: the git cache holds %s of repositories that Stacks of namespace %q use, at or over the namespace's cap of %s (--%s); a repository no Stack of the namespace uses stops counting after the git cache retention",
-		url, formatBytes(used), ns, formatBytes(limit), FlagMaxNamespaceBytes)
+		url, artifact.FormatBytes(used), ns, artifact.FormatBytes(limit), FlagMaxNamespaceBytes)
 }
 
 // isIdentity reports whether name is a remote's directory (hex HMAC-SHA256), not the key

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 
 	"github.com/go-git/go-billy/v5"
+
+	"github.com/stackwright/stackwright/internal/artifact"
 )
 
 // Flag names of the manager's settings of CacheLimits. Faults name the flag to change, so
@@ -43,6 +44,10 @@ type CacheLimits struct {
 	// namespace using it. A namespace at or over it is refused new fetches; commits
 	// already in the cache are still served.
 	MaxNamespaceBytes int64
+	// MinFreeBytes is the space a fetch must leave free on the cache's volume, at its
+	// worst (MaxFetchBytes written): a fetch that could leave less is refused, and its
+	// Stack retries (the collector or the platform team may make room).
+	MinFreeBytes int64
 }
 
 // DefaultCacheLimits are the limits of NewCache. A ref listing is far larger than one
@@ -51,7 +56,7 @@ type CacheLimits struct {
 var DefaultCacheLimits = CacheLimits{
 	MaxFetchBytes:     512 << 20,
 	MaxListBytes:      64 << 20,
-	MaxNamespaceBytes: 2 << 30,
+	MaxNamespaceBytes: 1 << 30,
 }
 
 // capError reports an operation that received more than its cap.
@@ -62,7 +67,7 @@ type capError struct {
 }
 
 func (e *capError) Error() string {
-	return fmt.Sprintf("the %s exceeded %s (--%s)", e.what, formatBytes(e.limit), e.flag)
+	return fmt.Sprintf("the %s exceeded %s (--%s)", e.what, artifact.FormatBytes(e.limit), e.flag)
 }
 
 // meter counts the bytes one operation receives from a server against a cap. Callers ask
@@ -248,21 +253,4 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
-}
-
-// formatBytes writes n for people: "900 bytes", "64 KiB", "1.5 GiB".
-func formatBytes(n int64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d bytes", n)
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	v, u := float64(n)/1024, 0
-	for v >= 1024 && u < len(units)-1 {
-		v /= 1024
-		u++
-	}
-	if v == math.Trunc(v) {
-		return fmt.Sprintf("%.0f %s", v, units[u])
-	}
-	return fmt.Sprintf("%.1f %s", v, units[u])
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/testing/gitserver"
 )
 
@@ -206,7 +207,7 @@ func TestResolver_Resolve_NamespaceCacheCap(t *testing.T) {
 		return c.usage(ns)
 	}
 	refused := func(ns string) []string {
-		return []string{fmt.Sprintf("namespace %q", ns), formatBytes(usage(ns)), "512 KiB", "--" + FlagMaxNamespaceBytes}
+		return []string{fmt.Sprintf("namespace %q", ns), artifact.FormatBytes(usage(ns)), "512 KiB", "--" + FlagMaxNamespaceBytes}
 	}
 
 	steps := []struct {
@@ -287,27 +288,6 @@ func TestMeter_Read_StopsAtCap(t *testing.T) {
 				t.Errorf("exceeded = %t, err = %v; want over %t", over, err, tc.wantOver)
 			}
 		})
-	}
-}
-
-func TestFormatBytes(t *testing.T) {
-	tests := []struct {
-		name string
-		n    int64
-		want string
-	}{
-		{name: "bytes", n: 900, want: "900 bytes"},
-		{name: "exact KiB", n: 64 << 10, want: "64 KiB"},
-		{name: "exact MiB", n: 512 << 20, want: "512 MiB"},
-		{name: "fraction of GiB", n: 3 << 29, want: "1.5 GiB"},
-	}
-	var got, want []string
-	for _, tc := range tests {
-		got = append(got, tc.name+": "+formatBytes(tc.n))
-		want = append(want, tc.name+": "+tc.want)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("formatBytes (-want +got):\n%s", diff)
 	}
 }
 
@@ -396,4 +376,17 @@ func TestResolver_Resolve_GitProtocol(t *testing.T) {
 	if diff := cmp.Diff([]string{daemon.addr}, daemon.requestHosts()); diff != "" {
 		t.Errorf("hosts the server was asked for (-want +got):\n%s", diff)
 	}
+}
+
+// A fetch that could leave the data volume with less than the space kept free is refused
+// before it starts, as a retry (room may be made), saying why.
+func TestResolver_Resolve_RefusesFetchOnAFullVolume(t *testing.T) {
+	h := newHTTPRepo(t)
+	f := newFixture(t, h.secret)
+	// More than any volume has free.
+	f.withLimits(CacheLimits{MaxFetchBytes: 512 << 20, MinFreeBytes: 1 << 60})
+
+	_, err := f.resolver.Resolve(ctx(t), h.branchStack("app", "main"))
+
+	wantFault(t, err, pulumiv1.ReasonSourceUnavailable, false, []string{"cannot fetch commit", "this may write plus the 1 EiB kept free (--min-free-data-bytes)"}, nil)
 }

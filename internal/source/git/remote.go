@@ -292,6 +292,9 @@ func (rm *remote) fetchCommit(ctx context.Context, sess transport.UploadPackSess
 		}
 	}
 	maxBytes := rm.c.limits.MaxFetchBytes
+	if err := artifact.CheckFree(rm.c.dir, maxBytes, rm.c.limits.MinFreeBytes); err != nil {
+		return fault.Retry(pulumiv1.ReasonSourceUnavailable, "cannot fetch commit %s from %s: %v", h, rm.url, err)
+	}
 	var err error
 	if tip || ar.Capabilities.Supports(capability.AllowReachableSHA1InWant) {
 		rp := rm.full
