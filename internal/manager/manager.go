@@ -176,6 +176,10 @@ type Options struct {
 	// RunnerAllowedVolumeTypes are the volume types a Stack's workspaceTemplate may add
 	// to its runner Pods; nil means job.DefaultAllowedVolumeTypes.
 	RunnerAllowedVolumeTypes []string
+	// RunnerAllowed* are the rest of what a Stack's workspaceTemplate may choose about
+	// its runner Pods (job.Placement).
+	RunnerAllowedNodeSelectorKeys, RunnerAllowedTolerationKeys, RunnerAllowedAnnotationPrefixes []string
+	RunnerAllowedCSIDrivers, RunnerAllowedStorageClasses                                        []string
 	// PluginBundles are the plugin bundles runner Pods may mount, as name=image.
 	PluginBundles []string
 	// DefaultPlugins name the bundles of Stacks that select none; nil means all of them.
@@ -320,6 +324,11 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DetachedRunnerServiceAccount, "detached-runner-service-account", o.DetachedRunnerServiceAccount, "ServiceAccount in the manager's namespace ($POD_NAMESPACE) that runs the destroy of a Stack whose namespace is being deleted, where no runner Pod can be created (job executor). Give it no rights: its API token is not mounted. Empty: such Stacks are released with their resources kept (ResourcesKept).")
 	fs.StringVar(&o.RunnerAPIService, "runner-api-service", o.RunnerAPIService, "Service in the manager's namespace ($POD_NAMESPACE) in front of the runner API; runners reach it by its cluster IP.")
 	fs.StringSliceVar(&o.RunnerAllowedVolumeTypes, "runner-allowed-volume-types", job.DefaultAllowedVolumeTypes(), "Volume types a Stack's spec.workspaceTemplate may add to its runner Pods (job executor), named as in a Pod's volumes (e.g. persistentVolumeClaim, nfs). Replaces the default list, the types the restricted Pod Security profile allows; types such as hostPath, nfs or iscsi reach storage with the node's identity.")
+	fs.StringSliceVar(&o.RunnerAllowedNodeSelectorKeys, "runner-allowed-node-selector-keys", job.DefaultNodeSelectorKeys(), "Node label keys a Stack's workspaceTemplate nodeSelector may name (job executor); others are refused by name. Replaces the default, the well-known platform and topology labels.")
+	fs.StringSliceVar(&o.RunnerAllowedTolerationKeys, "runner-allowed-toleration-keys", job.DefaultTolerationKeys(), "Taint keys a Stack's workspaceTemplate tolerations may name (job executor); a toleration of every taint is never allowed. Replaces the default, the not-ready and unreachable taints.")
+	fs.StringSliceVar(&o.RunnerAllowedAnnotationPrefixes, "runner-allowed-annotation-prefixes", job.DefaultAnnotationPrefixes(), "Prefixes a Stack's workspaceTemplate Pod annotations may start with (job executor); \"*\" allows any but the AppArmor and seccomp ones, which loosen the Pod's confinement and must be listed themselves.")
+	fs.StringSliceVar(&o.RunnerAllowedCSIDrivers, "runner-allowed-csi-drivers", nil, "CSI drivers a Stack's workspaceTemplate inline csi volumes may name (job executor); they mount with the driver's identity. Default: none.")
+	fs.StringSliceVar(&o.RunnerAllowedStorageClasses, "runner-allowed-storage-classes", nil, "Storage classes a Stack's workspaceTemplate ephemeral volumes may request by name (job executor); they provision claims without the tenant's right to. Default: none.")
 	fs.StringArrayVar(&o.PluginBundles, "plugin-bundle", o.PluginBundles, "A plugin bundle runner Pods may mount, as name=image (repeatable; job executor): an OCI image of Pulumi plugins (providers, language hosts) that the kubelet pulls once per node and mounts read-only, so that no Update downloads a plugin. Stacks select bundles by name in spec.stackwright.plugins. Default: $"+PluginBundlesEnv+" (a release's manager image names its own plugins image there).")
 	fs.StringSliceVar(&o.DefaultPlugins, "default-plugins", o.DefaultPlugins, "Plugin bundles of Stacks whose spec.stackwright.plugins is empty, comma-separated (default: every --plugin-bundle; an empty value: none).")
 	fs.StringVar(&o.PluginDownloadURL, "plugin-download-url", o.PluginDownloadURL, "Let runners download the plugins they lack (job executor; plugins named without a pluginDownloadURL), through the manager's plugin cache, which fetches each file once from this URL (<url>/pulumi-<kind>-<name>-v<version>-<os>-<arch>.tar.gz, e.g. https://get.pulumi.com/releases/plugins) and keeps it in --data-dir. Empty (the default): runners never download a plugin.")
@@ -645,8 +654,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 				Image: o.RunnerImage, PullPolicy: corev1.PullPolicy(o.RunnerPullPolicy),
 				Deadline: int64(o.RunnerDeadline.Seconds()), TTL: int32(o.RunnerJobTTL.Seconds()),
 				Resources: job.DefaultResources(), TokenExpiry: int64(max(o.RunnerDeadline, time.Hour).Seconds()) + 600,
-				AllowedVolumeTypes: o.RunnerAllowedVolumeTypes,
-				PluginBundles:      bundles, DefaultPlugins: o.DefaultPlugins, PluginDownloads: plugins != nil,
+				Allowed: job.Placement{
+					VolumeTypes: o.RunnerAllowedVolumeTypes, NodeSelectorKeys: o.RunnerAllowedNodeSelectorKeys, TolerationKeys: o.RunnerAllowedTolerationKeys,
+					AnnotationPrefixes: o.RunnerAllowedAnnotationPrefixes, CSIDrivers: o.RunnerAllowedCSIDrivers, StorageClasses: o.RunnerAllowedStorageClasses,
+				},
+				PluginBundles: bundles, DefaultPlugins: o.DefaultPlugins, PluginDownloads: plugins != nil,
 			},
 			Plugins:    plugins,
 			MaxRunning: o.MaxConcurrentUpdates, MaxRunningPerNamespace: o.MaxConcurrentUpdatesPerNamespace, Tenant: tenantOf,

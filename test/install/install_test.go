@@ -820,3 +820,28 @@ func TestChart_Template_PluginDownloadsOnlyWithASource(t *testing.T) {
 		t.Errorf("plugin flags (-want +got):\n%s", diff)
 	}
 }
+
+// The runner allow-lists reach the manager only when the values set them; an empty list is
+// passed on, meaning none.
+func TestChart_Template_RunnerAllowListsOnlyWhenSet(t *testing.T) {
+	allowArgs := func(set ...string) []string {
+		t.Helper()
+		var dep appsv1.Deployment
+		convert(t, parse(t, helmTemplate(append([]string{"--set", "executor=job"}, set...)...)(t)).ofKind("Deployment")[0], &dep)
+		var out []string
+		for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--runner-allowed-") {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	if got := allowArgs(); len(got) != 0 {
+		t.Errorf("defaults pass %q; want the manager's own defaults", got)
+	}
+	got := allowArgs("--set", "runner.allowed.nodeSelectorKeys={pool,kubernetes.io/arch}", "--set-json", "runner.allowed.csiDrivers=[]")
+	want := []string{"--runner-allowed-csi-drivers=", "--runner-allowed-node-selector-keys=pool,kubernetes.io/arch"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("allow-list flags (-want +got):\n%s", diff)
+	}
+}

@@ -165,7 +165,7 @@ func (e *Executor) createDetachedJob(ctx context.Context, u *v1alpha1.Update) (*
 	if err != nil {
 		return nil, err
 	}
-	tmpl, err := parseWorkspaceTemplate(stack.Spec.WorkspaceTemplate, e.opts.Pod.AllowedVolumeTypes)
+	tmpl, err := parseWorkspaceTemplate(stack.Spec.WorkspaceTemplate, e.opts.Pod.Allowed)
 	if err != nil {
 		return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "%v", err)
 	}

@@ -236,7 +236,7 @@ func (e *Executor) createJob(ctx context.Context, u *v1alpha1.Update) error {
 	if err != nil {
 		return err
 	}
-	tmpl, err := parseWorkspaceTemplate(stack.Spec.WorkspaceTemplate, e.opts.Pod.AllowedVolumeTypes)
+	tmpl, err := parseWorkspaceTemplate(stack.Spec.WorkspaceTemplate, e.opts.Pod.Allowed)
 	if err != nil {
 		return fault.Stall(pulumiv1.ReasonSpecInvalid, "%v", err)
 	}

@@ -39,9 +39,8 @@ const restrictedProfile = "restricted"
 // parseWorkspaceTemplate reads the honoured part of a workspaceTemplate, and refuses,
 // naming them, the settings the Job executor cannot honour: silently running without
 // them would be worse than not running. Admission has already checked the template
-// against PKO's schema. allowedVolumes lists the volume types the template may add (nil:
-// DefaultAllowedVolumeTypes).
-func parseWorkspaceTemplate(t *pulumiv1.WorkspaceTemplate, allowedVolumes []string) (*workspaceOverlay, error) {
+// against PKO's schema. allowed is what the platform lets the template choose.
+func parseWorkspaceTemplate(t *pulumiv1.WorkspaceTemplate, allowed Placement) (*workspaceOverlay, error) {
 	if t == nil {
 		return nil, nil
 	}
@@ -83,7 +82,10 @@ func parseWorkspaceTemplate(t *pulumiv1.WorkspaceTemplate, allowedVolumes []stri
 		return nil, fmt.Errorf("workspaceTemplate sets %s, which the Job executor does not apply (it honours spec.serviceAccountName, spec.image, spec.imagePullPolicy, spec.local.dir, spec.resources, spec.env, spec.securityProfile restricted, spec.podTemplate.metadata labels and annotations, and in spec.podTemplate.spec: nodeSelector, tolerations, volumes, and the env, resources and volumeMounts of container %q)",
 			strings.Join(unsupported, ", "), pkoContainer)
 	}
-	if err := checkVolumeTypes(o.Volumes, allowedVolumes); err != nil {
+	if err := checkVolumeTypes(o.Volumes, allowed.VolumeTypes); err != nil {
+		return nil, err
+	}
+	if err := allowed.check(o); err != nil {
 		return nil, err
 	}
 	for k := range o.PodLabels {

@@ -27,7 +27,7 @@ func TestParseWorkspaceTemplate_Volumes_AllowListRefusesOtherTypes(t *testing.T)
 			name: "every default type is allowed",
 			volumes: `{"name":"a","configMap":{"name":"c"}},{"name":"b","secret":{"secretName":"s"}},{"name":"c","emptyDir":{}},
 			  {"name":"d","projected":{"sources":[]}},{"name":"e","downwardAPI":{}},{"name":"f","persistentVolumeClaim":{"claimName":"p"}},
-			  {"name":"g","ephemeral":{"volumeClaimTemplate":{"spec":{}}}},{"name":"h","csi":{"driver":"d"}}`,
+			  {"name":"g","ephemeral":{"volumeClaimTemplate":{"spec":{"storageClassName":"standard"}}}},{"name":"h","csi":{"driver":"d"}}`,
 		},
 		{
 			name:    "nfs mounts a server with the node's network identity",
@@ -89,7 +89,8 @@ func TestParseWorkspaceTemplate_Volumes_AllowListRefusesOtherTypes(t *testing.T)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmpl := workspaceTemplate(t, `{"spec":{"podTemplate":{"spec":{"volumes":[`+tc.volumes+`]}}}}`)
-			_, err := parseWorkspaceTemplate(tmpl, tc.allowed)
+			// The drivers and classes are Placement's to check (placement_test.go).
+			_, err := parseWorkspaceTemplate(tmpl, Placement{VolumeTypes: tc.allowed, CSIDrivers: []string{"d"}, StorageClasses: []string{"standard"}})
 			got := ""
 			if err != nil {
 				got = err.Error()

@@ -47,10 +47,10 @@ type PodOptions struct {
 	Resources corev1.ResourceRequirements
 	// TokenExpiry is the lifetime of the token the runner presents to the manager.
 	TokenExpiry int64
-	// AllowedVolumeTypes are the volume types a Stack's workspaceTemplate may add to its
-	// runner Pod, named as in a Pod's volumes (e.g. persistentVolumeClaim); nil means
-	// DefaultAllowedVolumeTypes, and an empty list allows none.
-	AllowedVolumeTypes []string
+	// Allowed is what a Stack's workspaceTemplate may choose about its runner Pods:
+	// volume types, node selector and toleration keys, annotations, CSI drivers and
+	// storage classes.
+	Allowed Placement
 	// PluginBundles are the plugin bundles Stacks may select.
 	PluginBundles []PluginBundle
 	// DefaultPlugins name the bundles of Stacks that select none; nil means every bundle.

@@ -111,7 +111,7 @@ func TestBuildJob_WorkspaceTemplate_OverlaysHonouredParts(t *testing.T) {
 	    "containers": [{"name": "pulumi", "env": [{"name": "B", "value": "2"}], "volumeMounts": [{"name": "state", "mountPath": "/state"}]}]
 	  }}
 	}}`
-	overlay, err := parseWorkspaceTemplate(workspaceTemplate(t, tmpl), nil)
+	overlay, err := parseWorkspaceTemplate(workspaceTemplate(t, tmpl), Placement{NodeSelectorKeys: []string{"pool"}, TolerationKeys: []string{"dedicated"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestBuildJob_Image_BootstrapOnlyForAnotherImage(t *testing.T) {
 			var overlay *workspaceOverlay
 			if tc.tmpl != "" {
 				var err error
-				if overlay, err = parseWorkspaceTemplate(workspaceTemplate(t, tc.tmpl), nil); err != nil {
+				if overlay, err = parseWorkspaceTemplate(workspaceTemplate(t, tc.tmpl), Placement{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -229,7 +229,7 @@ func TestBuildJob_WorkspaceTemplate_PKOExampleFieldsHonoured(t *testing.T) {
 	    "spec": {"containers": [{"name": "pulumi", "resources": {"requests": {"cpu": "2"}}}]}
 	  }
 	}}`
-	overlay, err := parseWorkspaceTemplate(workspaceTemplate(t, tmpl), nil)
+	overlay, err := parseWorkspaceTemplate(workspaceTemplate(t, tmpl), Placement{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestParseWorkspaceTemplate_Unsupported_NamedInError(t *testing.T) {
 		{name: "custom source without image", tmpl: `{"spec":{"local":{"dir":"/src"}}}`, want: "spec.local without spec.image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseWorkspaceTemplate(workspaceTemplate(t, tc.tmpl), nil)
+			_, err := parseWorkspaceTemplate(workspaceTemplate(t, tc.tmpl), Placement{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v; want it to name %q", err, tc.want)
 			}
@@ -455,7 +455,7 @@ func TestBuildJob_IdentityTokens_ConflictingVariablesRefused(t *testing.T) {
 			var overlay *workspaceOverlay
 			if tc.template != "" {
 				var err error
-				if overlay, err = parseWorkspaceTemplate(workspaceTemplate(t, tc.template), nil); err != nil {
+				if overlay, err = parseWorkspaceTemplate(workspaceTemplate(t, tc.template), Placement{}); err != nil {
 					t.Fatal(err)
 				}
 			}
