@@ -465,7 +465,7 @@ func TestServer_Start_CapsConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	post := func(timeout time.Duration) error {
-		c := &http.Client{Timeout: timeout}
+		c := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
 		resp, err := c.Post("http://"+ln.Addr().String()+hookPath+testNS, "application/json", strings.NewReader("{}"))
 		if err == nil {
 			_ = resp.Body.Close()

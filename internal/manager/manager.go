@@ -176,6 +176,9 @@ type Options struct {
 	// RunnerAllowedVolumeTypes are the volume types a Stack's workspaceTemplate may add
 	// to its runner Pods; nil means job.DefaultAllowedVolumeTypes.
 	RunnerAllowedVolumeTypes []string
+	// DetachedRunnerTenantImages lets the destroys of Stacks in terminating namespaces
+	// run the Stacks' own workspace images in the manager's namespace.
+	DetachedRunnerTenantImages bool
 	// RunnerAllowed* are the rest of what a Stack's workspaceTemplate may choose about
 	// its runner Pods (job.Placement).
 	RunnerAllowedNodeSelectorKeys, RunnerAllowedTolerationKeys, RunnerAllowedAnnotationPrefixes []string
@@ -322,6 +325,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RunnerJobTTL, "runner-job-ttl", o.RunnerJobTTL, "How long finished runner Jobs (and their Pods' logs) are kept.")
 	fs.StringVar(&o.RunnerAPIAddr, "runner-api-bind-address", o.RunnerAPIAddr, "Address of the HTTPS API runners fetch artifacts from and report results to (job executor).")
 	fs.StringVar(&o.DetachedRunnerServiceAccount, "detached-runner-service-account", o.DetachedRunnerServiceAccount, "ServiceAccount in the manager's namespace ($POD_NAMESPACE) that runs the destroy of a Stack whose namespace is being deleted, where no runner Pod can be created (job executor). Give it no rights: its API token is not mounted. Empty: such Stacks are released with their resources kept (ResourcesKept).")
+	fs.BoolVar(&o.DetachedRunnerTenantImages, "detached-runner-tenant-images", false, "Let the destroy of a Stack in a terminating namespace run the Stack's own workspaceTemplate image in the manager's namespace (PKO's custom source, whose program is in that image, needs it). Off, such runs use the runner image, and a Stack whose program is baked into its image is released with its resources kept.")
 	fs.StringVar(&o.RunnerAPIService, "runner-api-service", o.RunnerAPIService, "Service in the manager's namespace ($POD_NAMESPACE) in front of the runner API; runners reach it by its cluster IP.")
 	fs.StringSliceVar(&o.RunnerAllowedVolumeTypes, "runner-allowed-volume-types", job.DefaultAllowedVolumeTypes(), "Volume types a Stack's spec.workspaceTemplate may add to its runner Pods (job executor), named as in a Pod's volumes (e.g. persistentVolumeClaim, nfs). Replaces the default list, the types the restricted Pod Security profile allows; types such as hostPath, nfs or iscsi reach storage with the node's identity.")
 	fs.StringSliceVar(&o.RunnerAllowedNodeSelectorKeys, "runner-allowed-node-selector-keys", job.DefaultNodeSelectorKeys(), "Node label keys a Stack's workspaceTemplate nodeSelector may name (job executor); others are refused by name. Replaces the default, the well-known platform and topology labels.")
@@ -663,7 +667,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 			Plugins:    plugins,
 			MaxRunning: o.MaxConcurrentUpdates, MaxRunningPerNamespace: o.MaxConcurrentUpdatesPerNamespace, Tenant: tenantOf,
 			BindAddress: o.RunnerAPIAddr, URL: o.RunnerAPIURL,
-			Service: o.RunnerAPIService, Namespace: o.Namespace, DetachedServiceAccount: o.DetachedRunnerServiceAccount,
+			Service: o.RunnerAPIService, Namespace: o.Namespace, DetachedServiceAccount: o.DetachedRunnerServiceAccount, DetachedTenantImages: o.DetachedRunnerTenantImages,
 			CertDir: filepath.Join(o.DataDir, "tls"), LostGrace: o.RunnerLostGrace, PendingTimeout: o.RunnerPendingTimeout,
 		})
 		if err != nil {
@@ -718,7 +722,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		Recorder: recorder, Now: o.Now, Requests: requests, Store: store,
 		Options: stackctrl.Options{
 			MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, UpdateMaxAge: o.UpdateMaxAge, Inputs: in,
-			RunnerPods: o.Executor == executorJob,
+			RunnerPods: o.Executor == executorJob, DetachedTenantImages: o.DetachedRunnerTenantImages,
 		},
 	}
 	if err := stacks.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {

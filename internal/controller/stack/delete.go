@@ -67,6 +67,10 @@ func (r *Reconciler) chooseDestroy(ctx context.Context, s *scope) (bool, error) 
 			// The tokens are issued to the Stack's ServiceAccount, for a Pod of its own
 			// namespace; the detached runner runs in the manager's.
 			return false, r.releaseWithoutDestroy(ctx, s, why+" of the Stack's namespace, and none can be created there")
+		case last != nil && last.Digest == "" && !r.Options.DetachedTenantImages:
+			// A detached runner runs the runner image unless the platform allows the
+			// tenant's own in its namespace.
+			return false, r.releaseWithoutDestroy(ctx, s, why+", and a runner in the manager's namespace runs only the runner image (the manager's --detached-runner-tenant-images is off)")
 		case !r.Options.RunnerPods || r.Detached == nil:
 			return false, r.releaseWithoutDestroy(ctx, s, why+", and none can be created there")
 		}

@@ -65,6 +65,10 @@ type Options struct {
 	// the API server's identity tokens be projected; elsewhere a Stack asking for them is
 	// stalled rather than run without them.
 	RunnerPods bool
+	// DetachedTenantImages is set when the destroy of a Stack in a terminating namespace
+	// may run the Stack's own workspace image in the manager's namespace; otherwise a
+	// Stack whose program is baked into its image is released with its resources kept.
+	DetachedTenantImages bool
 }
 
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=get;list;watch;update;patch

@@ -20,6 +20,7 @@ import (
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/runner"
 )
 
@@ -184,7 +185,8 @@ func (e *Executor) createDetachedJob(ctx context.Context, u *v1alpha1.Update) (*
 		namespace: e.opts.Namespace, name: detachedJobName(u), serviceAccount: e.opts.DetachedServiceAccount,
 		labels: map[string]string{LabelDetached: "true"}, annotations: map[string]string{annotationDetachedUpdate: string(record)},
 	}
-	j, secret, err := buildJob(u, stack, e.newWork(u, req), e.cert, e.opts.Pod, detachedOverlay(tmpl), at)
+	req.Env, stack = containDetached(req.Env, stack)
+	j, secret, err := buildJob(u, stack, e.newWork(u, req), e.cert, e.opts.Pod, e.detachedOverlay(tmpl), at)
 	if err != nil {
 		return nil, err
 	}
@@ -205,20 +207,37 @@ func (e *Executor) createDetachedJob(ctx context.Context, u *v1alpha1.Update) (*
 }
 
 // detachedOverlay keeps what of a Stack's workspaceTemplate a runner in the manager's
-// namespace may use: its image, pull policy, resources and literal environment. The rest
+// namespace may use: nothing, unless the platform lets detached runs use the Stack's own
+// image (DetachedTenantImages), and then that image and its pull policy. Everything else
 // would be resolved among the manager's objects (a ServiceAccount, Secrets and ConfigMaps
-// by name, volumes) or place the Pod by the tenant's choice (node selector, tolerations).
-func detachedOverlay(t *workspaceOverlay) *workspaceOverlay {
-	if t == nil {
+// by name, volumes), place the Pod by the tenant's choice (node selector, tolerations),
+// size it past the platform's limits (resources) or steer its engine (environment): the
+// tenant chose it for a Pod of its own namespace, under its quota and network policy.
+func (e *Executor) detachedOverlay(t *workspaceOverlay) *workspaceOverlay {
+	if t == nil || !e.opts.DetachedTenantImages || t.Image == "" {
 		return nil
 	}
-	out := &workspaceOverlay{Image: t.Image, ImagePullPolicy: t.ImagePullPolicy, Resources: t.Resources}
-	for _, env := range t.Env {
-		if env.ValueFrom == nil {
-			out.Env = append(out.Env, env)
+	return &workspaceOverlay{Image: t.Image, ImagePullPolicy: t.ImagePullPolicy}
+}
+
+// containDetached is what a detached run takes of the Stack as it is when its slot
+// frees: its environment without the variables that steer the engine rather than the
+// program (inputs.ReservedEnv: PATH could point into the extracted artifact), and the
+// Stack without identity tokens, which would be issued to the manager namespace's
+// ServiceAccount (the destroy was decided without them: delete.go releases a Stack that
+// needs them).
+func containDetached(env map[string]string, stack *pulumiv1.Stack) (map[string]string, *pulumiv1.Stack) {
+	kept := make(map[string]string, len(env))
+	for k, v := range env {
+		if !inputs.Reserved(k) || k == inputs.EnvBackendURL {
+			kept[k] = v
 		}
 	}
-	return out
+	if len(stack.Spec.IdentityTokens()) > 0 {
+		stack = stack.DeepCopy()
+		stack.Spec.Stackwright.IdentityTokens = nil
+	}
+	return kept, stack
 }
 
 // finishDetached records the end of a detached Update, deletes its work Secret and frees

@@ -110,36 +110,51 @@ func TestExecutor_Detached_AdoptedAfterRestartAndRecorded(t *testing.T) {
 	}
 }
 
-func TestDetachedOverlay_KeepsWhatNamesNothingOfTheStacksNamespace(t *testing.T) {
+// A detached run takes nothing of the tenant's template but, where the platform allows
+// it, the image: the rest was chosen for a Pod of the tenant's namespace.
+func TestDetachedOverlay_KeepsOnlyTheImageTheInstallAllows(t *testing.T) {
 	limits := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+	full := &workspaceOverlay{
+		ServiceAccountName: "tenant", Image: "tenant/pulumi:1", ImagePullPolicy: corev1.PullAlways, Resources: &limits,
+		Env:       []corev1.EnvVar{{Name: "LITERAL", Value: "1"}},
+		PodLabels: map[string]string{"a": "b"}, PodAnnotations: map[string]string{"c": "d"},
+		NodeSelector: map[string]string{"pool": "tenant"}, Tolerations: []corev1.Toleration{{Key: "k"}},
+		Volumes: []corev1.Volume{{Name: "state"}}, VolumeMounts: []corev1.VolumeMount{{Name: "state", MountPath: "/state"}},
+	}
 	for _, tc := range []struct {
-		name string
-		in   *workspaceOverlay
-		want *workspaceOverlay
+		name         string
+		in           *workspaceOverlay
+		tenantImages bool
+		want         *workspaceOverlay
 	}{
 		{name: "no template", in: nil, want: nil},
-		{
-			name: "image, pull policy, resources and literal env kept",
-			in: &workspaceOverlay{
-				ServiceAccountName: "tenant", Image: "tenant/pulumi:1", ImagePullPolicy: corev1.PullAlways, Resources: &limits,
-				Env: []corev1.EnvVar{
-					{Name: "LITERAL", Value: "1"},
-					{Name: "FROM_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "k"}}},
-				},
-				PodLabels: map[string]string{"a": "b"}, PodAnnotations: map[string]string{"c": "d"},
-				NodeSelector: map[string]string{"pool": "tenant"}, Tolerations: []corev1.Toleration{{Key: "k"}},
-				Volumes: []corev1.Volume{{Name: "state"}}, VolumeMounts: []corev1.VolumeMount{{Name: "state", MountPath: "/state"}},
-			},
-			want: &workspaceOverlay{
-				Image: "tenant/pulumi:1", ImagePullPolicy: corev1.PullAlways, Resources: &limits,
-				Env: []corev1.EnvVar{{Name: "LITERAL", Value: "1"}},
-			},
-		},
+		{name: "the runner image by default", in: full, want: nil},
+		{name: "the tenant's image where allowed", in: full, tenantImages: true, want: &workspaceOverlay{Image: "tenant/pulumi:1", ImagePullPolicy: corev1.PullAlways}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, detachedOverlay(tc.in)); diff != "" {
+			e := &Executor{opts: Options{DetachedTenantImages: tc.tenantImages}}
+			if diff := cmp.Diff(tc.want, e.detachedOverlay(tc.in)); diff != "" {
 				t.Errorf("detachedOverlay (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A detached run keeps the Stack's environment but what steers the engine, and never
+// carries identity tokens.
+func TestContainDetached_DropsEngineVariablesAndIdentityTokens(t *testing.T) {
+	stack := &pulumiv1.Stack{}
+	stack.Spec.Stackwright = &pulumiv1.StackwrightSpec{IdentityTokens: []pulumiv1.IdentityToken{{Audience: "sts.amazonaws.com"}}}
+	env, got := containDetached(map[string]string{
+		"AWS_REGION": "eu-west-1", "PULUMI_BACKEND_URL": "s3://state", "PATH": "/tmp/work/bin", "LD_PRELOAD": "/tmp/x.so", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "false",
+	}, stack)
+	if diff := cmp.Diff(map[string]string{"AWS_REGION": "eu-west-1", "PULUMI_BACKEND_URL": "s3://state"}, env); diff != "" {
+		t.Errorf("environment (-want +got):\n%s", diff)
+	}
+	if n := len(got.Spec.IdentityTokens()); n != 0 {
+		t.Errorf("%d identity tokens kept; want none", n)
+	}
+	if len(stack.Spec.IdentityTokens()) != 1 {
+		t.Error("the Stack read from the cache was changed")
 	}
 }

@@ -62,6 +62,9 @@ type Options struct {
 	Service string
 	// Namespace is the manager's namespace, where the runners of detached Updates run.
 	Namespace string
+	// DetachedTenantImages lets detached runs use the Stack's workspaceTemplate image
+	// (PKO's custom source needs it); otherwise they run the runner image.
+	DetachedTenantImages bool
 	// DetachedServiceAccount, in Namespace, is what the runners of detached Updates run
 	// as; empty means no detached Updates.
 	DetachedServiceAccount string

@@ -27,8 +27,8 @@ func TestParseWorkspaceTemplate_Placement_RefusedByName(t *testing.T) {
 			},
 		},
 		{
-			name: "the platform's own pool and taint, allowed",
-			tmpl: `{"spec": {"podTemplate": {"spec": {"nodeSelector": {"pool": "tenants"}, "tolerations": [{"key": "tenants", "operator": "Exists"}]}}}}`,
+			name:    "the platform's own pool and taint, allowed",
+			tmpl:    `{"spec": {"podTemplate": {"spec": {"nodeSelector": {"pool": "tenants"}, "tolerations": [{"key": "tenants", "operator": "Exists"}]}}}}`,
 			allowed: Placement{NodeSelectorKeys: []string{"pool"}, TolerationKeys: []string{"tenants"}},
 		},
 		{

@@ -29,7 +29,9 @@ func TestServer_Start_CapsConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	get := func(timeout time.Duration) error {
-		c := &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test checks the cap, not the server's identity
+		// No keep-alive: a dial the timeout abandoned would otherwise finish later, into the
+		// pool, and hold the one slot.
+		c := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test checks the cap, not the server's identity
 		resp, err := c.Get("https://" + ln.Addr().String() + "/v1/plugins/x")
 		if err == nil {
 			_ = resp.Body.Close()
