@@ -176,6 +176,9 @@ type Options struct {
 	// RunnerAllowedVolumeTypes are the volume types a Stack's workspaceTemplate may add
 	// to its runner Pods; nil means job.DefaultAllowedVolumeTypes.
 	RunnerAllowedVolumeTypes []string
+	// TenantLabel, when set, is the namespace label whose value names a tenant: the
+	// namespaces of one tenant share one fair share of the runner slots.
+	TenantLabel string
 	// DetachedRunnerTenantImages lets the destroys of Stacks in terminating namespaces
 	// run the Stacks' own workspace images in the manager's namespace.
 	DetachedRunnerTenantImages bool
@@ -314,6 +317,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PulumiBin, "pulumi-bin", o.PulumiBin, "Directory holding the pulumi CLI, language hosts and providers (default: found on PATH).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Stacks reconciled in parallel (cheap: no engine runs happen in reconciles).")
 	fs.IntVar(&o.MaxConcurrentUpdates, "max-concurrent-updates", o.MaxConcurrentUpdates, "Engine runs in parallel: in the manager (local executor) or runner Jobs at once (job executor).")
+	fs.StringVar(&o.TenantLabel, "tenant-label", o.TenantLabel, "A namespace label (e.g. stackwright.dev/tenant) whose value names the tenant a namespace belongs to: the namespaces of one tenant share one fair share (--max-concurrent-updates-per-namespace counts per tenant). Namespaces without it are tenants of their own. Empty: every namespace is a tenant.")
 	fs.IntVar(&o.MaxConcurrentUpdatesPerNamespace, "max-concurrent-updates-per-namespace", o.MaxConcurrentUpdatesPerNamespace, "Updates of one namespace running at once, in either executor (0: no limit beyond --max-concurrent-updates). Keep it below --max-concurrent-updates so that no one namespace can take every slot; namespaces with queued Updates take turns.")
 	fs.StringVar(&o.Executor, "executor", o.Executor, "Where engine runs happen: local (in the manager) or job (one runner Job per Update, in the Stack's namespace, as its ServiceAccount).")
 	fs.BoolVar(&o.NoTenantIsolation, "no-tenant-isolation", o.NoTenantIsolation, "Let the local executor run the Stacks of more than one namespace (or of all) in the manager's process. Their authors then reach what the manager reaches: its ServiceAccount, its data volume, each other. Only for a cluster whose Stack authors are all trusted; the job executor needs no such trust.")
@@ -606,11 +610,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 		Client: c, Engine: eng, Store: store, WorkRoot: dirs.work, Inputs: in,
 		Limits: limits, Policies: policy.NewEvaluator(),
 	}
-	var tenantOf executor.TenantOf
+	var tenants []executor.TenantOf
 	if len(o.TemplateAPIGroups) > 0 {
 		// Instances' Stacks live in platform namespaces; their runs are their tenants'.
-		tenantOf = instancectrl.TenantOf(c)
+		tenants = append(tenants, instancectrl.TenantOf(c))
 	}
+	if o.TenantLabel != "" {
+		tenants = append(tenants, executor.NamespaceLabelTenant(mgr.GetAPIReader(), o.TenantLabel))
+	}
+	tenantOf := executor.FirstTenant(tenants...)
 	var (
 		exec     executor.Executor
 		detached executor.Detacher
