@@ -48,11 +48,7 @@ func CheckFree(dir string, may, reserve int64) error {
 	if reserve <= 0 {
 		return nil
 	}
-	free, err := freeBytes(dir)
-	if err != nil {
-		return nil
-	}
-	if free < satAdd(may, reserve) {
+	if free, err := freeBytes(dir); err == nil && free < satAdd(may, reserve) {
 		return &SpaceError{Free: free, May: may, Reserve: reserve}
 	}
 	return nil

@@ -647,7 +647,8 @@ func TestManifests_Render_LocalExecutorServesOneNamespace(t *testing.T) {
 	}
 }
 
-// Every install ships the guidance policy, as warnings only: it must never refuse a Stack.
+// Every install ships the guidance policy, as warnings only (it must never refuse a
+// Stack), and the manager-rights policy, refusing.
 func TestManifests_Render_StackGuidancePolicyOnlyWarns(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -660,22 +661,35 @@ func TestManifests_Render_StackGuidancePolicyOnlyWarns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := parse(t, tc.run(t))
-			policies, bindings := objs.ofKind("ValidatingAdmissionPolicy"), objs.ofKind("ValidatingAdmissionPolicyBinding")
-			if len(policies) != 1 || len(bindings) != 1 {
-				t.Fatalf("%d policies and %d bindings; want one of each", len(policies), len(bindings))
+			policies := map[string]*admissionv1.ValidatingAdmissionPolicy{}
+			for _, o := range objs.ofKind("ValidatingAdmissionPolicy") {
+				p := &admissionv1.ValidatingAdmissionPolicy{}
+				convert(t, o, p)
+				switch {
+				case strings.HasSuffix(p.Name, "stack-guidance"):
+					policies["guidance"] = p
+				case strings.HasSuffix(p.Name, "manager-rights"):
+					policies["rights"] = p
+				default:
+					t.Errorf("unexpected policy %s", p.Name)
+				}
 			}
-			var p admissionv1.ValidatingAdmissionPolicy
-			var b admissionv1.ValidatingAdmissionPolicyBinding
-			convert(t, policies[0], &p)
-			convert(t, bindings[0], &b)
-			if b.Spec.PolicyName != p.Name {
-				t.Errorf("binding names policy %q, the policy is %q", b.Spec.PolicyName, p.Name)
+			actions := map[string][]admissionv1.ValidationAction{}
+			for _, o := range objs.ofKind("ValidatingAdmissionPolicyBinding") {
+				b := &admissionv1.ValidatingAdmissionPolicyBinding{}
+				convert(t, o, b)
+				for k, p := range policies {
+					if b.Spec.PolicyName == p.Name {
+						actions[k] = b.Spec.ValidationActions
+					}
+				}
 			}
-			if diff := cmp.Diff([]admissionv1.ValidationAction{admissionv1.Warn}, b.Spec.ValidationActions); diff != "" {
-				t.Errorf("validationActions (-want +got):\n%s", diff)
+			want := map[string][]admissionv1.ValidationAction{"guidance": {admissionv1.Warn}, "rights": {admissionv1.Deny}}
+			if diff := cmp.Diff(want, actions); diff != "" {
+				t.Errorf("policies bound with (-want +got):\n%s", diff)
 			}
-			if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionv1.Ignore {
-				t.Errorf("failurePolicy %v; want Ignore", p.Spec.FailurePolicy)
+			if p := policies["guidance"]; p == nil || p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionv1.Ignore {
+				t.Errorf("guidance failurePolicy: want Ignore")
 			}
 		})
 	}
@@ -787,8 +801,11 @@ func TestChart_Templates_AdmissionNarrowedToTheInstallsGroups(t *testing.T) {
 	if got := defs.Spec.MatchConditions[0].Expression; !strings.Contains(got, "'"+sa+"'") {
 		t.Errorf("definitions policy applies to %s, want the manager's ServiceAccount %s", got, sa)
 	}
-	if got := defs.Spec.Validations[0].Expression; got != `object.spec.group in ["db.example.com","cache.example.com"]` {
+	if got := defs.Spec.Validations[0].Expression; got != `(request.operation == 'DELETE' ? oldObject : object).spec.group in ["db.example.com","cache.example.com"]` {
 		t.Errorf("definitions policy validates %q", got)
+	}
+	if ops := defs.Spec.MatchConstraints.ResourceRules[0].Operations; !slices.Contains(ops, admissionv1.Delete) {
+		t.Errorf("definitions policy covers %v; want deletions too", ops)
 	}
 	if b := bindings[defs.Name]; b == nil || !slices.Equal(b.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
 		t.Errorf("definitions policy binding %+v: want Deny", b)
@@ -843,5 +860,45 @@ func TestChart_Template_RunnerAllowListsOnlyWhenSet(t *testing.T) {
 	want := []string{"--runner-allowed-csi-drivers=", "--runner-allowed-node-selector-keys=pool,kubernetes.io/arch"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("allow-list flags (-want +got):\n%s", diff)
+	}
+}
+
+// Every install binds the manager-rights policy of config/rights, for its own
+// ServiceAccount.
+func TestChart_Template_ManagerRightsPolicyForTheReleasesServiceAccount(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, _, err := kubetest.ReadAdmission(filepath.Join(root, "config", "rights"))
+	if err != nil || len(shipped) != 1 {
+		t.Fatalf("config/rights: %d policies, %v", len(shipped), err)
+	}
+	objs := parse(t, helmTemplate()(t))
+	var policy *admissionv1.ValidatingAdmissionPolicy
+	for _, o := range objs.ofKind("ValidatingAdmissionPolicy") {
+		p := &admissionv1.ValidatingAdmissionPolicy{}
+		convert(t, o, p)
+		if strings.HasSuffix(p.Name, "-manager-rights") {
+			policy = p
+		}
+	}
+	if policy == nil {
+		t.Fatal("the chart renders no manager-rights policy")
+	}
+	dep := checkDeployment(t, objs, "stackwright-system")
+	want := shipped[0].Spec.DeepCopy()
+	want.MatchConditions = []admissionv1.MatchCondition{{Name: "manager", Expression: "request.userInfo.username == 'system:serviceaccount:stackwright-system:" + dep.Spec.Template.Spec.ServiceAccountName + "'"}}
+	if diff := cmp.Diff(*want, policy.Spec); diff != "" {
+		t.Errorf("manager-rights policy (-config/rights for the release +chart):\n%s", diff)
+	}
+	var bound bool
+	for _, o := range objs.ofKind("ValidatingAdmissionPolicyBinding") {
+		b := &admissionv1.ValidatingAdmissionPolicyBinding{}
+		convert(t, o, b)
+		bound = bound || b.Spec.PolicyName == policy.Name && slices.Equal(b.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny})
+	}
+	if !bound {
+		t.Error("the manager-rights policy is not bound with Deny")
 	}
 }
