@@ -126,6 +126,14 @@ func testFluxNotifications(t *testing.T, jc *jobCluster) {
 	runShell(t, docsManifest(t, "alert-crd-patch"))
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, docsManifest(t, "provider", "https://hooks.example.com/stackwright", sink.URL)))
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, docsManifest(t, "alert")))
+	// Tenant B's Alert on tenant A's Stacks, to a sink of its own: notification-controller
+	// runs with --no-cross-namespace-refs=true, as docs/flux.md requires.
+	const nsB = "e2e-flux-notify-b"
+	createNamespace(t, c, nsB)
+	t.Cleanup(func() { deleteNamespace(t, c, nsB) })
+	sinkB := startNotificationSink(t)
+	run(t, "kubectl", "apply", "-n", nsB, "-f", writeManifest(t, docsManifest(t, "provider", "https://hooks.example.com/stackwright", sinkB.URL)))
+	run(t, "kubectl", "apply", "-n", nsB, "-f", writeManifest(t, strings.Replace(docsManifest(t, "alert"), `name: "*"`, `name: "*"`+"\n    namespace: "+ns, 1)))
 
 	const cmProgram = `resources:
   made:
@@ -187,6 +195,10 @@ func testFluxNotifications(t *testing.T, jc *jobCluster) {
 	all := strings.Join(sink.bodies, "\n")
 	sink.mu.Unlock()
 	g.Expect(all).NotTo(ContainSubstring(notifyCanary), "a secret reached a notification")
+	sinkB.mu.Lock()
+	leaked := len(sinkB.bodies)
+	sinkB.mu.Unlock()
+	g.Expect(leaked).To(BeZero(), "tenant B's Alert received %d of tenant A's events", leaked)
 
 	var cm corev1.ConfigMap
 	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "gated"}, &cm)).NotTo(Succeed(), "a change awaiting approval was applied")
