@@ -10,11 +10,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -334,6 +336,21 @@ spec:
 	hook := "http://" + jc.gitWebhookIP + "/hooks/git/" + ns
 	code, body := githubPush(t, hook, repoURL, "not-the-secret")
 	g.Expect(code).To(Equal(http.StatusUnauthorized), "%s", body)
+
+	// A flood from anyone who can reach the endpoint: large unsigned bodies at this
+	// namespace, and signed-looking ones at another. The manager reads none of them whole,
+	// does not restart, and this namespace's signed push below still gets through.
+	restarts := func() int32 {
+		var n int32
+		for _, st := range managerPod(g, c).Status.ContainerStatuses {
+			n += st.RestartCount
+		}
+		return n
+	}
+	restartsBefore := restarts()
+	floodWebhook(t, "http://"+jc.gitWebhookIP+"/hooks/git/", ns, 200, 10<<20)
+	g.Expect(restarts()).To(Equal(restartsBefore), "the manager restarted under the flood\n%s", describeManager())
+
 	before := updates(g, c, ns)
 	second := repo.Commit(map[string]string{"app/Pulumi.yaml": namedConfigMapProgram("hooked", "hooked", "second")})
 	pushed := time.Now()
@@ -345,4 +362,45 @@ spec:
 	deployedValue(t, c, ns, "hooked", "hooked", second, "second")
 	g.Expect(ups(g, c, ns, "hooked")).To(Equal(2))
 	run(t, "kubectl", "delete", "-n", ns, "stack/hooked", "--timeout=5m")
+}
+
+// zeros is an endless reader of zero bytes: flood bodies cost the test no memory.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// floodWebhook posts n requests at once to the git webhook: bodies of size bytes without
+// any proof at namespace ns, and small signed-looking ones at another namespace. The
+// answers do not matter (the server may close a connection it read nothing of): what
+// matters is what the manager holds meanwhile.
+func floodWebhook(t *testing.T, base, ns string, n int, size int64) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			url, body, length := base+ns, io.Reader(io.LimitReader(zeros{}, size)), size
+			signed := i%4 == 0
+			if signed {
+				url, body, length = base+"e2e-flood-target", strings.NewReader("{}"), 2
+			}
+			req, err := http.NewRequest(http.MethodPost, url, body)
+			if err != nil {
+				return
+			}
+			req.ContentLength = length
+			req.Header.Set("X-GitHub-Event", "push")
+			if signed {
+				req.Header.Set("X-Hub-Signature-256", "sha256=00")
+			}
+			resp, err := clusterHTTP.Do(req)
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -15,8 +15,10 @@ import (
 	. "github.com/onsi/gomega"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/testing/cluster"
 	"github.com/stackwright/stackwright/internal/testing/gitserver"
 )
@@ -132,8 +134,46 @@ spec:
 		}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "commit %s not deployed\n%s", commit, describeNamespace(ns))
 	}
 	deployed(first, "first")
+
+	// A hostile tenant's Stack follows a git:// server that never stops advertising refs:
+	// the manager cuts the listing off at its cap and neither restarts nor stops serving
+	// this tenant, whose next commit is deployed within a minute meanwhile.
+	const hostile = "e2e-git-hostile"
+	createNamespace(t, c, hostile)
+	t.Cleanup(func() { deleteNamespace(t, c, hostile) })
+	endless := startEndlessGitDaemon(t)
+	restarts := func() int32 {
+		var n int32
+		for _, st := range managerPod(g, c).Status.ContainerStatuses {
+			n += st.RestartCount
+		}
+		return n
+	}
+	restartsBefore := restarts()
+	run(t, "kubectl", "apply", "-n", hostile, "-f", writeManifest(t, `apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: endless
+spec:
+  stack: e2e
+  projectRepo: git://`+endless+`/endless.git
+  branch: main
+  resyncFrequencySeconds: 10
+`))
+	NewWithT(t).Eventually(func(g Gomega) {
+		var st pulumiv1.Stack
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: hostile, Name: "endless"}, &st)).To(Succeed())
+		cond := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Message).To(ContainSubstring("the ref listing exceeded"))
+	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "\n%s", describeNamespace(hostile))
 	second := repo.Commit(map[string]string{"app/Pulumi.yaml": configMapProgram("second")})
+	committed := time.Now()
 	deployed(second, "second")
+	took := time.Since(committed)
+	t.Logf("a commit beside a hostile endless git:// server: deployed %.1f s after it was made", took.Seconds())
+	g.Expect(took).To(BeNumerically("<", 60*time.Second), "another tenant's commit waited behind the hostile listing")
+	g.Expect(restarts()).To(Equal(restartsBefore), "the manager restarted\n%s", describeManager())
 
 	// One runner Job per Update, and no Pod left running once the Stack is at rest.
 	g.Expect(updates(g, c, ns)).To(HaveLen(2))
@@ -151,4 +191,41 @@ spec:
 	var cm corev1.ConfigMap
 	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "made-from-git"}, &cm)
 	g.Expect(err).To(HaveOccurred(), "destroyOnFinalize left the ConfigMap behind")
+}
+
+// startEndlessGitDaemon serves git:// on the node: whatever it is asked, it advertises refs
+// forever, as a hostile server would. It returns host:port.
+func startEndlessGitDaemon(t *testing.T) string {
+	t.Helper()
+	l := listenOnNode(t)
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = conn.Close() }()
+				buf := make([]byte, 4096)
+				if _, err := conn.Read(buf); err != nil {
+					return
+				}
+				const sha = "0123456789abcdef0123456789abcdef01234567"
+				line := func(s string) error {
+					_, err := fmt.Fprintf(conn, "%04x%s", len(s)+4, s)
+					return err
+				}
+				if line(sha+" HEAD\x00multi_ack side-band-64k ofs-delta\n") != nil {
+					return
+				}
+				for i := 0; ; i++ {
+					if line(fmt.Sprintf("%s refs/heads/branch-%09d\n", sha, i)) != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { _ = l.Close() })
+	return l.Addr().String()
 }

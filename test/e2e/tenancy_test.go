@@ -235,6 +235,43 @@ func testVolumeOutsideAllowListRefused(t *testing.T, jc *jobCluster) {
 		g.Expect(stalled.Message).To(And(ContainSubstring(`volume "nodes-share" is of type nfs`), ContainSubstring("--runner-allowed-volume-types")))
 	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(a.ns))
 	g.Expect(runnerPods(g, c, a.ns)).To(BeZero(), "a runner Pod was created")
+
+	// Placement is the platform's: a system taint, every taint, a tenant's choice of node
+	// pool, an AppArmor annotation and an inline CSI volume, each refused by name.
+	out = a.apply(t, sleepStackYAML("placed", 1, `  workspaceTemplate:
+    spec:
+      podTemplate:
+        metadata:
+          annotations:
+            container.apparmor.security.beta.kubernetes.io/pulumi: unconfined
+        spec:
+          containers:
+          - name: pulumi
+          nodeSelector:
+            pool: platform
+          tolerations:
+          - key: node-role.kubernetes.io/control-plane
+            operator: Exists
+          - operator: Exists
+          volumes:
+          - name: secrets-store
+            csi:
+              driver: secrets-store.csi.k8s.io
+`))
+	for _, flag := range []string{"--runner-allowed-node-selector-keys", "--runner-allowed-toleration-keys", "--runner-allowed-annotation-prefixes", "--runner-allowed-csi-drivers"} {
+		g.Expect(out).To(ContainSubstring(flag), "no warning at apply time naming %s", flag)
+	}
+	g.Eventually(func(g Gomega) {
+		var st pulumiv1.Stack
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: a.ns, Name: "placed"}, &st)).To(Succeed())
+		stalled := meta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		for _, want := range []string{`nodeSelector key "pool"`, `toleration of taint "node-role.kubernetes.io/control-plane"`, `toleration of taint "(every taint)"`,
+			`pod annotation "container.apparmor.security.beta.kubernetes.io/pulumi"`, `volume "secrets-store" of CSI driver "secrets-store.csi.k8s.io"`} {
+			g.Expect(stalled.Message).To(ContainSubstring(want))
+		}
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(a.ns))
+	g.Expect(runnerPods(g, c, a.ns)).To(BeZero(), "a runner Pod was created")
 }
 
 // testMetricsRefuseAnonymousScrape: the manager's metrics, which name every tenant's
