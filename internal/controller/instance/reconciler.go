@@ -412,7 +412,12 @@ func (c *Controller) applyParameterSecret(ctx context.Context, t *v1alpha1.Stack
 		return nil
 	case err != nil:
 		return fmt.Errorf("failed to get Secret %s: %w", key, err)
-	case sec.Labels[v1alpha1.TemplateLabel] != t.Name:
+	case sec.Labels[v1alpha1.TemplateLabel] != t.Name || sec.Labels[v1alpha1.InstanceUIDLabel] != string(u.GetUID()):
+		// Another instance's (their Stacks' names collided), or not Stackwright's: neither
+		// rewritten nor deleted.
+		if len(data) == 0 {
+			return nil
+		}
 		return fmt.Errorf("failed to write Secret %s: it exists and is not the instance's", key)
 	case len(data) == 0:
 		if err := c.Client.Delete(ctx, sec); client.IgnoreNotFound(err) != nil {
@@ -480,8 +485,16 @@ func (c *Controller) removeOrphans(ctx context.Context, t *v1alpha1.StackTemplat
 		if err := c.Client.Delete(ctx, st); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("failed to delete Stack %s/%s: %w", st.Namespace, st.Name, err)
 		}
-		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: st.Namespace, Name: parameterSecretName(st.Name)}}
-		if err := c.Client.Delete(ctx, sec); client.IgnoreNotFound(err) != nil {
+		// The Stack's parameter Secret, if it is the same instance's.
+		sec := &corev1.Secret{}
+		err := c.Client.Get(ctx, client.ObjectKey{Namespace: st.Namespace, Name: parameterSecretName(st.Name)}, sec)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to get Secret %s/%s: %w", st.Namespace, parameterSecretName(st.Name), err)
+		}
+		if err != nil || sec.Labels[v1alpha1.InstanceUIDLabel] != st.Labels[v1alpha1.InstanceUIDLabel] {
+			continue
+		}
+		if err := c.Client.Delete(ctx, sec, client.Preconditions{UID: &sec.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("failed to delete Secret %s/%s: %w", sec.Namespace, sec.Name, err)
 		}
 	}
