@@ -140,6 +140,15 @@ spec:
   programRef:
     name: nsdel
   destroyOnFinalize: true
+  # The tenant's own image, sizing and environment for its runner Pods: none of it may
+  # follow the destroy into the manager's namespace.
+  workspaceTemplate:
+    spec:
+      image: `+bakedImage+`
+      resources:
+        requests: {memory: 300Mi}
+      env:
+      - {name: TENANT_CHOSEN, value: "1"}
   secretsRef:
     token:
       type: Secret
@@ -195,6 +204,14 @@ spec:
 	pod := ran[len(ran)-1].Spec.Template.Spec
 	g.Expect(pod.ServiceAccountName).To(Equal("stackwright-detached-runner"))
 	g.Expect(pod.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
+	// The runner image with the platform's resources, and nothing of the tenant's template.
+	g.Expect(pod.InitContainers).To(BeEmpty(), "a bootstrap init container: the tenant's image ran")
+	runner := pod.Containers[0]
+	g.Expect(runner.Image).NotTo(Equal(bakedImage))
+	g.Expect(runner.Resources.Requests.Memory().String()).To(Equal("256Mi"))
+	for _, e := range runner.Env {
+		g.Expect(e.Name).NotTo(Equal("TENANT_CHOSEN"))
+	}
 }
 
 // scrapeManager reads the manager's metrics as a scraper bound to the metrics-reader
