@@ -5,7 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/stackwright/stackwright/internal/controller/conditions"
+	"github.com/stackwright/stackwright/api/conditions"
 )
 
 // MarkRunning records that runner has started the Update. Reconciling=True is what kstatus

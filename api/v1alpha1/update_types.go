@@ -8,6 +8,14 @@ import (
 // a Stack's Updates can be listed with a label selector.
 const StackLabel = "stackwright.dev/stack"
 
+// LabelManagedBy, with value ManagedBy, marks the objects Stackwright creates for its runs
+// (runner Jobs and their Pods, work Secrets, rollout gate Jobs): what the executors find
+// their runners by, and what the manager-rights admission policy lets the manager create.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "stackwright"
+)
+
 // MaxLogTailLength is the largest status.logTail accepted, in bytes.
 const MaxLogTailLength = 8192
 

@@ -460,7 +460,7 @@ func (o *Options) metricsOptions() metricsserver.Options {
 // them for every object it sees.
 func (o *Options) cacheOptions() (cache.Options, error) {
 	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
-		&batchv1.Job{}:     {Label: labels.SelectorFromSet(labels.Set{job.LabelManagedBy: job.ManagedBy})},
+		&batchv1.Job{}:     {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy})},
 		&v1alpha1.Update{}: {Transform: trimCachedUpdate},
 		&apiextensionsv1.CustomResourceDefinition{}: {Label: hasLabel(v1alpha1.TemplateLabel)},
 	}}

@@ -303,7 +303,7 @@ func runnerScratchUsed(t *testing.T, c client.Client, ns string) (peak int64, po
 	var list corev1.PodList
 	NewWithT(t).Expect(c.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
 	for _, p := range list.Items {
-		if p.Labels[job.LabelManagedBy] != job.ManagedBy {
+		if p.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedBy {
 			continue
 		}
 		out, err := runErr("kubectl", "logs", "-n", ns, p.Name, "-c", "runner")

@@ -5,8 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
-	"github.com/stackwright/stackwright/internal/controller/conditions"
 )
 
 // rendered is the outcome of rendering one generation of a Program.

@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
-	"github.com/stackwright/stackwright/internal/controller/conditions"
 )
 
 func TestStatus_Mark_Transitions(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
-	"github.com/stackwright/stackwright/internal/executor/job"
 )
 
 // Environment of a gate Job's containers.
@@ -102,7 +101,7 @@ func (r *Reconciler) startGate(ctx context.Context, s *state, name string) error
 	}
 	// The manager's cache sees only Jobs it labels as its own; a runner is told apart by
 	// its controller (an Update), which a gate Job never has.
-	j.Labels[job.LabelManagedBy] = job.ManagedBy
+	j.Labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedBy
 	j.Labels[v1alpha1.RolloutLabel] = ro.Name
 	env := []corev1.EnvVar{
 		{Name: EnvRollout, Value: ro.Name},

@@ -10,10 +10,10 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/clip"
-	"github.com/stackwright/stackwright/internal/controller/conditions"
 )
 
 // The setters below are pure functions of the Stack they are given; the reconciler decides

@@ -23,7 +23,6 @@ import (
 	"github.com/stackwright/stackwright/internal/controller/predicates"
 	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/executor"
-	"github.com/stackwright/stackwright/internal/executor/job"
 	"github.com/stackwright/stackwright/internal/metrics"
 )
 
@@ -144,7 +143,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 	}))
 	if r.RunnerJobs {
 		b = b.Owns(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetLabels()[job.LabelManagedBy] == job.ManagedBy
+			return o.GetLabels()[v1alpha1.LabelManagedBy] == v1alpha1.ManagedBy
 		})))
 	}
 	return b.Complete(r)

@@ -159,7 +159,7 @@ func jobState(t *testing.T, c client.Client, u *v1alpha1.Update) string {
 	if j.Annotations[planted] == "true" {
 		return planted
 	}
-	if !metav1.IsControlledBy(j, u) || j.Labels[LabelManagedBy] != ManagedBy {
+	if !metav1.IsControlledBy(j, u) || j.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedBy {
 		t.Errorf("runner Job is neither planted nor ours: %+v", j.ObjectMeta)
 	}
 	return "ours"

@@ -321,7 +321,7 @@ func (e *Executor) adoptDetached(ctx context.Context) error {
 		return nil
 	}
 	var jobs batchv1.JobList
-	if err := e.reader.List(ctx, &jobs, client.InNamespace(e.opts.Namespace), client.MatchingLabels{LabelDetached: "true", LabelManagedBy: ManagedBy}); err != nil {
+	if err := e.reader.List(ctx, &jobs, client.InNamespace(e.opts.Namespace), client.MatchingLabels{LabelDetached: "true", v1alpha1.LabelManagedBy: v1alpha1.ManagedBy}); err != nil {
 		return fmt.Errorf("failed to list detached runner Jobs: %w", err)
 	}
 	log := ctrl.LoggerFrom(ctx)

@@ -50,7 +50,7 @@ func TestExecutor_Run_StackReadyThroughRunnerJob(t *testing.T) {
 	// The work Secret holds the Stack's secrets: it goes as soon as the result is in.
 	s.Eventually(func(g Gomega) {
 		var secrets corev1.SecretList
-		g.Expect(env.Client.List(t.Context(), &secrets, client.InNamespace(s.Namespace), client.MatchingLabels{job.LabelManagedBy: job.ManagedBy})).To(Succeed())
+		g.Expect(env.Client.List(t.Context(), &secrets, client.InNamespace(s.Namespace), client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy})).To(Succeed())
 		g.Expect(secrets.Items).To(BeEmpty())
 	})
 }
@@ -197,7 +197,7 @@ func TestExecutor_IdentityTokens_ProjectedIntoRunnerJob(t *testing.T) {
 	s.Eventually(func(g Gomega) {
 		held = checkJobs(g)
 		var secrets corev1.SecretList
-		g.Expect(env.Client.List(t.Context(), &secrets, client.InNamespace(s.Namespace), client.MatchingLabels{job.LabelManagedBy: job.ManagedBy})).To(Succeed())
+		g.Expect(env.Client.List(t.Context(), &secrets, client.InNamespace(s.Namespace), client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy})).To(Succeed())
 		g.Expect(secrets.Items).To(HaveLen(1))
 		secret = secrets.Items[0]
 	})

@@ -68,7 +68,7 @@ func (s *scenario) plantForRetries(first *v1alpha1.Update, plant func(update str
 // work document of its own.
 func plantWorkSecret(update string) client.Object {
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: job.WorkSecretName(update), Labels: map[string]string{job.LabelManagedBy: job.ManagedBy}},
+		ObjectMeta: metav1.ObjectMeta{Name: job.WorkSecretName(update), Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy}},
 		StringData: map[string]string{job.WorkFile: `{"managerURL":"https://attacker.example.com"}`},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
 // workspaceOverlay is the part of a Stack's spec.workspaceTemplate (PKO v2's Workspace
@@ -89,7 +90,7 @@ func parseWorkspaceTemplate(t *pulumiv1.WorkspaceTemplate, allowed Placement) (*
 		return nil, err
 	}
 	for k := range o.PodLabels {
-		if strings.HasPrefix(k, "stackwright.dev/") || k == LabelManagedBy {
+		if strings.HasPrefix(k, "stackwright.dev/") || k == v1alpha1.LabelManagedBy {
 			return nil, fmt.Errorf("workspaceTemplate pod label %q is reserved: Stackwright finds its runner Pods by it", k)
 		}
 	}

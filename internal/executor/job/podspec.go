@@ -22,8 +22,6 @@ import (
 const (
 	LabelUpdate    = "stackwright.dev/update"
 	LabelUpdateUID = "stackwright.dev/update-uid"
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "stackwright"
 	containerName  = "runner"
 	// bootstrapContainer copies the runner binary into bootstrapVolume for a Stack's own
 	// image.
@@ -116,7 +114,7 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 		LabelUpdate:              truncateLabel(u.Name),
 		LabelUpdateUID:           string(u.UID),
 		v1alpha1.StackLabel:      truncateLabel(u.Spec.StackName),
-		LabelManagedBy:           ManagedBy,
+		v1alpha1.LabelManagedBy:  v1alpha1.ManagedBy,
 		"app.kubernetes.io/name": "stackwright-runner",
 	}
 	maps.Copy(labels, at.labels)

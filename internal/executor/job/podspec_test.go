@@ -241,11 +241,11 @@ func TestBuildJob_WorkspaceTemplate_PKOExampleFieldsHonoured(t *testing.T) {
 	c := pt.Spec.Containers[0]
 	got := map[string]any{
 		"pullPolicy": string(c.ImagePullPolicy), "bootstrapPullPolicy": string(pt.Spec.InitContainers[0].ImagePullPolicy),
-		"cpu": c.Resources.Requests.Cpu().String(), "team": pt.Labels["team"], "managedBy": pt.Labels[LabelManagedBy],
+		"cpu": c.Resources.Requests.Cpu().String(), "team": pt.Labels["team"], "managedBy": pt.Labels[v1alpha1.LabelManagedBy],
 		"annotations": pt.Annotations,
 	}
 	want := map[string]any{
-		"pullPolicy": "IfNotPresent", "bootstrapPullPolicy": "Always", "cpu": "2", "team": "infra", "managedBy": ManagedBy,
+		"pullPolicy": "IfNotPresent", "bootstrapPullPolicy": "Always", "cpu": "2", "team": "infra", "managedBy": v1alpha1.ManagedBy,
 		"annotations": map[string]string{"vault.hashicorp.com/agent-inject": "true"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

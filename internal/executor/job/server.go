@@ -469,7 +469,7 @@ func (s *server) authenticate(r *http.Request) (*identity, int, error) {
 	if err := jobs.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, j); err != nil {
 		return nil, http.StatusForbidden, fmt.Errorf("failed to get runner Job %s/%s: %w", ns, job.Name, err)
 	}
-	if j.UID != job.UID || j.Labels[LabelManagedBy] != ManagedBy {
+	if j.UID != job.UID || j.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedBy {
 		return nil, http.StatusForbidden, fmt.Errorf("job %s/%s is not a Stackwright runner", ns, j.Name)
 	}
 	if ns == s.detachedNamespace && j.Labels[LabelDetached] == "true" {

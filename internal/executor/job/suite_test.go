@@ -127,7 +127,7 @@ type fakeKubelet struct {
 func (k *fakeKubelet) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		var jobs batchv1.JobList
-		if err := k.client.List(ctx, &jobs, client.MatchingLabels{job.LabelManagedBy: job.ManagedBy}); err == nil {
+		if err := k.client.List(ctx, &jobs, client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy}); err == nil {
 			for i := range jobs.Items {
 				j := &jobs.Items[i]
 				// A skipped Job is looked at again on the next pass: it runs once its
