@@ -340,16 +340,9 @@ spec:
 	// A flood from anyone who can reach the endpoint: large unsigned bodies at this
 	// namespace, and signed-looking ones at another. The manager reads none of them whole,
 	// does not restart, and this namespace's signed push below still gets through.
-	restarts := func() int32 {
-		var n int32
-		for _, st := range managerPod(g, c).Status.ContainerStatuses {
-			n += st.RestartCount
-		}
-		return n
-	}
-	restartsBefore := restarts()
+	restartsBefore := managerRestarts(g, c)
 	floodWebhook(t, "http://"+jc.gitWebhookIP+"/hooks/git/", ns, 200, 10<<20)
-	g.Expect(restarts()).To(Equal(restartsBefore), "the manager restarted under the flood\n%s", describeManager())
+	g.Expect(managerRestarts(g, c)).To(Equal(restartsBefore), "the manager restarted under the flood\n%s", describeManager())
 
 	before := updates(g, c, ns)
 	second := repo.Commit(map[string]string{"app/Pulumi.yaml": namedConfigMapProgram("hooked", "hooked", "second")})
@@ -381,7 +374,7 @@ func floodWebhook(t *testing.T, base, ns string, n int, size int64) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			url, body, length := base+ns, io.Reader(io.LimitReader(zeros{}, size)), size
+			url, body, length := base+ns, io.LimitReader(zeros{}, size), size
 			signed := i%4 == 0
 			if signed {
 				url, body, length = base+"e2e-flood-target", strings.NewReader("{}"), 2

@@ -142,14 +142,7 @@ spec:
 	createNamespace(t, c, hostile)
 	t.Cleanup(func() { deleteNamespace(t, c, hostile) })
 	endless := startEndlessGitDaemon(t)
-	restarts := func() int32 {
-		var n int32
-		for _, st := range managerPod(g, c).Status.ContainerStatuses {
-			n += st.RestartCount
-		}
-		return n
-	}
-	restartsBefore := restarts()
+	restartsBefore := managerRestarts(g, c)
 	run(t, "kubectl", "apply", "-n", hostile, "-f", writeManifest(t, `apiVersion: pulumi.com/v1
 kind: Stack
 metadata:
@@ -173,7 +166,7 @@ spec:
 	took := time.Since(committed)
 	t.Logf("a commit beside a hostile endless git:// server: deployed %.1f s after it was made", took.Seconds())
 	g.Expect(took).To(BeNumerically("<", 60*time.Second), "another tenant's commit waited behind the hostile listing")
-	g.Expect(restarts()).To(Equal(restartsBefore), "the manager restarted\n%s", describeManager())
+	g.Expect(managerRestarts(g, c)).To(Equal(restartsBefore), "the manager restarted\n%s", describeManager())
 
 	// One runner Job per Update, and no Pod left running once the Stack is at rest.
 	g.Expect(updates(g, c, ns)).To(HaveLen(2))

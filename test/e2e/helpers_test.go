@@ -182,6 +182,15 @@ func managerPod(g Gomega, c client.Client) *corev1.Pod {
 	return &live[0]
 }
 
+// managerRestarts is how often the manager Pod's containers have restarted.
+func managerRestarts(g Gomega, c client.Client) int32 {
+	var n int32
+	for _, st := range managerPod(g, c).Status.ContainerStatuses {
+		n += st.RestartCount
+	}
+	return n
+}
+
 // waitManager waits for the manager Deployment to be rolled out and one Pod Ready, and
 // for that Pod to hold the leader-election Lease, so that the Pod returned is the one
 // reconciling.
