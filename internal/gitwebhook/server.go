@@ -214,10 +214,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, reads *limiters) 
 	return resultAccepted
 }
 
-// followsGit reports whether a Stack of ns follows a git repository (cached reads).
+// followsGit reports whether a Stack of ns follows a git repository. It runs before any
+// proof is checked, so it reads the cache's own objects rather than copies of a namespace's
+// every Stack (read only).
 func (s *Server) followsGit(ctx context.Context, ns string) (bool, error) {
 	var stacks pulumiv1.StackList
-	if err := s.Stacks.List(ctx, &stacks, client.InNamespace(ns)); err != nil {
+	if err := s.Stacks.List(ctx, &stacks, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("failed to list Stacks in %s: %w", ns, err)
 	}
 	return slices.ContainsFunc(stacks.Items, func(st pulumiv1.Stack) bool { return st.Spec.ProjectRepo != "" }), nil

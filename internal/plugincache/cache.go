@@ -178,6 +178,10 @@ func (c *Cache) open(ctx context.Context, file string) (*os.File, string, int64,
 		// does that.
 		return nil, ResultError, n, fmt.Errorf("failed to open cached plugin: %w", err)
 	}
+	if n == 0 {
+		// Another ask fetched it meanwhile; this one was served from disk.
+		return f, ResultHit, 0, nil
+	}
 	return f, ResultDownload, n, nil
 }
 

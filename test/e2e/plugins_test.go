@@ -136,25 +136,6 @@ outputs:
 `, port, version)
 }
 
-func downloadsStackYAML(name, repoURL, ns, backend string) string {
-	return s3CredentialsYAML + `---
-apiVersion: pulumi.com/v1
-kind: Stack
-metadata:
-  name: ` + name + `
-spec:
-  stack: ` + name + `
-  projectRepo: ` + repoURL + `
-  branch: main
-  resyncFrequencySeconds: 10
-  serviceAccountName: deployer
-  destroyOnFinalize: true
-  backend: ` + backend + `
-  config:
-    namespace: ` + ns + `
-  envRefs:
-` + s3EnvRefsYAML
-}
 
 // testPluginDownloads turns plugin downloads on (a plugin source in the cluster's network,
 // no default bundle) and runs a program whose provider no bundle then gives it: the
@@ -177,7 +158,7 @@ func testPluginDownloads(t *testing.T, c client.Client, ns, backend string) {
 	repos := t.TempDir()
 	repo, _ := gitserver.NewRepo(t, repos, "downloads", map[string]string{"Pulumi.yaml": serviceProgram(version, 80)})
 	git := gitserver.NewHTTPServerOn(t, listenOnNode(t), repos, nil)
-	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, downloadsStackYAML("downloads", git.URL+"/downloads.git", ns, backend)))
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, gitStackYAML("downloads", git.URL+"/downloads.git", ns, "deployer", backend, "")))
 	port := func(want int) {
 		t.Helper()
 		NewWithT(t).Eventually(func(g Gomega) {
@@ -213,7 +194,7 @@ func testPluginDownloads(t *testing.T, c client.Client, ns, backend string) {
 	// A version the source does not have: the Stack stalls at once, naming it.
 	missing := serviceProgram("9.9.9", 80)
 	gitserver.NewRepo(t, repos, "missing", map[string]string{"Pulumi.yaml": strings.Replace(missing, "name: downloaded", "name: not-downloaded", 1)})
-	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, downloadsStackYAML("missing", git.URL+"/missing.git", ns, backend)))
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, gitStackYAML("missing", git.URL+"/missing.git", ns, "deployer", backend, "")))
 	NewWithT(t).Eventually(func(g Gomega) {
 		var st pulumiv1.Stack
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "missing"}, &st)).To(Succeed())

@@ -132,8 +132,19 @@ subjects:
   name: deployer
 `
 
-// seedStackYAML follows the branch of repo in ns as sa, with state in backend.
+// seedStackYAML follows the branch of repo in ns as sa, with state in backend, and checks
+// for drift every minute.
 func seedStackYAML(name, repoURL, ns, sa, backend string) string {
+	return gitStackYAML(name, repoURL, ns, sa, backend, `  driftDetection:
+    schedules:
+    - cron: "* * * * *"
+`)
+}
+
+// gitStackYAML is a Stack following the main branch of repoURL in ns as sa, polling every
+// 10 s, with state in backend reached with the S3 server's keys and the namespace as its
+// config; extra is added to its spec.
+func gitStackYAML(name, repoURL, ns, sa, backend, extra string) string {
 	return s3CredentialsYAML + `---
 apiVersion: pulumi.com/v1
 kind: Stack
@@ -149,10 +160,7 @@ spec:
   backend: ` + backend + `
   config:
     namespace: ` + ns + `
-  driftDetection:
-    schedules:
-    - cron: "* * * * *"
-  envRefs:
+` + extra + `  envRefs:
 ` + s3EnvRefsYAML
 }
 

@@ -186,51 +186,47 @@ func fetchedSince(ctx context.Context, before, after []string) (int64, error) {
 // that its layer is one the node has never stored, pushes it to a registry on the host's
 // end of the cluster's network, and returns its reference by digest, its compressed size
 // and how to stop the registry.
-func freshBundle() (string, int64, func(), error) {
+func freshBundle() (ref string, size int64, stop func(), err error) {
 	dir, err := os.MkdirTemp("", "bench-plugins-bundle-")
 	if err != nil {
 		return "", 0, nil, err
 	}
+	stop = func() { _ = os.RemoveAll(dir) }
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
 	reg, stopReg, err := ociregistry.Run(cluster.HostIP+":0", filepath.Join(dir, "registry"))
 	if err != nil {
-		_ = os.RemoveAll(dir)
 		return "", 0, nil, err
 	}
-	stop := func() {
+	stop = func() {
 		stopReg()
 		_ = os.RemoveAll(dir)
 	}
 	if err := cluster.DefaultOptions().TrustRegistry(reg.Host); err != nil {
-		stop()
 		return "", 0, nil, err
 	}
 	plugins := filepath.Join(dir, "plugins")
 	if err := os.Mkdir(plugins, 0o755); err != nil {
-		stop()
 		return "", 0, nil, err
 	}
 	if err := os.Link(filepath.Join("bin", "pulumi-resource-kubernetes"), filepath.Join(plugins, "pulumi-resource-kubernetes")); err != nil {
-		stop()
 		return "", 0, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(plugins, "bench-run"), []byte(time.Now().UTC().Format(time.RFC3339Nano)), 0o644); err != nil {
-		stop()
 		return "", 0, nil, err
 	}
-	ref := reg.Host + "/bench/plugins:fresh"
-	out, err := exec.Command("make", "--no-print-directory", "plugins-image", "PLUGINS_DIR="+plugins, "PLUGINS_REF="+ref, "PLAIN_HTTP=1").CombinedOutput()
+	out, err := exec.Command("make", "--no-print-directory", "plugins-image", "PLUGINS_DIR="+plugins, "PLUGINS_REF="+reg.Host+"/bench/plugins:fresh", "PLAIN_HTTP=1").CombinedOutput()
 	if err != nil {
-		stop()
 		return "", 0, nil, fmt.Errorf("make plugins-image: %w\n%s", err, out)
 	}
 	m := regexp.MustCompile(`--plugin-bundle <name>=(\S+@sha256:[0-9a-f]{64})`).FindSubmatch(out)
 	if m == nil {
-		stop()
 		return "", 0, nil, fmt.Errorf("make plugins-image printed no digest:\n%s", out)
 	}
-	size, err := imageSize(string(m[1]))
-	if err != nil {
-		stop()
+	if size, err = imageSize(string(m[1])); err != nil {
 		return "", 0, nil, err
 	}
 	return string(m[1]), size, stop, nil

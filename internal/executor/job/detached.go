@@ -229,7 +229,7 @@ func (e *Executor) detachedOverlay(t *workspaceOverlay) *workspaceOverlay {
 func containDetached(env map[string]string, stack *pulumiv1.Stack) (map[string]string, *pulumiv1.Stack) {
 	kept := make(map[string]string, len(env))
 	for k, v := range env {
-		if !inputs.Reserved(k) || k == inputs.EnvBackendURL {
+		if !inputs.Reserved(k) {
 			kept[k] = v
 		}
 	}

@@ -181,12 +181,8 @@ func checkVolumeTypes(volumes []corev1.Volume, allowed []string) error {
 	for i := range volumes {
 		for _, typ := range volumeTypes(&volumes[i]) {
 			if !slices.Contains(allowed, typ) {
-				names := "none"
-				if len(allowed) > 0 {
-					names = strings.Join(slices.Sorted(slices.Values(allowed)), ", ")
-				}
 				return fmt.Errorf("workspaceTemplate volume %q is of type %s, which runner Pods may not mount (allowed: %s; a platform admin can allow more with --runner-allowed-volume-types)",
-					volumes[i].Name, typ, names)
+					volumes[i].Name, typ, names(slices.Sorted(slices.Values(allowed))))
 			}
 		}
 	}

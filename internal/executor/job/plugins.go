@@ -96,14 +96,11 @@ func selectPlugins(stack *pulumiv1.Stack, o PodOptions) ([]PluginBundle, error) 
 }
 
 func bundleNames(bundles []PluginBundle) string {
-	if len(bundles) == 0 {
-		return "none"
-	}
-	names := make([]string, len(bundles))
+	list := make([]string, len(bundles))
 	for i, b := range bundles {
-		names[i] = b.Name
+		list[i] = b.Name
 	}
-	return strings.Join(names, ", ")
+	return names(list)
 }
 
 // pluginVolumes are the image volumes of bundles, their read-only mounts and the runner's

@@ -231,7 +231,7 @@ func (rm *remote) advertise(ctx context.Context) (transport.UploadPackSession, *
 		w = &wire{}
 		w.use(m)
 		var err error
-		if ep, release, err = wiredEndpoint(rm.ep, w); err != nil {
+		if ep, release, err = wiredEndpoint(ctx, rm.ep, w); err != nil {
 			return nil, nil, err
 		}
 		if tr, err = client.NewClient(ep); err != nil {

@@ -132,7 +132,7 @@ func meterWire(sess transport.UploadPackSession, m *meter) {
 // wiredEndpoint returns the endpoint go-git is to connect to for ep so that the session's
 // bytes are counted on w, and what to call once the session is closed. HTTP(S) is counted
 // by the cache's HTTP transport already; file:// reads no network.
-func wiredEndpoint(ep *transport.Endpoint, w *wire) (*transport.Endpoint, func(), error) {
+func wiredEndpoint(ctx context.Context, ep *transport.Endpoint, w *wire) (*transport.Endpoint, func(), error) {
 	switch ep.Protocol {
 	case "ssh":
 		id, release := registerWire(w)
@@ -140,7 +140,7 @@ func wiredEndpoint(ep *transport.Endpoint, w *wire) (*transport.Endpoint, func()
 		out.Proxy = transport.ProxyOptions{URL: wireScheme + "://" + id}
 		return &out, release, nil
 	case "git":
-		relay, err := startGitRelay(ep, w)
+		relay, err := startGitRelay(ctx, ep, w)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -162,12 +162,12 @@ type gitRelay struct {
 // relayAcceptTimeout bounds how long a relay waits for go-git's connection.
 const relayAcceptTimeout = 30 * time.Second
 
-func startGitRelay(ep *transport.Endpoint, w *wire) (*gitRelay, error) {
+func startGitRelay(ctx context.Context, ep *transport.Endpoint, w *wire) (*gitRelay, error) {
 	port := ep.Port
 	if port <= 0 {
 		port = 9418
 	}
-	server, err := proxy.Dial(context.Background(), "tcp", net.JoinHostPort(ep.Host, strconv.Itoa(port)))
+	server, err := proxy.Dial(ctx, "tcp", net.JoinHostPort(ep.Host, strconv.Itoa(port)))
 	if err != nil {
 		return nil, err
 	}
