@@ -136,7 +136,6 @@ outputs:
 `, port, version)
 }
 
-
 // testPluginDownloads turns plugin downloads on (a plugin source in the cluster's network,
 // no default bundle) and runs a program whose provider no bundle then gives it: the
 // manager's plugin cache fetches the provider from the source once, for the first
