@@ -159,6 +159,10 @@ type Result struct {
 	// Recovered is set when an up with Recover found the lost run it names complete in
 	// the backend's history, and ran nothing itself.
 	Recovered *Recovered
+	// HealedLocks names the holders of the stale locks the run removed before it went
+	// ahead ("<host> (pid N)"): forcing a lock is worth a line in the Update's message,
+	// not only in a log tail that a long run pushes it out of.
+	HealedLocks []string
 }
 
 // Recovered is a lost run that the backend's history shows succeeded.
@@ -350,6 +354,8 @@ type run struct {
 	cpu time.Duration // of the CLI processes so far
 	// onHeal is Options.OnStaleLockHealed.
 	onHeal func()
+	// healed are the holders of the stale locks this run removed (Result.HealedLocks).
+	healed []string
 	env    map[string]string
 	home   string
 	scrub  *scrubber
@@ -445,6 +451,7 @@ func (x *run) run(ctx context.Context) (Result, error) {
 	if err != nil && x.healStaleLock(ctx, err) {
 		res, err = x.operate(ctx)
 	}
+	res.HealedLocks = x.healed
 	return res, err
 }
 

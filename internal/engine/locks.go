@@ -107,6 +107,7 @@ func (x *run) healStaleLock(ctx context.Context, err error) bool {
 		}
 	}
 	x.log.println(fmt.Sprintf("removed %d stale lock(s) held by process(es) that are gone: %s", len(hosts), strings.Join(hosts, ", ")))
+	x.healed = append(x.healed, hosts...)
 	if x.onHeal != nil {
 		x.onHeal()
 	}

@@ -107,6 +107,9 @@ func TestEngine_Run_StaleLockOfGoneRunnerIsHealed(t *testing.T) {
 	if !strings.Contains(f.log.String(), "removed 1 stale lock(s) held by process(es) that are gone: web-abc-1-5f2e9a1b-x7k2p (pid 7)") {
 		t.Errorf("the log does not say which lock was removed:\n%s", f.log)
 	}
+	if diff := cmp.Diff([]string{"web-abc-1-5f2e9a1b-x7k2p (pid 7)"}, res.HealedLocks); diff != "" {
+		t.Errorf("HealedLocks (-want +got):\n%s", diff)
+	}
 }
 
 // A lock this host's pulumi left when it was killed with its manager is healed when its

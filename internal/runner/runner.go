@@ -479,6 +479,9 @@ func Finish(u *v1alpha1.Update, res engine.Result, err error, logTail string, no
 		u.Status.PendingOperations = res.PendingOperations[:min(n, v1alpha1.MaxPendingOperations)]
 		res.Message += fmt.Sprintf("; warning: %d pending operation(s) left in the state by an interrupted update (see status.pendingOperations): check them at the provider, then clear or import them", n)
 	}
+	if n := len(res.HealedLocks); n > 0 && err == nil {
+		res.Message += fmt.Sprintf("; removed %d stale lock(s) held by run(s) that are gone: %s", n, strings.Join(res.HealedLocks, ", "))
+	}
 	u.Status.Recovered = nil
 	if rec := res.Recovered; rec != nil && err == nil {
 		u.Status.Recovered = &v1alpha1.RecoveredRun{Update: rec.RunID, Version: rec.Version}

@@ -71,6 +71,12 @@ func TestFinish_Outcome_FillsStatusAndCondition(t *testing.T) {
 		t.Errorf("Complete condition not True after success: %v", ok.Status.Conditions)
 	}
 
+	healed := &v1alpha1.Update{}
+	Finish(healed, engine.Result{Message: "up succeeded: 1 created", HealedLocks: []string{"web-abc-1-x7k2p (pid 7)"}}, nil, "", now)
+	if want := "up succeeded: 1 created; removed 1 stale lock(s) held by run(s) that are gone: web-abc-1-x7k2p (pid 7)"; healed.Status.Message != want {
+		t.Errorf("message after healing = %q; want %q", healed.Status.Message, want)
+	}
+
 	failed := &v1alpha1.Update{}
 	Finish(failed, engine.Result{}, fault.Stall(pulumiv1.ReasonSpecInvalid, "no Pulumi.yaml in %q", "sub"), "", now)
 	c := apimeta.FindStatusCondition(failed.Status.Conditions, v1alpha1.ConditionComplete)

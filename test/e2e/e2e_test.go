@@ -420,7 +420,7 @@ spec:
 		}
 	}
 	g.Expect(last).NotTo(BeNil())
-	g.Expect(last.Status.LogTail).To(ContainSubstring("stale lock(s) held by process(es) that are gone"), "the retry did not heal the dead runner's lock")
+	g.Expect(last.Status.Message).To(ContainSubstring("stale lock(s) held by run(s) that are gone"), "the retry did not heal the dead runner's lock")
 	// "before" was created by the killed run and is in the state: the retry keeps it.
 	g.Expect(last.Status.Changes["create"]).To(BeNumerically("<=", 2), "changes %v: the retry re-created what the first run had made", last.Status.Changes)
 	for _, f := range []string{"before.txt", "after.txt"} {
