@@ -19,6 +19,7 @@ import (
 	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/kit"
 	"github.com/stackwright/stackwright/internal/controller/stack/decide"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
@@ -354,13 +355,13 @@ func newStackSim(t *testing.T) *stackSim {
 func (h *stackSim) reconcile() {
 	h.t.Helper()
 	s := &scope{stack: h.st, op: operation(&h.st.Spec)}
-	phases := []phase{
+	phases := []kit.Phase[*scope]{
 		h.observeUpdate, h.r.checkSuspended, h.r.checkExecutor, h.resolveSource, h.resolveInputs,
 		h.r.decideNext, h.awaitPrerequisites, h.startUpdate, h.r.markUpToDate,
 	}
 	if !h.st.DeletionTimestamp.IsZero() {
 		s.op = v1alpha1.UpdateTypeDestroy
-		phases = []phase{h.observeUpdate, h.r.chooseDestroy, h.resolveInputs, h.r.decideNext, h.startUpdate, h.releaseDestroyed}
+		phases = []kit.Phase[*scope]{h.observeUpdate, h.r.chooseDestroy, h.resolveInputs, h.r.decideNext, h.startUpdate, h.releaseDestroyed}
 	}
 	if _, err := s.run(h.t.Context(), phases...); err != nil {
 		h.t.Fatalf("failed to reconcile Stack: %v", err)

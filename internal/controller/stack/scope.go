@@ -9,6 +9,7 @@ import (
 	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/kit"
 	"github.com/stackwright/stackwright/internal/controller/patch"
 	"github.com/stackwright/stackwright/internal/controller/stack/decide"
 	"github.com/stackwright/stackwright/internal/inputs"
@@ -51,19 +52,10 @@ type scope struct {
 	result ctrl.Result
 }
 
-// phase is one step of a reconcile. It returns false when the reconcile ends with it: the
-// Stack's conditions then say why, and scope.result when to look again.
-type phase func(ctx context.Context, s *scope) (proceed bool, err error)
-
-// run runs phases in order until one ends the reconcile.
-func (s *scope) run(ctx context.Context, phases ...phase) (ctrl.Result, error) {
-	for _, p := range phases {
-		proceed, err := p(ctx, s)
-		if err != nil || !proceed {
-			return s.result, err
-		}
-	}
-	return s.result, nil
+// run runs phases in order until one ends the reconcile (see kit.Run).
+func (s *scope) run(ctx context.Context, phases ...kit.Phase[*scope]) (ctrl.Result, error) {
+	err := kit.Run(ctx, s, phases...)
+	return s.result, err
 }
 
 // requeueAfter asks to look again within d; the earliest request wins.
