@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/budget"
 	"github.com/stackwright/stackwright/internal/source/git"
 )
 
@@ -86,6 +87,9 @@ type Server struct {
 	Enqueue func(types.NamespacedName)
 	// MaxConnections bounds the connections served at once; 0 means 64.
 	MaxConnections int
+	// Memory is the manager's budget for tenant input in memory, which every body is
+	// charged to while it is held; nil is no budget.
+	Memory *budget.Budget
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
@@ -170,11 +174,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, reads *limiters) 
 		http.Error(w, "too many requests", http.StatusTooManyRequests)
 		return resultThrottled
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	charge := s.Memory.Charge()
+	defer charge.Release()
+	body, err := io.ReadAll(charge.Reader(http.MaxBytesReader(w, r.Body, maxBodyBytes)))
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
 			return resultTooLarge
+		}
+		if errors.Is(err, budget.ErrSpent) {
+			// Forges deliver again on a 5xx; the push is not lost to the manager's load.
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "the manager is busy; deliver again later", http.StatusServiceUnavailable)
+			return resultThrottled
 		}
 		http.Error(w, "failed to read payload", http.StatusBadRequest)
 		return resultBadRequest

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/budget"
 	"github.com/stackwright/stackwright/internal/scheme"
 	"github.com/stackwright/stackwright/internal/source/git"
 )
@@ -542,5 +543,40 @@ func TestServer_Start_ReturnsListenError(t *testing.T) {
 	var opErr *net.OpError
 	if err := srv.Start(t.Context()); !errors.As(err, &opErr) {
 		t.Errorf("Start() = %v, want the listen error", err)
+	}
+}
+
+// A delivery that finds the manager's memory budget spent is answered 503, for the forge to
+// deliver again, and holds nothing afterwards; one that fits is read and gives its bytes
+// back once handled.
+func TestServer_ServeHTTP_SpentMemoryBudgetAnswersRetryLater(t *testing.T) {
+	tests := []struct {
+		name     string
+		free     int64
+		wantCode int
+	}{
+		{name: "Spent", free: 8, wantCode: http.StatusServiceUnavailable},
+		{name: "Fits", free: 1 << 20, wantCode: http.StatusAccepted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _, _ := newServer(t)
+			const limit = 4 << 20
+			srv.Memory = budget.New(limit)
+			other := srv.Memory.Charge()
+			if err := other.Take(limit - tt.free); err != nil {
+				t.Fatal(err)
+			}
+			w := do(srv.Handler(), "", testNS, githubHeaders("push", githubPush), githubPush)
+			if w.Code != tt.wantCode {
+				t.Errorf("status = %d (%s); want %d", w.Code, w.Body.String(), tt.wantCode)
+			}
+			if tt.wantCode == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+				t.Error("no Retry-After on 503")
+			}
+			if got := srv.Memory.InUse(); got != limit-tt.free {
+				t.Errorf("in use after the request = %d; want only the other holder's %d", got, limit-tt.free)
+			}
+		})
 	}
 }

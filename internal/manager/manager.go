@@ -37,6 +37,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/budget"
 	instancectrl "github.com/stackwright/stackwright/internal/controller/instance"
 	policyctrl "github.com/stackwright/stackwright/internal/controller/policy"
 	programctrl "github.com/stackwright/stackwright/internal/controller/program"
@@ -234,6 +235,13 @@ type Options struct {
 	MaxGitFetchBytes             int64
 	MaxGitListBytes              int64
 	MaxGitCacheBytesPerNamespace int64
+	// MaxGitCacheBytes bounds the git cache of every namespace together, and
+	// MaxGitListingsBytes the ref listings kept in memory between polls.
+	MaxGitCacheBytes    int64
+	MaxGitListingsBytes int64
+	// MaxTenantBytesInMemory is the budget every tenant stream the manager holds in memory
+	// at once is charged to (ref listings, runner reports, webhook bodies); 0: none.
+	MaxTenantBytesInMemory int64
 	// MaxStackSetElements bounds the elements (Stacks) of one StackSet.
 	MaxStackSetElements int
 	// MinFreeDataBytes is the space kept free on the data volume: a git fetch, an artifact
@@ -291,6 +299,9 @@ func DefaultOptions() *Options {
 		MaxGitFetchBytes:                 git.DefaultCacheLimits.MaxFetchBytes,
 		MaxGitListBytes:                  git.DefaultCacheLimits.MaxListBytes,
 		MaxGitCacheBytesPerNamespace:     git.DefaultCacheLimits.MaxNamespaceBytes,
+		MaxGitCacheBytes:                 git.DefaultCacheLimits.MaxCacheBytes,
+		MaxGitListingsBytes:              git.DefaultCacheLimits.MaxListingsBytes,
+		MaxTenantBytesInMemory:           768 << 20,
 		MinFreeDataBytes:                 512 << 20,
 		MaxStackSetElements:              stacksetctrl.DefaultMaxElements,
 	}
@@ -352,7 +363,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ArtifactRetention, "artifact-retention", o.ArtifactRetention, "How long an artifact that no Stack, Program or unfinished Update names is kept after its last use before it is removed from the data directory (0: never removed).")
 	fs.DurationVar(&o.GitCacheRetention, "git-cache-retention", o.GitCacheRetention, "How long the git cache keeps a repository no Stack has listed or fetched from (0: forever).")
 	fs.Int64Var(&o.MaxGitFetchBytes, git.FlagMaxFetchBytes, o.MaxGitFetchBytes, "Most bytes one git fetch may download into the git cache; a Stack whose fetch is larger stalls until its source or this limit changes (0: no limit).")
-	fs.Int64Var(&o.MaxGitListBytes, git.FlagMaxListBytes, o.MaxGitListBytes, "Most bytes of one git ref listing over HTTP(S) (0: no limit).")
+	fs.Int64Var(&o.MaxGitListBytes, git.FlagMaxListBytes, o.MaxGitListBytes, "Most bytes of one git ref listing, counted on the wire for HTTP(S), SSH and git:// alike (0: no limit).")
+	fs.Int64Var(&o.MaxGitCacheBytes, git.FlagMaxCacheBytes, o.MaxGitCacheBytes, "Git cache disk of every namespace together: a fetch that could pass it first removes the repositories no Stack is resolving, least recently used first, and is refused (its Stack retrying) if that does not make room (0: no limit).")
+	fs.Int64Var(&o.MaxGitListingsBytes, git.FlagMaxListingsBytes, o.MaxGitListingsBytes, "Memory the git ref listings kept between polls may take, across every repository (estimated from their refs): past it the least recently used are dropped and listed again when needed (0: no limit).")
+	fs.Int64Var(&o.MaxTenantBytesInMemory, budget.Flag, o.MaxTenantBytesInMemory, "Bytes of tenant input the manager may hold in memory at once, across every reconcile and request: git ref listings, runner reports and git webhook bodies. A read that finds it spent fails at once and is tried again (a listing on the Stack's next retry, a report or a webhook delivery answered 503) (0: no limit).")
 	fs.IntVar(&o.MaxStackSetElements, "max-stackset-elements", o.MaxStackSetElements, "Most elements (and so Stacks) one StackSet may have; a set whose generator yields more stalls with TooManyElements, creating and removing nothing.")
 	fs.Int64Var(&o.MinFreeDataBytes, artifact.FlagMinFree, o.MinFreeDataBytes, "Space kept free on the data volume (--data-dir): a git fetch, a source artifact or a plugin download that could leave less is refused, its Stack retrying with a reason that says so (0: no check).")
 	fs.Int64Var(&o.MaxGitCacheBytesPerNamespace, git.FlagMaxNamespaceBytes, o.MaxGitCacheBytesPerNamespace, "Git cache disk the repositories used by one namespace's Stacks may take before fetches for that namespace are refused; a repository shared by several namespaces counts in full against each, until --git-cache-retention after the namespace last used it (0: no limit).")
@@ -562,9 +576,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if err != nil {
 		return err
 	}
+	memory := budget.New(o.MaxTenantBytesInMemory)
+	metrics.SetTenantMemory(func() (int64, int64) { return memory.InUse(), memory.Refused() })
 	gitCache := git.NewCacheWithLimits(dirs.git, git.CacheLimits{
 		MaxFetchBytes: o.MaxGitFetchBytes, MaxListBytes: o.MaxGitListBytes, MaxNamespaceBytes: o.MaxGitCacheBytesPerNamespace,
-		MinFreeBytes: o.MinFreeDataBytes,
+		MaxCacheBytes: o.MaxGitCacheBytes, MaxListingsBytes: o.MaxGitListingsBytes, MinFreeBytes: o.MinFreeDataBytes, Memory: memory,
 	})
 	if o.ArtifactRetention > 0 {
 		collector := &gc.Artifacts{Client: c, Store: store, Interval: gcInterval, Retention: o.ArtifactRetention}
@@ -672,7 +688,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 				},
 				PluginBundles: bundles, DefaultPlugins: o.DefaultPlugins, PluginDownloads: plugins != nil,
 			},
-			Plugins:    plugins,
+			Plugins: plugins, Memory: memory,
 			MaxRunning: o.MaxConcurrentUpdates, MaxRunningPerNamespace: o.MaxConcurrentUpdatesPerNamespace, Tenant: tenantOf,
 			BindAddress: o.RunnerAPIAddr, URL: o.RunnerAPIURL,
 			Service: o.RunnerAPIService, Namespace: o.Namespace, DetachedServiceAccount: o.DetachedRunnerServiceAccount, DetachedTenantImages: o.DetachedRunnerTenantImages,
@@ -721,7 +737,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o *Options) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	requests, err := o.addGitWebhook(mgr, gitCache)
+	requests, err := o.addGitWebhook(mgr, gitCache, memory)
 	if err != nil {
 		return err
 	}
@@ -801,14 +817,14 @@ const webhookRequests = 1024
 // addGitWebhook serves git hosts' push webhooks when --git-webhook-bind-address is set, and
 // returns the channel through which they ask the Stack controller to look at Stacks now
 // (nil when not served).
-func (o *Options) addGitWebhook(mgr ctrl.Manager, cache *git.Cache) (chan event.GenericEvent, error) {
+func (o *Options) addGitWebhook(mgr ctrl.Manager, cache *git.Cache, memory *budget.Budget) (chan event.GenericEvent, error) {
 	if o.GitWebhookAddr == "" || o.GitWebhookAddr == "0" {
 		return nil, nil
 	}
 	requests := make(chan event.GenericEvent, webhookRequests)
 	log := ctrl.Log.WithName("git-webhook")
 	srv := &gitwebhook.Server{
-		Addr: o.GitWebhookAddr, Stacks: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Poke: cache.Poke,
+		Addr: o.GitWebhookAddr, Stacks: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Poke: cache.Poke, Memory: memory,
 		Enqueue: func(key types.NamespacedName) {
 			select {
 			case requests <- event.GenericEvent{Object: &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:

@@ -94,6 +94,11 @@ var (
 		Help: "Bytes the manager's plugin cache fetched from the plugin source.",
 	})
 
+	// tenantMemory reports the manager's memory budget for tenant input (SetTenantMemory).
+	tenantMemory        atomic.Pointer[func() (inUse, refused int64)]
+	tenantMemoryInUse   = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricPrefix + "tenant_memory_in_use_bytes", Help: "Bytes of tenant input the manager holds in memory now (ref listings, runner reports, webhook bodies), within --max-tenant-bytes-in-memory."}, func() float64 { return float64(readTenantMemory(false)) })
+	tenantMemoryRefused = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: metricPrefix + "tenant_memory_refused_total", Help: "Reads of tenant input refused because the manager's memory budget was spent (the listing, report or delivery is tried again)."}, func() float64 { return float64(readTenantMemory(true)) })
+
 	locksHealed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: metricPrefix + "stale_locks_healed_total",
 		Help: "Runs that found their stack locked only by runners proven gone, removed those locks and tried again.",
@@ -160,13 +165,29 @@ func ForgetRollout(namespace, name string) {
 func init() {
 	crmetrics.Registry.MustRegister(rolloutWave, rolloutHalted, rolloutPhase)
 	crmetrics.Registry.MustRegister(driftChecks, driftDetected, updateDuration, updates, engineCPU, managerRuns, keptOnDelete, retries,
-		runnersLost, locksHealed, sourceDuration, sourceErrors, pluginCacheRequests, pluginCacheDownloaded)
+		runnersLost, locksHealed, sourceDuration, sourceErrors, pluginCacheRequests, pluginCacheDownloaded,
+		tenantMemoryInUse, tenantMemoryRefused)
 	// Every series at 0 from the start: a scrape then shows "no engine ran in the manager"
 	// rather than nothing, which a misspelt query would show as well. The values are the
 	// engine's operations (engine.Op*).
 	for _, op := range []string{"up", "preview", "refresh", "destroy", "drift"} {
 		managerRuns.WithLabelValues(op)
 	}
+}
+
+// SetTenantMemory makes the tenant memory metrics read f (the manager's budget).
+func SetTenantMemory(f func() (inUse, refused int64)) { tenantMemory.Store(&f) }
+
+func readTenantMemory(refused bool) int64 {
+	f := tenantMemory.Load()
+	if f == nil {
+		return 0
+	}
+	inUse, n := (*f)()
+	if refused {
+		return n
+	}
+	return inUse
 }
 
 // SetPerStackLabels turns the series labelled with a Stack's name on or off

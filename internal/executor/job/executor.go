@@ -19,6 +19,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/budget"
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/fault"
@@ -76,6 +77,9 @@ type Options struct {
 	// Plugins, when set, is the plugin cache runners download the plugins they lack
 	// through; Pod.PluginDownloads must then be set too.
 	Plugins *plugincache.Cache
+	// Memory is the manager's budget for tenant input in memory, which every runner report
+	// is charged to while it is read and recorded; nil is no budget.
+	Memory *budget.Budget
 }
 
 // Executor runs each Update in a Job of its own, in the Stack's namespace, as the Stack's
@@ -124,7 +128,7 @@ func New(c client.Client, reader client.Reader, r Runner, store *artifact.Store,
 	}
 	e.server = &server{
 		client: c, reader: reader, store: store, cert: cert, addr: o.BindAddress, record: e.record, tokens: newTokenCache(),
-		plugins:           o.Plugins,
+		plugins: o.Plugins, memory: o.Memory,
 		detachedNamespace: o.Namespace, detachedOfJob: e.detachedOfJob,
 	}
 	return e, nil

@@ -31,6 +31,7 @@ import (
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/budget"
 	"github.com/stackwright/stackwright/internal/clip"
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/plugincache"
@@ -57,6 +58,8 @@ type server struct {
 	record   func(ctx context.Context, u *v1alpha1.Update, res *Result) error
 	tokens   *tokenCache
 	listener net.Listener
+	// memory is the budget runner reports are charged to (nil: none).
+	memory *budget.Budget
 	// detachedNamespace is where the runner Jobs of detached Updates are, and
 	// detachedOfJob finds the Update such a Job runs.
 	detachedNamespace string
@@ -196,6 +199,26 @@ func (s *server) plugin(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, file, info.ModTime(), f)
 }
 
+// decodeResult reads a runner's report, charging it to the manager's memory budget (the
+// caller releases charge once the report is handled). tooLarge is a report past
+// maxResultBytes; an error comes with the status to answer: 503 when the budget is spent
+// (the runner tries again on a 5xx: this is the manager's load, not its report), 400 when
+// the report is not JSON.
+func decodeResult(w http.ResponseWriter, r *http.Request, charge *budget.Charge) (res *Result, tooLarge bool, status int, err error) {
+	res = &Result{}
+	err = json.NewDecoder(charge.Reader(http.MaxBytesReader(w, r.Body, maxResultBytes))).Decode(res)
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return res, false, 0, nil
+	case errors.Is(err, budget.ErrSpent):
+		return nil, false, http.StatusServiceUnavailable, err
+	case errors.As(err, &mbe):
+		return nil, true, 0, nil
+	}
+	return nil, false, http.StatusBadRequest, fmt.Errorf("malformed result: %w", err)
+}
+
 func (s *server) result(w http.ResponseWriter, r *http.Request) {
 	id, status, err := s.authenticate(r)
 	if err != nil {
@@ -206,17 +229,19 @@ func (s *server) result(w http.ResponseWriter, r *http.Request) {
 		s.deny(w, r, http.StatusForbidden, fmt.Errorf("runner of Update %s reported for %s/%s", id.update.Name, r.PathValue("namespace"), r.PathValue("name")))
 		return
 	}
-	res := &Result{}
-	tooLarge := false
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResultBytes)).Decode(res); err != nil {
-		var mbe *http.MaxBytesError
-		if !errors.As(err, &mbe) {
-			http.Error(w, "malformed result: "+err.Error(), http.StatusBadRequest)
-			return
+	charge := s.memory.Charge()
+	defer charge.Release()
+	res, tooLarge, status, err := decodeResult(w, r, charge)
+	if err != nil {
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "5")
 		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	if tooLarge {
 		// The authenticated runner of this Update made a report the manager will not
 		// read: the Update fails saying so, rather than waiting to be declared lost.
-		tooLarge = true
 		res = refusedResult(string(id.update.UID), "", fmt.Errorf("the runner's report was too large to record: it has more than %d bytes", maxResultBytes))
 	}
 	if res.UpdateUID != string(id.update.UID) {

@@ -99,6 +99,12 @@ type Cache struct {
 	mu      sync.Mutex
 	key     []byte // HMAC key; nil until loaded
 	remotes map[string]*remote
+
+	// kept are the ref listings held between polls, with their remotes, and keptBytes
+	// their estimated size (MaxListingsBytes). lmu is taken before any remote's mu.
+	lmu       sync.Mutex
+	kept      map[*listing]*remote
+	keptBytes int64
 }
 
 // NewCacheWithLimits returns the cache rooted at dir, created on first use; zero limits are
@@ -109,6 +115,7 @@ func NewCacheWithLimits(dir string, limits CacheLimits) *Cache {
 		limits:  limits,
 		http:    githttp.NewClient(&http.Client{Transport: meteredTransport{base: http.DefaultTransport}}),
 		remotes: map[string]*remote{},
+		kept:    map[*listing]*remote{},
 	}
 }
 
@@ -137,7 +144,8 @@ func (c *Cache) remote(ns, rawURL string, cred *credentials) (rm *remote, releas
 		c.remotes[id] = rm
 	}
 	rm.users++
-	rm.namespaces[ns] = time.Now()
+	rm.lastUsed = time.Now()
+	rm.namespaces[ns] = rm.lastUsed
 	c.markUsed(id, rm)
 	return rm, func() {
 		c.mu.Lock()
@@ -200,7 +208,7 @@ func (c *Cache) Collect(unusedFor time.Duration) (int, error) {
 		if err := os.RemoveAll(filepath.Join(c.dir, id)); err != nil {
 			return removed, fmt.Errorf("failed to remove unused git repository: %w", err)
 		}
-		delete(c.remotes, id)
+		c.drop(id)
 		removed++
 	}
 	return removed, nil
@@ -217,23 +225,118 @@ func (c *Cache) usage(ns string) int64 {
 	return n
 }
 
-// admit refuses a fetch for namespace ns while its cache usage is at or over its cap.
-// The fault is retried: the usage falls when repositories its Stacks no longer use stop
-// counting, with no change to the Stack that was refused.
+// admit refuses a fetch for namespace ns while its cache usage is at or over its cap, or
+// while the whole cache could pass its own cap with this fetch and removing the
+// repositories no resolve is using (least recently used first) does not make room.
+// Either fault is retried: usage falls when repositories stop being used, with no change
+// to the Stack that was refused.
 func (c *Cache) admit(ns, url string) error {
-	limit := c.limits.MaxNamespaceBytes
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if limit := c.limits.MaxNamespaceBytes; limit > 0 {
+		if used := c.usage(ns); used >= limit {
+			return fault.Retry(pulumiv1.ReasonSourceUnavailable,
+				"failed to fetch %s: the git cache holds %s of repositories that Stacks of namespace %q use, at or over the namespace's cap of %s (--%s); a repository no Stack of the namespace uses stops counting after the git cache retention",
+				url, artifact.FormatBytes(used), ns, artifact.FormatBytes(limit), FlagMaxNamespaceBytes)
+		}
+	}
+	limit := c.limits.MaxCacheBytes
 	if limit <= 0 {
 		return nil
 	}
-	c.mu.Lock()
-	used := c.usage(ns)
-	c.mu.Unlock()
-	if used < limit {
-		return nil
+	need := limit - c.limits.MaxFetchBytes
+	total := c.evictFor(need)
+	if total > need {
+		return fault.Retry(pulumiv1.ReasonSourceUnavailable,
+			"failed to fetch %s: the git cache holds %s of repositories in use, and a fetch of up to %s (--%s) could take it past its cap of %s (--%s); retrying as repositories fall out of use",
+			url, artifact.FormatBytes(total), artifact.FormatBytes(c.limits.MaxFetchBytes), FlagMaxFetchBytes, artifact.FormatBytes(limit), FlagMaxCacheBytes)
 	}
-	return fault.Retry(pulumiv1.ReasonSourceUnavailable,
-		"failed to fetch %s: the git cache holds %s of repositories that Stacks of namespace %q use, at or over the namespace's cap of %s (--%s); a repository no Stack of the namespace uses stops counting after the git cache retention",
-		url, artifact.FormatBytes(used), ns, artifact.FormatBytes(limit), FlagMaxNamespaceBytes)
+	return nil
+}
+
+// evictFor removes repositories no resolve is using, least recently used first, until the
+// cache holds at most target bytes, and returns what it then holds. Called with c.mu held,
+// which keeps a resolve from picking a remote up while its directory goes.
+func (c *Cache) evictFor(target int64) int64 {
+	var total int64
+	for _, rm := range c.remotes {
+		total += rm.size.Load()
+	}
+	for total > target {
+		victim := ""
+		for id, rm := range c.remotes {
+			if rm.users == 0 && (victim == "" || rm.lastUsed.Before(c.remotes[victim].lastUsed)) {
+				victim = id
+			}
+		}
+		if victim == "" {
+			break
+		}
+		rm := c.remotes[victim]
+		if err := os.RemoveAll(rm.dir); err != nil {
+			break
+		}
+		total -= rm.size.Load()
+		c.drop(victim)
+	}
+	return total
+}
+
+// drop forgets remote id and the listing it keeps. Called with c.mu held.
+func (c *Cache) drop(id string) {
+	rm, ok := c.remotes[id]
+	if !ok {
+		return
+	}
+	delete(c.remotes, id)
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	for l, owner := range c.kept {
+		if owner == rm {
+			delete(c.kept, l)
+			c.keptBytes -= l.size
+		}
+	}
+}
+
+// keep records l as rm's listing in place of old, and drops the least recently used other
+// listings while the kept ones are over MaxListingsBytes: each is listed again when next
+// needed. The newest is always kept.
+func (c *Cache) keep(rm *remote, old, l *listing) {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	if _, ok := c.kept[old]; ok && old != nil {
+		delete(c.kept, old)
+		c.keptBytes -= old.size
+	}
+	c.kept[l] = rm
+	c.keptBytes += l.size
+	for limit := c.limits.MaxListingsBytes; limit > 0 && c.keptBytes > limit; {
+		var victim *listing
+		for k := range c.kept {
+			if k != l && (victim == nil || k.used.Load() < victim.used.Load()) {
+				victim = k
+			}
+		}
+		if victim == nil {
+			return
+		}
+		owner := c.kept[victim]
+		delete(c.kept, victim)
+		c.keptBytes -= victim.size
+		owner.mu.Lock()
+		if owner.listing == victim {
+			owner.listing = nil
+		}
+		owner.mu.Unlock()
+	}
+}
+
+// KeptListingBytes is the estimated size of the ref listings held between polls.
+func (c *Cache) KeptListingBytes() int64 {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	return c.keptBytes
 }
 
 // isIdentity reports whether name is a remote's directory (hex HMAC-SHA256), not the key

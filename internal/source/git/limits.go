@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-billy/v5"
 
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/budget"
 )
 
 // Flag names of the manager's settings of CacheLimits. Faults name the flag to change, so
@@ -24,6 +25,8 @@ const (
 	FlagMaxFetchBytes     = "max-git-fetch-bytes"
 	FlagMaxListBytes      = "max-git-list-bytes"
 	FlagMaxNamespaceBytes = "max-git-cache-bytes-per-namespace"
+	FlagMaxCacheBytes     = "max-git-cache-bytes"
+	FlagMaxListingsBytes  = "max-git-listings-bytes"
 )
 
 // CacheLimits bound what the Stacks of one namespace, whose authors may be hostile to the
@@ -44,10 +47,22 @@ type CacheLimits struct {
 	// namespace using it. A namespace at or over it is refused new fetches; commits
 	// already in the cache are still served.
 	MaxNamespaceBytes int64
+	// MaxCacheBytes bounds the cache disk of every namespace together: before a fetch
+	// that could pass it, the repositories no resolve is using are removed, least
+	// recently used first, and if that is not enough the fetch is refused (its Stack
+	// retries). It counts the repositories this process has opened.
+	MaxCacheBytes int64
+	// MaxListingsBytes bounds the ref listings kept in memory between polls, across every
+	// repository (estimated from their refs): past it, the least recently used listings
+	// are dropped, and listed again when next needed.
+	MaxListingsBytes int64
 	// MinFreeBytes is the space a fetch must leave free on the cache's volume, at its
 	// worst (MaxFetchBytes written): a fetch that could leave less is refused, and its
 	// Stack retries (the collector or the platform team may make room).
 	MinFreeBytes int64
+	// Memory is the manager's budget for tenant input held in memory, which every ref
+	// listing is charged to while it is read and used; nil is no budget.
+	Memory *budget.Budget
 }
 
 // DefaultCacheLimits are the limits of NewCache. A ref listing is far larger than one
@@ -57,6 +72,8 @@ var DefaultCacheLimits = CacheLimits{
 	MaxFetchBytes:     512 << 20,
 	MaxListBytes:      64 << 20,
 	MaxNamespaceBytes: 1 << 30,
+	MaxCacheBytes:     6 << 30,
+	MaxListingsBytes:  256 << 20,
 }
 
 // capError reports an operation that received more than its cap.
@@ -78,6 +95,10 @@ type meter struct {
 	n     atomic.Int64
 	over  atomic.Bool
 	wired atomic.Bool // an HTTP response body is counted: the stream above it need not be
+	// charge, when set, takes every byte counted from the manager's memory budget;
+	// spent holds its refusal.
+	charge *budget.Charge
+	spent  atomic.Pointer[error]
 }
 
 func newMeter(what string, limit int64, flag string) *meter {
@@ -88,12 +109,23 @@ func newMeter(what string, limit int64, flag string) *meter {
 	return m
 }
 
-// exceeded returns the cap error once the operation went over its cap.
+// exceeded returns the cap error once the operation went over its cap, or the budget's
+// refusal once the memory budget could not hold what it received.
 func (m *meter) exceeded() error {
 	if m.over.Load() {
 		return m.err
 	}
+	if err := m.spent.Load(); err != nil {
+		return *err
+	}
 	return nil
+}
+
+// release gives back what the meter took from the memory budget.
+func (m *meter) release() {
+	if m.charge != nil {
+		m.charge.Release()
+	}
 }
 
 func (m *meter) reader(r io.Reader) io.Reader { return &meteredReader{r: r, m: m} }
@@ -104,17 +136,28 @@ type meteredReader struct {
 }
 
 func (r *meteredReader) Read(p []byte) (int, error) {
-	if r.m.err == nil {
+	if r.m.err == nil && r.m.charge == nil {
 		return r.r.Read(p)
 	}
-	if r.m.over.Load() {
-		return 0, r.m.err
+	if err := r.m.exceeded(); err != nil {
+		return 0, err
 	}
 	n, err := r.r.Read(p)
-	if total := r.m.n.Add(int64(n)); total > r.m.err.limit {
-		r.m.over.Store(true)
-		// Not one byte past the cap reaches the disk.
-		return max(0, n-int(total-r.m.err.limit)), r.m.err
+	if r.m.err != nil {
+		if total := r.m.n.Add(int64(n)); total > r.m.err.limit {
+			r.m.over.Store(true)
+			// Not one byte past the cap reaches the disk.
+			return max(0, n-int(total-r.m.err.limit)), r.m.err
+		}
+	}
+	if r.m.charge != nil && n > 0 {
+		if cerr := r.m.charge.Take(int64(n)); cerr != nil {
+			// The bytes of this one read still go through: a stream cut before its first
+			// byte reads to go-git as an empty repository, and it then waits 10 s for an
+			// explanation on a channel that never has one.
+			r.m.spent.Store(&cerr)
+			return n, cerr
+		}
 	}
 	return n, err
 }

@@ -17,6 +17,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/artifact"
+	"github.com/stackwright/stackwright/internal/budget"
 	"github.com/stackwright/stackwright/internal/testing/gitserver"
 )
 
@@ -389,4 +390,167 @@ func TestResolver_Resolve_RefusesFetchOnAFullVolume(t *testing.T) {
 	_, err := f.resolver.Resolve(ctx(t), h.branchStack("app", "main"))
 
 	wantFault(t, err, pulumiv1.ReasonSourceUnavailable, false, []string{"cannot fetch commit", "this may write plus the 1 EiB kept free (--min-free-data-bytes)"}, nil)
+}
+
+// Every transport's ref listing is charged to the manager's memory budget while it is held:
+// with the budget spent (the endless listing of another tenant, say) a listing fails at
+// once, as something to retry, naming the flag; nothing stays charged after a listing,
+// whether it fit or not.
+func TestResolver_Resolve_ListingChargedToTheMemoryBudget(t *testing.T) {
+	root := t.TempDir()
+	key, pub := sshKey(t, "")
+	sshd := newSSHServer(t, root, pub)
+	daemon := newGitDaemon(t, root)
+	h := newHTTPRepo(t)
+	for _, tc := range []struct {
+		name  string
+		url   string
+		stack *pulumiv1.Stack
+		objs  []client.Object
+	}{
+		{name: "http", stack: h.branchStack("app", "main"), objs: []client.Object{h.secret}},
+		{name: "git", stack: newStack("app", pulumiv1.GitSource{ProjectRepo: "git://" + daemon.addr + "/" + endlessRepo, Branch: "main"})},
+		{
+			name: "ssh", stack: newStack("app", pulumiv1.GitSource{ProjectRepo: "ssh://git@" + sshd.addr + "/" + endlessRepo, Branch: "main", GitAuth: sshAuthFrom("ssh")}),
+			objs: []client.Object{secret("ssh", map[string]string{"key": string(key), KnownHostsKey: knownHostsLine(sshd.addr, sshd.hostKey)})},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := budget.New(64 << 10)
+			other := mem.Charge()
+			if err := other.Take(64<<10 - 16); err != nil {
+				t.Fatal(err)
+			}
+			f := newFixture(t, tc.objs...)
+			f.withLimits(CacheLimits{MaxListBytes: 1 << 20, Memory: mem})
+
+			_, err := f.resolver.Resolve(ctx(t), tc.stack)
+
+			wantFault(t, err, pulumiv1.ReasonSourceUnavailable, false, []string{"list the refs of", "memory budget for tenant input is spent", "--" + budget.Flag}, nil)
+			other.Release()
+			if got := mem.InUse(); got != 0 {
+				t.Errorf("%d bytes still charged after the listing failed", got)
+			}
+		})
+	}
+	t.Run("fits", func(t *testing.T) {
+		mem := budget.New(1 << 20)
+		f := newFixture(t, h.secret)
+		f.withLimits(CacheLimits{Memory: mem})
+		f.resolve(t, h.branchStack("app", "main"))
+		if got := mem.InUse(); got != 0 {
+			t.Errorf("%d bytes still charged after the listing was used", got)
+		}
+	})
+}
+
+// The listings kept between polls stay within MaxListingsBytes: the least recently used
+// are dropped (and listed again when next needed), the newest is always kept, and a
+// replaced listing stops counting.
+func TestCache_Keep_DropsLeastRecentlyUsedListings(t *testing.T) {
+	c := NewCacheWithLimits(t.TempDir(), CacheLimits{MaxListingsBytes: 250})
+	remotes := map[string]*remote{}
+	listed := func(name string, size int64, used int64) *listing {
+		rm, ok := remotes[name]
+		if !ok {
+			rm = &remote{c: c}
+			remotes[name] = rm
+		}
+		l := &listing{size: size}
+		l.used.Store(used)
+		rm.mu.Lock()
+		old := rm.listing
+		rm.listing = l
+		rm.mu.Unlock()
+		c.keep(rm, old, l)
+		return l
+	}
+	kept := func() []string {
+		var out []string
+		for _, name := range []string{"a", "b", "c", "d"} {
+			if rm, ok := remotes[name]; ok && rm.currentListing() != nil {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	listed("a", 100, 1)
+	listed("b", 100, 3)
+	listed("a", 100, 4) // replaces a's first listing: 200 kept, not 300
+	if diff := cmp.Diff([]string{"a", "b"}, kept()); diff != "" || c.KeptListingBytes() != 200 {
+		t.Errorf("kept (-want +got):\n%s; %d bytes", diff, c.KeptListingBytes())
+	}
+	listed("c", 100, 5) // over 250: b, used least recently, goes
+	if diff := cmp.Diff([]string{"a", "c"}, kept()); diff != "" || c.KeptListingBytes() != 200 {
+		t.Errorf("kept (-want +got):\n%s; %d bytes", diff, c.KeptListingBytes())
+	}
+	listed("d", 1000, 6) // larger than the limit alone: kept, every other one dropped
+	if diff := cmp.Diff([]string{"d"}, kept()); diff != "" || c.KeptListingBytes() != 1000 {
+		t.Errorf("kept (-want +got):\n%s; %d bytes", diff, c.KeptListingBytes())
+	}
+}
+
+// The whole cache stays within MaxCacheBytes: a fetch that could pass it first removes
+// the repositories no resolve is using, least recently used first; a repository removed
+// is fetched again when needed.
+func TestResolver_Resolve_GlobalCacheCapEvictsUnusedRepositories(t *testing.T) {
+	root := t.TempDir()
+	for _, name := range []string{"big1", "big2"} {
+		gitserver.NewRepo(t, root, name, bigFiles(t, 1<<20))
+	}
+	s := gitserver.NewHTTPServer(t, root, nil)
+	f := newFixture(t)
+	f.withLimits(CacheLimits{MaxFetchBytes: 2 << 20, MaxCacheBytes: 5 << 19})
+	resolve := func(ns, repo string) error {
+		stack := newStack("app-"+repo, pulumiv1.GitSource{ProjectRepo: s.URL + "/" + repo + ".git", Branch: "main", RepoDir: "infra/app"})
+		stack.Namespace = ns
+		_, err := f.resolver.Resolve(ctx(t), stack)
+		return err
+	}
+	cached := func() int {
+		c := f.resolver.Cache
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.remotes)
+	}
+	if err := resolve("a", "big1"); err != nil {
+		t.Fatal(err)
+	}
+	// big1 (over 1 MiB) and a fetch of up to 2 MiB could pass 2.5 MiB: big1 goes first.
+	if err := resolve("b", "big2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := cached(); got != 1 {
+		t.Errorf("%d repositories cached after the second fetch; want 1 (the first evicted to make room)", got)
+	}
+	fetches := s.Counts()[1]
+	if err := resolve("a", "big1"); err != nil {
+		t.Fatal(err)
+	}
+	if s.Counts()[1] == fetches {
+		t.Error("the evicted repository was served without a fetch")
+	}
+}
+
+// A repository a resolve is using is never removed to make room: the fetch is refused
+// instead, as something to retry, naming the cap.
+func TestCache_Admit_RefusesWhenOnlyRepositoriesInUseFill(t *testing.T) {
+	dir := t.TempDir()
+	c := NewCacheWithLimits(dir, CacheLimits{MaxFetchBytes: 1 << 20, MaxCacheBytes: 2 << 20})
+	for id, users := range map[string]int{"busy": 1, "idle": 0} {
+		rm := &remote{c: c, dir: filepath.Join(dir, id), namespaces: map[string]time.Time{}, users: users}
+		if err := os.MkdirAll(rm.dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		rm.size.Store(2 << 20)
+		c.remotes[id] = rm
+	}
+	err := c.admit("a", "https://example.com/x.git")
+	wantFault(t, err, pulumiv1.ReasonSourceUnavailable, false, []string{"the git cache holds 2 MiB of repositories in use", "--" + FlagMaxCacheBytes}, nil)
+	if _, ok := c.remotes["busy"]; !ok {
+		t.Error("the repository in use was removed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "idle")); !os.IsNotExist(err) {
+		t.Errorf("the idle repository was kept: %v", err)
+	}
 }

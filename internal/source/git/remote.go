@@ -43,6 +43,7 @@ type remote struct {
 	// by the Cache's mutex.
 	users      int
 	marked     time.Time
+	lastUsed   time.Time
 	namespaces map[string]time.Time
 
 	// size is the bytes of dir, measured when the remote is created and after each fetch.
@@ -82,6 +83,21 @@ type listing struct {
 	pokes uint64
 	refs  map[plumbing.ReferenceName]plumbing.Hash
 	err   error
+	// size estimates what refs holds in memory; used is when a caller last read it (unix
+	// nanoseconds), for the Cache's least-recently-used choice.
+	size int64
+	used atomic.Int64
+}
+
+// refOverhead estimates one listed ref's memory: its name, its hash and a map entry.
+const refOverhead = 80
+
+func listingSize(refs map[plumbing.ReferenceName]plumbing.Hash) int64 {
+	var n int64
+	for name := range refs {
+		n += int64(len(name)) + refOverhead
+	}
+	return n
 }
 
 // fresh reports whether l may answer a caller polling every interval. Any caller's
@@ -157,6 +173,7 @@ func (rm *remote) listed(ctx context.Context, ns string, interval time.Duration,
 			return nil, err
 		}
 	}
+	l.used.Store(now().UnixNano())
 	return l, l.err
 }
 
@@ -175,6 +192,7 @@ func (rm *remote) list(ctx context.Context, ns string, at time.Time, ref plumbin
 	} else {
 		defer sess.Close()
 		l.refs = advertised(ar)
+		l.size = listingSize(l.refs)
 		log.V(1).Info("Listed git refs", "refs", len(l.refs))
 	}
 	if h, ok := l.refs[ref]; ok && rm.holder(h) == nil && rm.overrun(h, shallow) == nil && rm.c.admit(ns, rm.url) == nil {
@@ -190,9 +208,12 @@ func (rm *remote) list(ctx context.Context, ns string, at time.Time, ref plumbin
 	}
 	// Published only now, so that a caller arriving during the fetch joins this call
 	// rather than seeing a fresh listing and starting a fetch (and a listing) of its own.
+	l.used.Store(at.UnixNano())
 	rm.mu.Lock()
+	old := rm.listing
 	rm.listing = l
 	rm.mu.Unlock()
+	rm.c.keep(rm, old, l)
 	return l
 }
 
@@ -223,25 +244,32 @@ func (rm *remote) ensure(ctx context.Context, ns string, h plumbing.Hash, ref pl
 }
 
 // advertise opens an upload-pack session and reads the server's refs, counting what the
-// server sends against the listing cap on every transport.
+// server sends against the listing cap on every transport, and charging it to the
+// manager's memory budget until the session is closed.
 func (rm *remote) advertise(ctx context.Context) (transport.UploadPackSession, *packp.AdvRefs, error) {
 	m := newMeter("ref listing", rm.c.limits.MaxListBytes, FlagMaxListBytes)
+	if rm.c.limits.Memory != nil {
+		m.charge = rm.c.limits.Memory.Charge()
+	}
 	tr, ep, w, release := rm.c.http, rm.ep, (*wire)(nil), func() {}
 	if rm.ep.Protocol != "http" && rm.ep.Protocol != "https" {
 		w = &wire{}
 		w.use(m)
 		var err error
 		if ep, release, err = wiredEndpoint(ctx, rm.ep, w); err != nil {
+			m.release()
 			return nil, nil, err
 		}
 		if tr, err = client.NewClient(ep); err != nil {
 			release()
+			m.release()
 			return nil, nil, err
 		}
 	}
 	sess, err := tr.NewUploadPackSession(ep, rm.auth)
 	if err != nil {
 		release()
+		m.release()
 		if over := m.exceeded(); over != nil {
 			err = over
 		}
@@ -250,6 +278,7 @@ func (rm *remote) advertise(ctx context.Context) (transport.UploadPackSession, *
 	if w != nil {
 		sess = &wiredSession{UploadPackSession: sess, wire: w, release: release}
 	}
+	sess = chargedSession{UploadPackSession: sess, m: m}
 	ar, err := sess.AdvertisedReferencesContext(withMeter(ctx, m))
 	if err != nil {
 		_ = sess.Close()
@@ -259,6 +288,18 @@ func (rm *remote) advertise(ctx context.Context) (transport.UploadPackSession, *
 		return nil, nil, err
 	}
 	return sess, ar, nil
+}
+
+// chargedSession gives its listing's share of the memory budget back when it is closed:
+// the advertisement it read is held as long as the session is in use.
+type chargedSession struct {
+	transport.UploadPackSession
+	m *meter
+}
+
+func (s chargedSession) Close() error {
+	defer s.m.release()
+	return s.UploadPackSession.Close()
 }
 
 // overrun returns the fault of a recent fetch of h that went over the fetch cap.

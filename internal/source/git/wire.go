@@ -124,6 +124,9 @@ func (s *wiredSession) Close() error {
 
 // meterWire counts sess's connection against m from now on, when it is a wired session.
 func meterWire(sess transport.UploadPackSession, m *meter) {
+	if cs, ok := sess.(chargedSession); ok {
+		sess = cs.UploadPackSession
+	}
 	if ws, ok := sess.(*wiredSession); ok {
 		ws.wire.use(m)
 	}
