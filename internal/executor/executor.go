@@ -82,8 +82,10 @@ func (v Verdict) Apply(u *v1alpha1.Update, now metav1.Time) bool {
 // cannot create its destroy Update (the API server refuses new objects there), yet must be
 // destroyed for the namespace to go away.
 type Detacher interface {
-	// RunDetached queues u, which is never written to the API server.
-	RunDetached(u *v1alpha1.Update)
+	// RunDetached queues u, which is never written to the API server. An executor that
+	// runs it outside the manager reads what the run needs now, with ctx: the run is the
+	// one decided, whenever it starts.
+	RunDetached(ctx context.Context, u *v1alpha1.Update)
 	// Detached returns the detached Update with u's namespace and name, if one was
 	// submitted, with its status as far as it got. A finished one is forgotten once
 	// returned.

@@ -306,7 +306,7 @@ func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pu
 				// rights, and the tenant's state, environment and program would steer it.
 				return false, r.releaseWithoutDestroy(ctx, s, "no runner Pod can be created there, and the manager has no ServiceAccount to run one in its own namespace (--detached-runner-service-account and $POD_NAMESPACE)")
 			}
-			r.Detached.RunDetached(u)
+			r.Detached.RunDetached(ctx, u)
 			log.Info("Namespace terminating: running destroy without an Update object", "update", u.Name)
 			// No watch announces an in-memory Update's progress.
 			s.requeueAfter(detachedPoll)

@@ -49,6 +49,17 @@ const (
 type detachedRun struct {
 	u   *v1alpha1.Update
 	job types.UID
+	// pinned is the run as it was decided: the Stack and its inputs read when its
+	// namespace's deletion made the destroy detached (or why they could not be). The Job
+	// is built from them whenever a slot frees, so nothing the tenant changes meanwhile
+	// reaches the manager's namespace.
+	pinned *pinnedRun
+}
+
+type pinnedRun struct {
+	stack *pulumiv1.Stack
+	req   engine.Request
+	err   error
 }
 
 var _ executor.Detacher = (*Executor)(nil)
@@ -60,18 +71,27 @@ func (e *Executor) Detaches() bool {
 }
 
 // RunDetached implements executor.Detacher. The Update gets a UID of its own making: its
-// runner's labels and report are matched against it.
-func (e *Executor) RunDetached(u *v1alpha1.Update) {
+// runner's labels and report are matched against it. Its Stack and inputs are read now,
+// with the decision, and pinned (detachedRun.pinned).
+func (e *Executor) RunDetached(ctx context.Context, u *v1alpha1.Update) {
 	e.waitAdopted()
 	key := client.ObjectKeyFromObject(u)
+	e.mu.Lock()
+	_, ok := e.detached[key]
+	e.mu.Unlock()
+	if ok {
+		return
+	}
+	u = u.DeepCopy()
+	u.UID = uuid.NewUUID()
+	pin := &pinnedRun{}
+	pin.stack, pin.req, pin.err = e.runner.Request(ctx, u)
 	e.mu.Lock()
 	if _, ok := e.detached[key]; ok {
 		e.mu.Unlock()
 		return
 	}
-	u = u.DeepCopy()
-	u.UID = uuid.NewUUID()
-	e.detached[key] = &detachedRun{u: u}
+	e.detached[key] = &detachedRun{u: u, pinned: pin}
 	e.mu.Unlock()
 	e.queue.Push(executor.Item[struct{}]{Key: key})
 }
@@ -146,9 +166,10 @@ func (e *Executor) startDetached(ctx context.Context, key types.NamespacedName) 
 		return nil
 	}
 	d.u.MarkRunning(e.detachedIdentity(d.u), metav1.NewTime(e.now()))
-	u := d.u.DeepCopy()
+	u, pin := d.u.DeepCopy(), d.pinned
+	d.pinned = nil // handed to the Job; the inputs need not stay in memory
 	e.mu.Unlock()
-	j, err := e.createDetachedJob(ctx, u)
+	j, err := e.createDetachedJob(ctx, u, pin)
 	if err != nil {
 		runner.Finish(u, engine.Result{}, err, "", e.now())
 		e.finishDetached(ctx, u)
@@ -161,11 +182,15 @@ func (e *Executor) startDetached(ctx context.Context, key types.NamespacedName) 
 	return nil
 }
 
-func (e *Executor) createDetachedJob(ctx context.Context, u *v1alpha1.Update) (*batchv1.Job, error) {
-	stack, req, err := e.runner.Request(ctx, u)
-	if err != nil {
-		return nil, err
+func (e *Executor) createDetachedJob(ctx context.Context, u *v1alpha1.Update, pin *pinnedRun) (*batchv1.Job, error) {
+	if pin == nil {
+		return nil, fmt.Errorf("failed to start detached Update %s: its inputs were not read when it was decided", u.Name)
 	}
+	if pin.err != nil {
+		return nil, pin.err
+	}
+	stack, req := pin.stack, pin.req
+	var err error
 	tmpl, err := parseWorkspaceTemplate(stack.Spec.WorkspaceTemplate, e.opts.Pod.Allowed)
 	if err != nil {
 		return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "%v", err)

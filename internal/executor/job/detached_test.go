@@ -1,6 +1,8 @@
 package job
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/scheme"
 )
@@ -45,7 +48,7 @@ func TestExecutor_Detached_AdoptedAfterRestartAndRecorded(t *testing.T) {
 	close(first.adopted)
 	u := testUpdate("web-destroy-1")
 	u.UID, u.Spec.Type = "", v1alpha1.UpdateTypeDestroy
-	first.RunDetached(u)
+	first.RunDetached(t.Context(), u)
 	key := client.ObjectKeyFromObject(u)
 	if err := first.startDetached(t.Context(), key); err != nil {
 		t.Fatal(err)
@@ -107,6 +110,60 @@ func TestExecutor_Detached_AdoptedAfterRestartAndRecorded(t *testing.T) {
 	}
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(work), &corev1.Secret{}); err == nil {
 		t.Error("the work Secret, which holds the Stack's secrets, outlived the run")
+	}
+}
+
+// changingRunner resolves Requests from whatever the tenant's inputs are at the moment.
+type changingRunner struct {
+	stubRunner
+	env   *string
+	calls *int
+}
+
+func (r changingRunner) Request(context.Context, *v1alpha1.Update) (*pulumiv1.Stack, engine.Request, error) {
+	*r.calls++
+	return r.stack, engine.Request{Operation: engine.OpDestroy, Stack: "dev", Env: map[string]string{"CLOUD_ACCOUNT": *r.env}}, nil
+}
+
+// A detached destroy runs what was decided: its Stack and inputs are read once, when its
+// namespace's deletion made it detached, and a tenant that changes them while the run
+// waits for a slot changes nothing of the Job the manager's namespace gets.
+func TestExecutor_RunDetached_InputsPinnedWhenDecided(t *testing.T) {
+	sch, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(sch).Build()
+	e := newDetachingExecutor(c)
+	close(e.adopted)
+	env, calls := "account-at-deletion", 0
+	e.runner = changingRunner{stubRunner: stubRunner{stack: &pulumiv1.Stack{}}, env: &env, calls: &calls}
+	u := testUpdate("web-destroy-1")
+	u.UID, u.Spec.Type = "", v1alpha1.UpdateTypeDestroy
+
+	e.RunDetached(t.Context(), u)
+	e.RunDetached(t.Context(), u) // the Stack's next reconcile, while it waits
+	env = "account-the-tenant-switched-to"
+	if err := e.startDetached(t.Context(), client.ObjectKeyFromObject(u)); err != nil {
+		t.Fatal(err)
+	}
+
+	if calls != 1 {
+		t.Errorf("inputs read %d times; want once, when the destroy was decided", calls)
+	}
+	var secrets corev1.SecretList
+	if err := c.List(t.Context(), &secrets, client.InNamespace("sw")); err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) != 1 {
+		t.Fatalf("%d work Secrets; want 1", len(secrets.Items))
+	}
+	var work Work
+	if err := json.Unmarshal(secrets.Items[0].Data[WorkFile], &work); err != nil {
+		t.Fatal(err)
+	}
+	if got := work.Request.Env["CLOUD_ACCOUNT"]; got != "account-at-deletion" {
+		t.Errorf("the detached run got CLOUD_ACCOUNT=%q; want the value of when it was decided", got)
 	}
 }
 

@@ -87,7 +87,7 @@ func (e *Executor) Identity() string { return e.identity }
 func (e *Executor) Submit(u *v1alpha1.Update) { e.enqueue(u, nil) }
 
 // RunDetached implements executor.Detacher.
-func (e *Executor) RunDetached(u *v1alpha1.Update) {
+func (e *Executor) RunDetached(_ context.Context, u *v1alpha1.Update) {
 	u = u.DeepCopy()
 	e.mu.Lock()
 	if _, ok := e.detached[client.ObjectKeyFromObject(u)]; ok {

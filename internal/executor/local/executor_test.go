@@ -153,7 +153,7 @@ func TestExecutor_RunDetached_ResultReadOnceFinished(t *testing.T) {
 	go func() { _ = e.Start(ctx) }()
 
 	u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d"}, Spec: v1alpha1.UpdateSpec{StackName: "s", Type: v1alpha1.UpdateTypeDestroy}}
-	e.RunDetached(u)
+	e.RunDetached(t.Context(), u)
 	if got, ok := e.Detached("ns", "d"); !ok || got.Status.Finished() {
 		t.Fatalf("Detached() right after submission = %v, %v; want an unfinished Update", got, ok)
 	}
