@@ -68,6 +68,13 @@ type StackTemplateSpec struct {
 	// UpdateStrategy says how existing instances follow a change of the template.
 	// +optional
 	UpdateStrategy TemplateUpdateStrategy `json:"updateStrategy,omitempty"`
+	// InstanceMessages says what an instance's status repeats of its Stack's messages.
+	// Reasons (the default) gives the tenant the conditions' reasons and states only: the
+	// messages are the platform's, and may name objects of the platform namespace (a
+	// Secret the Stack reads, a backend) or quote its program's errors. Full repeats them.
+	// +optional
+	// +kubebuilder:default=Reasons
+	InstanceMessages InstanceMessagePolicy `json:"instanceMessages,omitempty"`
 	// Approvers may approve or reject the changes of instances whose stack requires
 	// approval (spec.stack.stackwright.approval: Manual), on the instance itself:
 	// kubectl annotate <kind> <name> stackwright.dev/approve=<preview>. The API server
@@ -143,6 +150,18 @@ type TemplateConfig struct {
 	// +optional
 	Secret bool `json:"secret,omitempty"`
 }
+
+// InstanceMessagePolicy says what an instance's status repeats of its Stack's messages.
+// +kubebuilder:validation:Enum=Reasons;Full
+type InstanceMessagePolicy string
+
+const (
+	// InstanceMessagesReasons: reasons and states only; each message says where the
+	// details are (the Stack in the platform namespace).
+	InstanceMessagesReasons InstanceMessagePolicy = "Reasons"
+	// InstanceMessagesFull: the Stack's condition and last update messages as they are.
+	InstanceMessagesFull InstanceMessagePolicy = "Full"
+)
 
 // TemplateUpdateStrategyType names how instances follow a template change.
 // +kubebuilder:validation:Enum=AllAtOnce;Hold

@@ -258,7 +258,7 @@ func (c *Controller) Reconcile(ctx context.Context, req Request) (result reconci
 		return reconcile.Result{}, err
 	}
 	before := in.status.LastUpdate.DeepCopy()
-	mirror(in, a.stack)
+	mirror(in, a.stack, t.Spec.InstanceMessages)
 	if in.status.Approval != nil && in.status.Approval.State == string(pulumiv1.ApprovalAwaiting) {
 		if a.ignored == "" && t.Spec.Approvers != nil {
 			if a.ignored, err = c.approvalPolicyMissing(ctx); err != nil {

@@ -68,8 +68,18 @@ func (in *instance) parameters() (map[string]any, error) {
 }
 
 // mirror sets the instance's conditions and last update from its Stack: Ready only once
-// the Stack is Ready at the spec rendered from the instance's current generation.
-func mirror(in *instance, st *pulumiv1.Stack) {
+// the Stack is Ready at the spec rendered from the instance's current generation. With
+// policy Reasons the Stack's messages stay the platform's, but for a policy's verdict: the
+// instance gets a message of its own making for each (platformMessage).
+func mirror(in *instance, st *pulumiv1.Stack, policy v1alpha1.InstanceMessagePolicy) {
+	full := policy == v1alpha1.InstanceMessagesFull
+	message := func(kind, reason, msg string) string {
+		if full || reason == pulumiv1.ReasonPolicyViolation {
+			// A policy's verdict is written for the author of what it judges.
+			return msg
+		}
+		return platformMessage(st, kind, reason)
+	}
 	if rev, err := strconv.ParseInt(st.Labels[v1alpha1.TemplateRevisionLabel], 10, 64); err == nil {
 		in.status.TemplateRevision = rev
 	}
@@ -79,7 +89,11 @@ func mirror(in *instance, st *pulumiv1.Stack) {
 		in.status.Approval = &v1alpha1.InstanceApproval{State: string(a.State), Preview: a.Preview, Summary: a.Summary}
 	}
 	if lu := st.Status.LastUpdate; lu != nil {
-		in.status.LastUpdate = &v1alpha1.InstanceUpdate{Type: lu.Type, State: string(lu.State), Message: lu.Message, Time: lu.LastResyncTime}
+		msg := lu.Message
+		if !full && msg != "" {
+			msg = platformMessage(st, "last update", string(lu.State))
+		}
+		in.status.LastUpdate = &v1alpha1.InstanceUpdate{Type: lu.Type, State: string(lu.State), Message: msg, Time: lu.LastResyncTime}
 	}
 	current := st.Annotations[instanceGenerationAnnotation] == strconv.FormatInt(in.GetGeneration(), 10) &&
 		st.Status.ObservedGeneration == st.Generation
@@ -87,16 +101,22 @@ func mirror(in *instance, st *pulumiv1.Stack) {
 	switch {
 	case current && conditions.IsTrue(st, pulumiv1.ConditionStalled):
 		c := conditions.Get(st, pulumiv1.ConditionStalled)
-		conditions.MarkStalled(in, c.Reason, c.Message)
+		conditions.MarkStalled(in, c.Reason, message("stalled", c.Reason, c.Message))
 	case current && ready != nil && ready.Status == "True":
-		conditions.MarkReady(in, ready.Reason, ready.Message)
+		conditions.MarkReady(in, ready.Reason, message("ready", ready.Reason, ready.Message))
 	default:
 		reason, msg := pulumiv1.ReasonNotReadyInProgress, "the stack is being reconciled"
 		if c := conditions.Get(st, pulumiv1.ConditionReconciling); c != nil && c.Status == "True" {
-			reason, msg = c.Reason, c.Message
+			reason, msg = c.Reason, message("reconciling", c.Reason, c.Message)
 		}
 		conditions.MarkReconciling(in, reason, msg)
 	}
+}
+
+// platformMessage stands for a Stack message an instance's owner is not shown: what state
+// the Stack is in, with which reason, and where the details are.
+func platformMessage(st *pulumiv1.Stack, what, reason string) string {
+	return fmt.Sprintf("the platform's Stack %s/%s: %s (%s); the details are the platform team's (the template's instanceMessages is Reasons)", st.Namespace, st.Name, what, reason)
 }
 
 // publicOutputs are the listed outputs the Stack's status holds that are not secret.
