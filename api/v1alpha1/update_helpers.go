@@ -12,6 +12,7 @@ import (
 // (Flux health checks, cli-utils appliers) reads as "in progress".
 func (u *Update) MarkRunning(runner string, now metav1.Time) {
 	u.Status.Phase, u.Status.Runner, u.Status.StartTime = UpdatePhaseRunning, runner, &now
+	u.Status.Queue = nil
 	u.Status.ObservedGeneration = u.Generation
 	conditions.Set(u, ConditionReconciling, metav1.ConditionTrue, ReasonRunning, fmt.Sprintf("Running %s on %s", u.Spec.Type, runner))
 }

@@ -16,6 +16,33 @@ const (
 	ManagedBy      = "stackwright"
 )
 
+// UpdateQueue is where a Pending Update stands in its executor's queue. Tenants (namespaces,
+// or namespaces sharing the manager's --tenant-label value) take turns, so Ahead counts
+// this tenant's earlier Updates and, from each other tenant, as many as get a turn before
+// this one.
+type UpdateQueue struct {
+	// Ahead is how many queued Updates are expected to start before this one: exact up
+	// to 10, rounded down to tens past that.
+	Ahead int32 `json:"ahead"`
+	// Reason is why the Update waits: AllSlotsBusy (every runner slot is taken) or
+	// TenantAtLimit (its tenant holds every slot a tenant may hold:
+	// --max-concurrent-updates-per-namespace).
+	Reason string `json:"reason"`
+	// RunningUpdates and Slots are the Updates running and the slots of the executor.
+	RunningUpdates int32 `json:"runningUpdates"`
+	Slots          int32 `json:"slots"`
+	// EstimatedWaitSeconds is a rough guess, rounded to minutes, from the recent runs'
+	// mean duration and the turns ahead; absent until a run has finished.
+	// +optional
+	EstimatedWaitSeconds *int64 `json:"estimatedWaitSeconds,omitempty"`
+}
+
+// Reasons of UpdateQueue.
+const (
+	QueueReasonAllSlotsBusy  = "AllSlotsBusy"
+	QueueReasonTenantAtLimit = "TenantAtLimit"
+)
+
 // MaxLogTailLength is the largest status.logTail accepted, in bytes.
 const MaxLogTailLength = 8192
 
@@ -299,6 +326,11 @@ type UpdateStatus struct {
 	// values.
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// Queue says where a Pending Update stands in the executor's queue, once it has
+	// waited a while; it is removed when the Update starts.
+	// +optional
+	Queue *UpdateQueue `json:"queue,omitempty"`
 
 	// Changes counts resource operations by kind (create, update, delete,
 	// replace, same, ...).

@@ -15,6 +15,12 @@ import (
 // or another claim won, and an error when the API server did not say.
 type ClaimFunc func(ctx context.Context, u *v1alpha1.Update, runner string) (bool, error)
 
+// ErrStaleRead is what a ClaimFunc returns when the Update changed since it was read (a
+// conflict): nothing was claimed, and the caller reads it again a little later rather than
+// dropping it (it may still be Pending: a status write, such as its queue position,
+// changed it, or the cache was behind).
+var ErrStaleRead = errors.New("the Update changed since it was read")
+
 // errUnsettled is a claim retried before the Update shows what became of the lost one.
 var errUnsettled = errors.New("a claim of this Update got no answer, and the Update still reads Pending")
 
@@ -42,6 +48,8 @@ func (c *Claims) Claim(ctx context.Context, u *v1alpha1.Update, runner string, c
 	}
 	claimed, err := claim(ctx, u, runner)
 	switch {
+	case errors.Is(err, ErrStaleRead):
+		return false, err
 	case err != nil:
 		c.set(key, true)
 		return false, err

@@ -28,6 +28,7 @@ var (
 	won      = func() (bool, error) { return true, nil }
 	refused  = func() (bool, error) { return false, nil }
 	noAnswer = func() (bool, error) { return false, errors.New("connection reset by peer") }
+	stale    = func() (bool, error) { return false, ErrStaleRead }
 )
 
 func TestClaims_Claim_SettlesLostAnswers(t *testing.T) {
@@ -49,6 +50,7 @@ func TestClaims_Claim_SettlesLostAnswers(t *testing.T) {
 		{name: "lostClaimNotAppliedClaimedAgain", lostFirst: true, seen: update(v1alpha1.UpdatePhasePending, ""), answer: won, want: true, wantCalls: 2},
 		{name: "lostClaimAndAStaleReadIsUnsettled", lostFirst: true, seen: update(v1alpha1.UpdatePhasePending, ""), answer: refused, wantErr: errUnsettled, wantCalls: 2},
 		{name: "lostClaimThenTakenByAnother", lostFirst: true, seen: update(v1alpha1.UpdatePhaseRunning, "local/pod/2/def"), answer: refused, wantCalls: 2},
+		{name: "staleReadIsRetriedNotLost", seen: update(v1alpha1.UpdatePhasePending, ""), answer: stale, wantErr: ErrStaleRead, wantCalls: 1},
 		{name: "lostClaimThenFinished", lostFirst: true, seen: update(v1alpha1.UpdatePhaseSucceeded, me), answer: refused, wantCalls: 2},
 	}
 	for _, tt := range tests {
@@ -75,7 +77,7 @@ func TestClaims_Claim_SettlesLostAnswers(t *testing.T) {
 			if calls != tt.wantCalls {
 				t.Errorf("%d claims made; want %d", calls, tt.wantCalls)
 			}
-			if tt.wantErr == nil && len(c.lost) != 0 {
+			if (tt.wantErr == nil || errors.Is(tt.wantErr, ErrStaleRead)) && len(c.lost) != 0 {
 				t.Errorf("settled claims still remembered: %v", c.lost)
 			}
 		})

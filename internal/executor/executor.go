@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
@@ -76,6 +77,13 @@ func (v Verdict) Apply(u *v1alpha1.Update, now metav1.Time) bool {
 		return false
 	}
 	return true
+}
+
+// Positioner is an executor that can say where a submitted Update stands in its queue.
+type Positioner interface {
+	// Position reports where the queued Update with key stands; false when it is not
+	// queued (running, finished or unknown).
+	Position(key types.NamespacedName) (Position, bool)
 }
 
 // Detacher runs Updates that exist only in memory. A Stack in a terminating namespace

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -64,6 +65,11 @@ type Queue[T any] struct {
 	running map[types.NamespacedName]Item[T]
 	perNS   map[string]int
 	busy    map[string]bool
+	// started is when each running item took its slot, and meanRun the moving average of
+	// how long finished items held theirs (for Position's estimate).
+	started map[types.NamespacedName]time.Time
+	meanRun time.Duration
+	now     func() time.Time
 }
 
 // NewQueue returns an empty queue with the given limits.
@@ -72,6 +78,7 @@ func NewQueue[T any](l Limits) *Queue[T] {
 		limits: l.normalized(), wake: make(chan struct{}),
 		fifo: map[string][]Item[T]{}, queued: map[types.NamespacedName]string{},
 		running: map[types.NamespacedName]Item[T]{}, perNS: map[string]int{}, busy: map[string]bool{},
+		started: map[types.NamespacedName]time.Time{}, now: time.Now,
 	}
 }
 
@@ -158,6 +165,15 @@ func (q *Queue[T]) Release(key types.NamespacedName) bool {
 		return false
 	}
 	delete(q.running, key)
+	if start, ok := q.started[key]; ok {
+		delete(q.started, key)
+		// An exponential moving average: recent runs count most, one outlier little.
+		if d := q.now().Sub(start); q.meanRun == 0 {
+			q.meanRun = d
+		} else {
+			q.meanRun = (4*q.meanRun + d) / 5
+		}
+	}
 	if ns := it.tenant(); q.perNS[ns] <= 1 {
 		delete(q.perNS, ns)
 	} else {
@@ -230,6 +246,7 @@ func (it Item[T]) tenant() string {
 
 func (q *Queue[T]) markRunning(it Item[T]) {
 	q.running[it.Key] = it
+	q.started[it.Key] = q.now()
 	q.perNS[it.tenant()]++
 	if it.Group != "" {
 		q.busy[it.Group] = true
@@ -248,6 +265,62 @@ func (q *Queue[T]) dropQueued(key types.NamespacedName) {
 	}
 	delete(q.fifo, ns)
 	q.turns = slices.DeleteFunc(q.turns, func(n string) bool { return n == ns })
+}
+
+// Position is where a queued item stands.
+type Position struct {
+	// Ahead is how many queued items are expected to start before it: its tenant's
+	// earlier ones, and from each other tenant as many as get a turn first.
+	Ahead int
+	// TenantAtLimit is set when its tenant already runs as many items as a tenant may.
+	TenantAtLimit bool
+	// Running and Slots are the items running and the queue's Max.
+	Running, Slots int
+	// EstimatedWait is a rough guess from the mean run so far (0 before any run finished).
+	EstimatedWait time.Duration
+}
+
+// Position reports where the queued item with key stands; false when it is not queued
+// (running, or unknown). The estimate assumes the tenants keep taking turns and runs last
+// as long as the recent ones did; groups (the local executor's one run per Stack) are not
+// counted.
+func (q *Queue[T]) Position(key types.NamespacedName) (Position, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ns, ok := q.queued[key]
+	if !ok {
+		return Position{}, false
+	}
+	own := slices.IndexFunc(q.fifo[ns], func(it Item[T]) bool { return it.Key == key })
+	turn := slices.Index(q.turns, ns)
+	ahead := own
+	for i, other := range q.turns {
+		if other == ns {
+			continue
+		}
+		turns := own
+		if i < turn {
+			turns++
+		}
+		ahead += min(len(q.fifo[other]), turns)
+	}
+	p := Position{Ahead: ahead, TenantAtLimit: q.perNS[ns] >= q.limits.PerNamespace, Running: len(q.running), Slots: q.limits.Max}
+	if q.meanRun > 0 {
+		// Items start as slots free up, a wave per mean run: the queue's, and the
+		// tenant's own (its earlier items also run at most PerNamespace at a time).
+		waves := max(waves(ahead, q.limits.Max-len(q.running), q.limits.Max), waves(own, q.limits.PerNamespace-q.perNS[ns], q.limits.PerNamespace))
+		p.EstimatedWait = time.Duration(waves) * q.meanRun
+	}
+	return p, true
+}
+
+// waves is how many rounds of runs end before the item with ahead items before it starts,
+// free slots being free now and every round freeing size.
+func waves(ahead, free, size int) int {
+	if ahead < free {
+		return 0
+	}
+	return (ahead-max(free, 0))/size + 1
 }
 
 func (q *Queue[T]) broadcast() {

@@ -421,3 +421,90 @@ func TestQueue_Running_ListsRunningKeysSorted(t *testing.T) {
 		t.Errorf("Running() (-want +got):\n%s", diff)
 	}
 }
+
+// Position's Ahead is exact while every tenant keeps taking its turn: with one slot, each
+// queued item has as many items ahead as start before it.
+func TestQueue_Position_AheadMatchesTheOrderOfService(t *testing.T) {
+	tests := []struct {
+		name   string
+		limits Limits
+		items  []string
+	}{
+		{name: "OneTenant", limits: Limits{Max: 1}, items: []string{"a/1", "a/2", "a/3"}},
+		{name: "TenantsTakeTurns", limits: Limits{Max: 1}, items: []string{"a/1", "a/2", "a/3", "a/4", "b/1", "c/1", "c/2", "b/2"}},
+		{name: "TenantLabelSharesATurn", limits: Limits{Max: 1}, items: []string{"a/1>t", "b/1>t", "c/1", "a/2>t", "c/2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := NewQueue[string](tt.limits)
+			for _, s := range tt.items {
+				q.Push(item(s))
+			}
+			want := map[string]int{}
+			for _, s := range tt.items {
+				p, ok := q.Position(keyOf(s))
+				if !ok {
+					t.Fatalf("Position(%s): not queued", s)
+				}
+				want[keyOf(s).String()] = p.Ahead
+			}
+			got := map[string]int{}
+			for i, e := range drive(q) {
+				if !strings.HasPrefix(e, "-") {
+					got[e] = i / 2
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Ahead (-position +order of service):\n%s", diff)
+			}
+			if _, ok := q.Position(keyOf(tt.items[0])); ok {
+				t.Error("an item that ran is still positioned")
+			}
+		})
+	}
+}
+
+// The estimate counts waves of mean runs: the queue's slots, and the tenant's own limit.
+func TestQueue_Position_EstimatedWaitFromTheMeanRun(t *testing.T) {
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	q := NewQueue[string](Limits{Max: 2, PerNamespace: 1})
+	q.now = func() time.Time { return now }
+	for _, s := range []string{"a/1", "b/1", "a/2", "a/3", "c/1"} {
+		q.Push(item(s))
+	}
+	if p, _ := q.Position(keyOf("c/1")); p.EstimatedWait != 0 {
+		t.Errorf("estimate before any run finished = %v; want none", p.EstimatedWait)
+	}
+	first, _ := q.TryNext() // a/1
+	second, _ := q.TryNext()
+	now = now.Add(4 * time.Minute)
+	q.Release(first.Key)
+	q.Release(second.Key)
+	// c/1 has its turn, then a/2: both run, and a/3 waits for a slot and for a/2.
+	for _, want := range []string{"c/1", "a/2"} {
+		if it, _ := q.TryNext(); it.Key.String() != want {
+			t.Fatalf("started %s; want %s", it.Key, want)
+		}
+	}
+	tests := []struct {
+		key          string
+		wantAhead    int
+		wantWait     time.Duration
+		wantAtLimit  bool
+		wantRunning  int
+		wantSlots    int
+		wantPosition bool
+	}{
+		{key: "a/3", wantAhead: 0, wantWait: 4 * time.Minute, wantAtLimit: true, wantRunning: 2, wantSlots: 2, wantPosition: true},
+		{key: "a/2"},
+	}
+	for _, tt := range tests {
+		p, ok := q.Position(keyOf(tt.key))
+		if ok != tt.wantPosition {
+			t.Fatalf("Position(%s) queued = %v; want %v", tt.key, ok, tt.wantPosition)
+		}
+		if diff := cmp.Diff(Position{Ahead: tt.wantAhead, EstimatedWait: tt.wantWait, TenantAtLimit: tt.wantAtLimit, Running: tt.wantRunning, Slots: tt.wantSlots}, p); ok && diff != "" {
+			t.Errorf("Position(%s) (-want +got):\n%s", tt.key, diff)
+		}
+	}
+}

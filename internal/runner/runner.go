@@ -26,6 +26,7 @@ import (
 	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/engine"
+	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
 	"github.com/stackwright/stackwright/internal/metrics"
@@ -66,8 +67,10 @@ func (r *Runner) Claim(ctx context.Context, u *v1alpha1.Update, runner string) (
 	u.MarkRunning(runner, metav1.Now())
 	err := r.Client.Status().Patch(ctx, u, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldManager))
 	switch {
-	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err):
 		return false, nil
+	case apierrors.IsConflict(err):
+		return false, executor.ErrStaleRead
 	case err != nil:
 		return false, fmt.Errorf("failed to claim Update %s: %w", u.Name, err)
 	}

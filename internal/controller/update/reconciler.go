@@ -1,6 +1,7 @@
 package update
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -39,6 +40,9 @@ type Reconciler struct {
 	RunnerJobs bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// QueueReportAfter is how long a submitted Update waits before its status says where
+	// it stands in the executor's queue; 0 means 15 s.
+	QueueReportAfter time.Duration
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -82,12 +86,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			return ctrl.Result{}, nil
 		}
 		r.Executor.Submit(u)
+		return r.reportQueue(u), nil
 	case v1alpha1.UpdatePhaseRunning:
 		v := r.Executor.Check(ctx, u)
 		gone = v.Apply(u, metav1.NewTime(r.now()))
 		return ctrl.Result{RequeueAfter: v.RecheckAfter}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// Most Updates start within seconds, and each report of a queue position is a write: an
+// Update's status says where it stands only once it has waited QueueReportAfter, and
+// again every queueReportEvery while it waits (when that changed).
+const (
+	defaultQueueReportAfter = 15 * time.Second
+	queueReportEvery        = 30 * time.Second
+)
+
+// reportQueue records where a submitted Update stands in its executor's queue
+// (setQueue), and when to look again.
+func (r *Reconciler) reportQueue(u *v1alpha1.Update) ctrl.Result {
+	p, ok := r.Executor.(executor.Positioner)
+	if !ok {
+		return ctrl.Result{}
+	}
+	pos, queued := p.Position(client.ObjectKeyFromObject(u))
+	if !queued {
+		return ctrl.Result{}
+	}
+	after := cmp.Or(r.QueueReportAfter, defaultQueueReportAfter)
+	if waited := r.now().Sub(u.CreationTimestamp.Time); waited < after {
+		return ctrl.Result{RequeueAfter: after - waited}
+	}
+	setQueue(u, pos)
+	return ctrl.Result{RequeueAfter: queueReportEvery}
 }
 
 func (r *Reconciler) now() time.Time {

@@ -14,6 +14,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
 
@@ -62,6 +63,22 @@ func TestReconciler_Reconcile_SubmitsPendingUpdatesOfItsStack(t *testing.T) {
 	u := newUpdate(t, s, "pending", true, v1alpha1.UpdateStatus{})
 	s.Eventually(func(g Gomega) {
 		g.Expect(exec.wasSubmitted(s.Namespace, u.Name)).To(BeTrue(), "Update %s was not submitted", u.Name)
+	})
+}
+
+// A submitted Update that waits says where it stands in the executor's queue, and keeps
+// saying it while it waits.
+func TestReconciler_Reconcile_WaitingUpdateShowsItsQueuePosition(t *testing.T) {
+	t.Parallel()
+	s := env.Scenario(t)
+	key := s.Namespace + "/waiting"
+	exec.setQueued(key, &executor.Position{Ahead: 3, TenantAtLimit: true, Running: 4, Slots: 4, EstimatedWait: 3 * time.Minute})
+	t.Cleanup(func() { exec.setQueued(key, nil) })
+	u := newUpdate(t, s, "waiting", true, v1alpha1.UpdateStatus{})
+	want := &v1alpha1.UpdateQueue{Ahead: 3, Reason: v1alpha1.QueueReasonTenantAtLimit, RunningUpdates: 4, Slots: 4, EstimatedWaitSeconds: ptr(int64(180))}
+	s.Eventually(func(g Gomega) {
+		g.Expect(s.Get(u)).To(Succeed())
+		g.Expect(u.Status.Queue).To(Equal(want))
 	})
 }
 

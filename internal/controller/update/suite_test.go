@@ -4,7 +4,9 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -20,7 +22,7 @@ import (
 // them; this suite is about what the controller hands over and what it marks failed.
 var (
 	env  *kubetest.Env
-	exec = &recordingExecutor{alive: map[string]bool{}, notStarted: map[string]string{}}
+	exec = &recordingExecutor{alive: map[string]bool{}, notStarted: map[string]string{}, queued: map[string]executor.Position{}}
 )
 
 func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.Manager(setupManager)) }
@@ -30,7 +32,7 @@ func setupManager(ctx context.Context, e *kubetest.Env, _ string) (ctrl.Manager,
 	if err != nil {
 		return nil, err
 	}
-	r := &update.Reconciler{Client: mgr.GetClient(), Executor: exec}
+	r := &update.Reconciler{Client: mgr.GetClient(), Executor: exec, QueueReportAfter: time.Nanosecond}
 	return mgr, r.SetupWithManager(ctx, mgr, controller.Options{})
 }
 
@@ -41,6 +43,25 @@ type recordingExecutor struct {
 	submitted  []string
 	alive      map[string]bool
 	notStarted map[string]string
+	// queued are the positions of the Updates (namespace/name) still queued.
+	queued map[string]executor.Position
+}
+
+func (e *recordingExecutor) Position(key types.NamespacedName) (executor.Position, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.queued[key.String()]
+	return p, ok
+}
+
+func (e *recordingExecutor) setQueued(key string, p *executor.Position) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p == nil {
+		delete(e.queued, key)
+		return
+	}
+	e.queued[key] = *p
 }
 
 func (e *recordingExecutor) Submit(u *v1alpha1.Update) {

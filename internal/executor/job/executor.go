@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -192,6 +193,11 @@ func (e *Executor) Start(ctx context.Context) error {
 	return nil
 }
 
+// Position implements executor.Positioner.
+func (e *Executor) Position(key types.NamespacedName) (executor.Position, bool) {
+	return e.queue.Position(key)
+}
+
 // Pending reports how many Updates are queued and running (Jobs started and not
 // finished), for metrics.
 func (e *Executor) Pending() (queued, running int) { return e.queue.Pending() }
@@ -224,6 +230,11 @@ func (e *Executor) start(ctx context.Context, it executor.Item[struct{}]) error 
 	claimed, err := e.claims.Claim(ctx, u, runnerIdentity(u), e.runner.Claim)
 	if err != nil || !claimed {
 		e.release(key)
+		if errors.Is(err, executor.ErrStaleRead) {
+			ctrl.LoggerFrom(ctx).V(1).Info("Update changed since it was read; claiming again shortly", "update", key.Name)
+			e.retryLater(it)
+			return nil
+		}
 		if err != nil {
 			e.retryLater(it)
 			return fmt.Errorf("failed to claim Update %s (trying again in %s): %w", key.Name, executor.ClaimRetry, err)

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -180,6 +181,11 @@ func (e *Executor) execute(ctx context.Context, it executor.Item[job]) {
 	}
 	claimed, err := e.claims.Claim(ctx, u, e.identity, e.runner.Claim)
 	if err != nil || !claimed {
+		if errors.Is(err, executor.ErrStaleRead) {
+			log.V(1).Info("Update changed since it was read; claiming again shortly")
+			e.retryLater(it)
+			return
+		}
 		if err != nil {
 			log.Error(err, "Failed to claim Update; trying again", "after", executor.ClaimRetry.String())
 			e.retryLater(it)
@@ -221,6 +227,11 @@ func (e *Executor) storeDetached(u *v1alpha1.Update) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.detached[client.ObjectKeyFromObject(u)] = u.DeepCopy()
+}
+
+// Position implements executor.Positioner.
+func (e *Executor) Position(key types.NamespacedName) (executor.Position, bool) {
+	return e.queue.Position(key)
 }
 
 // Pending reports how many Updates are queued and running, for metrics and tests.
