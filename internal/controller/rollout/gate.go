@@ -37,7 +37,7 @@ const maxOutputsEnv = 256 << 10
 
 // gate runs the wave's gate Job (once per wave and target) and reports whether it passed,
 // or why it failed.
-func (r *Reconciler) gate(ctx context.Context, s *state) (passed bool, failure string, err error) {
+func (r *Reconciler) gate(ctx context.Context, s *scope) (passed bool, failure string, err error) {
 	ro, st := s.ro, &s.ro.Status
 	w := &st.Waves[st.Wave]
 	name := gateJobName(ro.Name, int(st.Wave), gateRun(st))
@@ -67,13 +67,13 @@ func (r *Reconciler) gate(ctx context.Context, s *state) (passed bool, failure s
 // startGate creates the gate Job from the CronJob's template, as
 // `kubectl create job --from=cronjob/<name>` does: the tenant wrote that Pod template
 // (and may run it), the manager only starts it.
-func (r *Reconciler) startGate(ctx context.Context, s *state, name string) error {
+func (r *Reconciler) startGate(ctx context.Context, s *scope, name string) error {
 	ro, st := s.ro, &s.ro.Status
 	cj := &batchv1.CronJob{}
 	ref := ro.Spec.Gates.JobFrom.Name
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ref}, cj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.halt(s, v1alpha1.ReasonGateFailed, []string{fmt.Sprintf("CronJob %q (spec.gates.jobFrom) not found", ref)})
+			halt(s, v1alpha1.ReasonGateFailed, []string{fmt.Sprintf("CronJob %q (spec.gates.jobFrom) not found", ref)})
 			return nil
 		}
 		return fmt.Errorf("failed to get CronJob %s: %w", ref, err)
@@ -81,7 +81,7 @@ func (r *Reconciler) startGate(ctx context.Context, s *state, name string) error
 	// The manager may create Jobs where the rollout's author may not: only a CronJob
 	// whose author (who could run its Pods anyway) marked it as a gate is started.
 	if cj.Labels[v1alpha1.RolloutGateLabel] != "true" {
-		r.halt(s, v1alpha1.ReasonGateFailed, []string{fmt.Sprintf("CronJob %q (spec.gates.jobFrom) is not labelled %s=true, which its author sets to let rollouts run it as a gate", ref, v1alpha1.RolloutGateLabel)})
+		halt(s, v1alpha1.ReasonGateFailed, []string{fmt.Sprintf("CronJob %q (spec.gates.jobFrom) is not labelled %s=true, which its author sets to let rollouts run it as a gate", ref, v1alpha1.RolloutGateLabel)})
 		return nil
 	}
 	w := &st.Waves[st.Wave]
@@ -117,10 +117,16 @@ func (r *Reconciler) startGate(ctx context.Context, s *state, name string) error
 	if err := controllerutil.SetControllerReference(ro, j, r.Client.Scheme()); err != nil {
 		return fmt.Errorf("failed to own gate Job %s: %w", name, err)
 	}
-	if err := r.Client.Create(ctx, j, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+	err := r.Client.Create(ctx, j, client.FieldOwner(FieldManager))
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// An earlier reconcile, which the cache had not caught up with, started it and
+		// announced it.
+		return nil
+	case err != nil:
 		return fmt.Errorf("failed to create gate Job %s: %w", name, err)
 	}
-	r.event(ro, corev1.EventTypeNormal, EventGateStarted, "gate Job %s started for wave %s (from CronJob %s)", name, w.Name, ref)
+	s.event(corev1.EventTypeNormal, EventGateStarted, "gate Job %s started for wave %s (from CronJob %s)", name, w.Name, ref)
 	return nil
 }
 
@@ -134,7 +140,7 @@ func gateRun(st *v1alpha1.StackRolloutStatus) string {
 }
 
 // waveOutputs is the JSON of the wave's Stacks' outputs, as their status shows them.
-func waveOutputs(s *state, w *v1alpha1.RolloutWaveStatus) string {
+func waveOutputs(s *scope, w *v1alpha1.RolloutWaveStatus) string {
 	out := map[string]any{}
 	for _, n := range w.Stacks {
 		if st, ok := s.stacks[n]; ok && st.Status.Outputs != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -147,4 +148,148 @@ func release(w *v1alpha1.RolloutWaveStatus, isDone func(string) bool, maxParalle
 		}
 		w.Released++
 	}
+}
+
+// mixedSources says why the Stacks cannot share revisions, "" when they can.
+func mixedSources(stacks []pulumiv1.Stack) string {
+	first := map[string]string{}
+	var keys []string
+	for i := range stacks {
+		k := sourceKey(&stacks[i].Spec)
+		if _, ok := first[k]; !ok {
+			first[k] = stacks[i].Name
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) < 2 {
+		return ""
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s (e.g. Stack %s)", k, first[k]))
+	}
+	return "the selected Stacks deploy from more than one source, so no revision is common to them: " + strings.Join(parts, ", ") +
+		"; select the Stacks of one source, one rollout per source"
+}
+
+// count refreshes the Updated figures of every wave.
+func count(st *v1alpha1.StackRolloutStatus, isDone func(string) bool) {
+	st.Stacks, st.Updated = 0, 0
+	for i := range st.Waves {
+		w := &st.Waves[i]
+		w.Updated = 0
+		for _, n := range w.Stacks {
+			if isDone(n) {
+				w.Updated++
+			}
+		}
+		st.Stacks += int32(len(w.Stacks))
+		st.Updated += w.Updated
+	}
+}
+
+// faultsOf lists the failures of the open Stacks, and the reason of the first; it adds
+// their names to the failed ones.
+func faultsOf(st *v1alpha1.StackRolloutStatus, stacks map[string]*pulumiv1.Stack) (string, []string) {
+	var reason string
+	var faults []string
+	for i := 0; i <= int(st.Wave) && i < len(st.Waves); i++ {
+		w := st.Waves[i]
+		for j, n := range w.Stacks {
+			if i == int(st.Wave) && j >= int(w.Released) {
+				break
+			}
+			stack, ok := stacks[n]
+			if !ok {
+				continue
+			}
+			if v, why, msg := judge(stack, st.Target, st.ResumeTime); v == failed {
+				if reason == "" {
+					reason = why
+				}
+				faults = append(faults, msg)
+				st.FailedStacks = appendUnique(st.FailedStacks, n)
+			}
+		}
+	}
+	return reason, faults
+}
+
+func appendUnique(list []string, n string) []string {
+	for _, x := range list {
+		if x == n {
+			return list
+		}
+	}
+	return append(list, n)
+}
+
+func bakeTime(ro *v1alpha1.StackRollout) time.Duration {
+	if ro.Spec.BakeTime == nil {
+		return 0
+	}
+	return ro.Spec.BakeTime.Duration
+}
+
+// available is the revision the Stacks report their source offers; when they disagree
+// (a new revision reaches them one by one), the one most of them report.
+func available(rollout string, stacks []pulumiv1.Stack) *v1alpha1.RolloutRevision {
+	return most(stacks, func(st *pulumiv1.Stack) *pulumiv1.ArtifactRef {
+		if sw := st.Status.Stackwright; sw != nil && sw.Rollout != nil && sw.Rollout.Name == rollout {
+			return sw.Rollout.Available
+		}
+		return nil
+	})
+}
+
+// mostDeployed is the artifact most Stacks deployed last: the stable revision of a rollout
+// that has none recorded yet.
+func mostDeployed(stacks []pulumiv1.Stack) *v1alpha1.RolloutRevision {
+	return most(stacks, func(st *pulumiv1.Stack) *pulumiv1.ArtifactRef {
+		if sw := st.Status.Stackwright; sw != nil && st.Status.LastUpdate != nil && st.Status.LastUpdate.LastSuccessfulCommit != "" &&
+			sw.LastArtifact != nil && sw.LastArtifact.Revision == st.Status.LastUpdate.LastSuccessfulCommit {
+			return sw.LastArtifact
+		}
+		return nil
+	})
+}
+
+// most returns the revision pick gives for the most Stacks (the first in name order on a
+// tie), nil when it gives none.
+func most(stacks []pulumiv1.Stack, pick func(*pulumiv1.Stack) *pulumiv1.ArtifactRef) *v1alpha1.RolloutRevision {
+	sorted := make([]*pulumiv1.Stack, 0, len(stacks))
+	for i := range stacks {
+		sorted = append(sorted, &stacks[i])
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	counts := map[v1alpha1.RolloutRevision]int{}
+	var best *v1alpha1.RolloutRevision
+	for _, st := range sorted {
+		a := pick(st)
+		if a == nil || a.Revision == "" || a.Digest == "" {
+			continue
+		}
+		rev := v1alpha1.RolloutRevision{Revision: a.Revision, Digest: a.Digest}
+		counts[rev]++
+		if best == nil || counts[rev] > counts[*best] {
+			best = &rev
+		}
+	}
+	return best
+}
+
+// notAt lists the Stacks not Ready at rev.
+func notAt(stacks []pulumiv1.Stack, rev *v1alpha1.RolloutRevision) []string {
+	if rev == nil {
+		return nil
+	}
+	var out []string
+	for i := range stacks {
+		if v, _, _ := judge(&stacks[i], rev, nil); v != done {
+			out = append(out, stacks[i].Name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,0 +1,295 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// The phases of a reconcile, in the order they run. Each either proceeds or ends the
+// reconcile with the rollout's conditions saying why.
+
+// selectStacks lists the rollout's Stacks; a selector that cannot select them stalls it.
+func (r *Reconciler) selectStacks(ctx context.Context, s *scope) (bool, error) {
+	stacks, err := r.selected(ctx, s.ro)
+	if err != nil {
+		markSelectionInvalid(s.ro, err)
+		return false, nil
+	}
+	s.list = stacks
+	s.stacks = make(map[string]*pulumiv1.Stack, len(stacks))
+	for i := range stacks {
+		s.stacks[stacks[i].Name] = &stacks[i]
+	}
+	return true, nil
+}
+
+// selected lists the rollout's Stacks, by its selector, in its namespace.
+func (r *Reconciler) selected(ctx context.Context, ro *v1alpha1.StackRollout) ([]pulumiv1.Stack, error) {
+	sel, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.selector is invalid: %w", err)
+	}
+	if sel.Empty() {
+		return nil, errors.New("spec.selector selects every Stack of the namespace: give it a label to match")
+	}
+	var list pulumiv1.StackList
+	// The cache's own objects, not copies: a rollout is reconciled on every change of
+	// any of its Stacks, and copying the whole fleet each time made that quadratic. They
+	// are only read (retry copies the one it patches).
+	if err := r.Client.List(ctx, &list, client.InNamespace(ro.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("failed to list Stacks: %w", err)
+	}
+	out := list.Items[:0]
+	for _, st := range list.Items {
+		if st.DeletionTimestamp.IsZero() {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// checkSources stalls a rollout whose Stacks deploy from more than one source: no revision
+// is common to them.
+func checkSources(_ context.Context, s *scope) (bool, error) {
+	if msg := mixedSources(s.list); msg != "" {
+		markMixedSources(s.ro, msg)
+		return false, nil
+	}
+	return true, nil
+}
+
+// handleRequests acts on new abort and resume requests, and refuses (once) a promotion
+// while no wave awaits one.
+func (r *Reconciler) handleRequests(ctx context.Context, s *scope) (bool, error) {
+	ro, st := s.ro, &s.ro.Status
+	if st.Phase == "" {
+		st.Phase = v1alpha1.RolloutIdle
+	}
+	active := st.Target != nil && (st.Phase == v1alpha1.RolloutProgressing || st.Phase == v1alpha1.RolloutHalted)
+	if v := request(ro, v1alpha1.RolloutAbortAnnotation, st.HandledAbort); v != "" {
+		st.HandledAbort = v
+		if active {
+			s.event(corev1.EventTypeWarning, EventRolloutAborted, "revision %s aborted at wave %s: the Stacks of the opened waves deploy %s again", st.Target.Revision, st.WaveName, revisionOf(st.Stable))
+			recordAbort(ro)
+		} else {
+			s.event(corev1.EventTypeNormal, EventRequestIgnored, "abort %q ignored: no revision is being rolled out (phase %s)", v, st.Phase)
+		}
+	}
+	if v := request(ro, v1alpha1.RolloutResumeAnnotation, st.HandledResume); v != "" {
+		st.HandledResume = v
+		if st.Phase == v1alpha1.RolloutHalted {
+			if err := r.retry(ctx, s, st.FailedStacks); err != nil {
+				// Not handled: the reconcile's retry acts on it again.
+				st.HandledResume = ""
+				return false, err
+			}
+			recordResume(ro, s.now)
+			s.event(corev1.EventTypeNormal, EventRolloutResumed, "resumed at wave %s: failures before now are forgiven and the failed Stacks are retried", st.WaveName)
+		} else {
+			s.event(corev1.EventTypeNormal, EventRequestIgnored, "resume %q ignored: the rollout is not halted (phase %s)", v, st.Phase)
+		}
+	}
+	if v := request(ro, v1alpha1.RolloutPromoteAnnotation, st.HandledPromote); v != "" && !awaitingPromotion(ro) {
+		st.HandledPromote = v
+		s.event(corev1.EventTypeNormal, EventRequestIgnored, "promote %q ignored: no wave awaits promotion (phase %s)", v, st.Phase)
+	}
+	return true, nil
+}
+
+// request returns the value of an annotation not acted on yet, "" if none.
+func request(ro *v1alpha1.StackRollout, annotation, handled string) string {
+	if v := ro.Annotations[annotation]; v != "" && v != handled {
+		return v
+	}
+	return ""
+}
+
+func awaitingPromotion(ro *v1alpha1.StackRollout) bool {
+	st := &ro.Status
+	return st.Target != nil && st.Phase == v1alpha1.RolloutProgressing && int(st.Wave) < len(st.Waves) &&
+		st.Waves[st.Wave].State == v1alpha1.WaveAwaitingPromotion
+}
+
+// retry asks each failed Stack for a new try now, with PKO's reconcile-request annotation,
+// rather than at the end of its backoff (or never, if it stalled).
+func (r *Reconciler) retry(ctx context.Context, s *scope, names []string) error {
+	value := s.now.UTC().Format(time.RFC3339Nano)
+	for _, n := range names {
+		cached, ok := s.stacks[n]
+		if !ok {
+			continue
+		}
+		st := cached.DeepCopy()
+		p := client.MergeFrom(cached)
+		if st.Annotations == nil {
+			st.Annotations = map[string]string{}
+		}
+		st.Annotations[pulumiv1.ReconcileRequestAnnotation] = value
+		if err := r.Client.Patch(ctx, st, p, client.FieldOwner(FieldManager)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to request a retry of Stack %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// chooseTarget starts the revision the Stacks' source offers when no rollout is under way
+// and that revision is new; otherwise it says what the rollout waits for, if anything.
+// The waves move only while there is a target.
+func chooseTarget(_ context.Context, s *scope) (bool, error) {
+	if s.ro.Status.Target == nil {
+		idle(s)
+	}
+	return s.ro.Status.Target != nil, nil
+}
+
+// idle starts the revision the Stacks' source offers when it is new, or says that there is
+// nothing to roll out.
+func idle(s *scope) {
+	ro, st := s.ro, &s.ro.Status
+	if st.Stable == nil {
+		st.Stable = mostDeployed(s.list)
+	}
+	avail := available(ro.Name, s.list)
+	if avail != nil && (st.Stable == nil || avail.Revision != st.Stable.Revision) && (st.Aborted == nil || avail.Revision != st.Aborted.Revision) {
+		start(s, avail)
+		return
+	}
+	switch {
+	case st.Phase == v1alpha1.RolloutAborted:
+		markAborted(ro, notAt(s.list, st.Stable))
+	case avail == nil && len(s.list) > 0:
+		markWaitingForStacks(ro)
+	default:
+		markIdle(ro, notAt(s.list, st.Stable), len(s.list))
+	}
+}
+
+// start begins the rollout of target: the waves are planned from the Stacks selected now.
+func start(s *scope, target *v1alpha1.RolloutRevision) {
+	ro := s.ro
+	from := revisionOf(ro.Status.Stable)
+	recordStart(ro, target, planWaves(&ro.Spec, s.list), s.now)
+	waveNames := make([]string, 0, len(ro.Status.Waves))
+	for _, w := range ro.Status.Waves {
+		waveNames = append(waveNames, fmt.Sprintf("%s (%d)", w.Name, len(w.Stacks)))
+	}
+	s.event(corev1.EventTypeNormal, EventRolloutStarted, "rolling out %s (from %s) in %d wave(s): %s", target.Revision, from, len(waveNames), strings.Join(waveNames, ", "))
+}
+
+// progressWaves moves the target through the waves as far as it can go now: a wave that
+// passes opens the next one in the same reconcile, and the end of the last one makes the
+// target stable and starts the revision that arrived meanwhile, if any.
+func (r *Reconciler) progressWaves(ctx context.Context, s *scope) (bool, error) {
+	for s.ro.Status.Target != nil {
+		passed, err := r.progressWave(ctx, s)
+		if err != nil || !passed {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// progressWave moves the current wave on, and reports whether it passed (or the rollout
+// completed); until then the conditions say what the wave waits for.
+func (r *Reconciler) progressWave(ctx context.Context, s *scope) (bool, error) {
+	ro, st := s.ro, &s.ro.Status
+	if int(st.Wave) >= len(st.Waves) {
+		complete(s)
+		return true, nil
+	}
+	w := currentWave(ro)
+	st.WaveName = w.Name
+	count(st, s.isDone)
+	if st.Phase == v1alpha1.RolloutHalted {
+		return false, nil
+	}
+	if reason, faults := faultsOf(st, s.stacks); len(faults) > 0 {
+		halt(s, reason, faults)
+		return false, nil
+	}
+	release(w, s.isDone, ro.Spec.MaxParallel)
+	if int(w.Updated) < len(w.Stacks) {
+		markWaveUpdating(ro)
+		return false, nil
+	}
+	if recordWaveReady(ro, s.now) {
+		s.event(corev1.EventTypeNormal, EventWaveReady, "wave %s: all %d Stack(s) Ready at %s", w.Name, len(w.Stacks), st.Target.Revision)
+	}
+	if left := bakeTime(ro) - s.now.Sub(w.ReadyTime.Time); left > 0 {
+		markWaveBaking(ro, left)
+		s.requeue.After(left)
+		return false, nil
+	}
+	if int(st.Wave) == len(st.Waves)-1 {
+		w.State = v1alpha1.WaveDone
+		complete(s)
+		return true, nil
+	}
+	if passed, err := r.passGates(ctx, s); err != nil || !passed {
+		return false, err
+	}
+	s.event(corev1.EventTypeNormal, EventWavePassed, "wave %s passed", w.Name)
+	next := recordWavePassed(ro)
+	s.event(corev1.EventTypeNormal, EventWaveStarted, "wave %s (%d Stack(s)) starts updating to %s", next.Name, len(next.Stacks), st.Target.Revision)
+	return true, nil
+}
+
+// passGates runs the gates between the current wave and the next, the gate Job and then a
+// person's promotion, and reports whether they passed.
+func (r *Reconciler) passGates(ctx context.Context, s *scope) (bool, error) {
+	ro, st := s.ro, &s.ro.Status
+	if ro.Spec.Gates.JobFrom != nil {
+		passed, failure, err := r.gate(ctx, s)
+		switch {
+		case err != nil:
+			return false, err
+		case failure != "":
+			halt(s, v1alpha1.ReasonGateFailed, []string{failure})
+			return false, nil
+		case !passed:
+			markWaveGating(ro)
+			return false, nil
+		}
+	}
+	if ro.Spec.Gates.Approval != v1alpha1.RolloutApprovalManual {
+		return true, nil
+	}
+	w := currentWave(ro)
+	if enterAwaitingPromotion(ro) {
+		s.event(corev1.EventTypeNormal, EventAwaitPromotion, "wave %s passed its gates and awaits promotion: kubectl stackwright rollout promote %s", w.Name, ro.Name)
+	}
+	v := request(ro, v1alpha1.RolloutPromoteAnnotation, st.HandledPromote)
+	if v == "" {
+		markAwaitingPromotion(ro)
+		return false, nil
+	}
+	st.HandledPromote = v
+	s.event(corev1.EventTypeNormal, EventPromoted, "wave %s promoted (%s=%s)", w.Name, v1alpha1.RolloutPromoteAnnotation, v)
+	return true, nil
+}
+
+// halt stops the rollout where it is: later waves keep what they have.
+func halt(s *scope, reason string, faults []string) {
+	msg := recordHalt(s.ro, reason, faults)
+	s.event(corev1.EventTypeWarning, EventRolloutHalted, "%s", msg)
+}
+
+// complete makes the target the stable revision (every wave has it), and starts the
+// revision that arrived meanwhile, if any.
+func complete(s *scope) {
+	st := &s.ro.Status
+	s.event(corev1.EventTypeNormal, EventRolloutSucceeded, "revision %s reached every wave (%d Stack(s)) in %s", st.Target.Revision, st.Stacks, s.now.Sub(st.StartTime.Time).Round(time.Second))
+	recordComplete(s.ro, s.now)
+	// A revision that arrived meanwhile waited behind this one: it starts now.
+	idle(s)
+}

@@ -1,0 +1,216 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stackwright/stackwright/api/conditions"
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// The setters below are pure functions of the rollout they are given and the facts passed
+// in (the time included): the phases decide which one applies, and the deferred patch
+// persists the result. They are the only writers of the rollout's conditions.
+
+// maxNamed bounds how many Stacks a condition message names.
+const maxNamed = 10
+
+// markSelectionInvalid records a selector that cannot select the rollout's Stacks: only a
+// new spec can fix it.
+func markSelectionInvalid(ro *v1alpha1.StackRollout, err error) {
+	conditions.MarkStalled(ro, pulumiv1.ReasonSpecInvalid, err.Error())
+}
+
+// markMixedSources records that the selected Stacks share no revision; msg says why.
+func markMixedSources(ro *v1alpha1.StackRollout, msg string) {
+	conditions.MarkStalled(ro, v1alpha1.ReasonMixedSources, msg)
+}
+
+// recordAbort abandons the target: the Stacks of the opened waves deploy the stable
+// revision again, and the target is never rolled out again.
+func recordAbort(ro *v1alpha1.StackRollout) {
+	st := &ro.Status
+	st.Aborted, st.Target = st.Target, nil
+	st.Phase, st.FailedStacks = v1alpha1.RolloutAborted, nil
+	conditions.Remove(ro, v1alpha1.ConditionHalted)
+}
+
+// recordResume moves a halted rollout on: failures that finished before now are forgiven.
+func recordResume(ro *v1alpha1.StackRollout, now time.Time) {
+	st := &ro.Status
+	t := metav1.NewTime(now)
+	st.Phase, st.ResumeTime, st.FailedStacks = v1alpha1.RolloutProgressing, &t, nil
+	conditions.Remove(ro, v1alpha1.ConditionHalted)
+}
+
+// markAborted says how far the return to the stable revision is; behind lists the Stacks
+// not Ready at it yet.
+func markAborted(ro *v1alpha1.StackRollout, behind []string) {
+	st := &ro.Status
+	switch {
+	case len(behind) > 0:
+		conditions.MarkReconciling(ro, v1alpha1.ReasonRollingBack, fmt.Sprintf("revision %s was aborted; %d Stack(s) are deploying %s again: %s",
+			revisionOf(st.Aborted), len(behind), revisionOf(st.Stable), names(behind)))
+	case st.Stable == nil:
+		conditions.MarkReady(ro, v1alpha1.ReasonRolloutAborted, fmt.Sprintf("revision %s was aborted; no revision ever reached every wave, so there is none to return to and the Stacks keep what they have; a newer revision starts a new rollout",
+			revisionOf(st.Aborted)))
+	default:
+		conditions.MarkReady(ro, v1alpha1.ReasonRolloutAborted, fmt.Sprintf("revision %s was aborted and every Stack has %s; a newer revision starts a new rollout",
+			revisionOf(st.Aborted), revisionOf(st.Stable)))
+	}
+}
+
+// markWaitingForStacks records that no selected Stack has said yet what its source offers.
+func markWaitingForStacks(ro *v1alpha1.StackRollout) {
+	conditions.MarkReconciling(ro, v1alpha1.ReasonRolloutWaiting, "waiting for the selected Stacks to report the revision their source offers")
+}
+
+// markIdle records that there is nothing to roll out; behind lists the Stacks not Ready at
+// the stable revision yet, of stacks selected.
+func markIdle(ro *v1alpha1.StackRollout, behind []string, stacks int) {
+	st := &ro.Status
+	st.Phase = v1alpha1.RolloutIdle
+	if len(behind) > 0 {
+		conditions.MarkReconciling(ro, v1alpha1.ReasonConverging, fmt.Sprintf("%d Stack(s) are deploying the stable revision %s: %s",
+			len(behind), revisionOf(st.Stable), names(behind)))
+		return
+	}
+	conditions.MarkReady(ro, v1alpha1.ReasonRolledOut, fmt.Sprintf("%d Stack(s) at %s; no newer revision is offered", stacks, revisionOf(st.Stable)))
+}
+
+// recordStart begins the rollout of target through waves at now: the first wave opens.
+func recordStart(ro *v1alpha1.StackRollout, target *v1alpha1.RolloutRevision, waves []v1alpha1.RolloutWaveStatus, now time.Time) {
+	st := &ro.Status
+	t := metav1.NewTime(now)
+	st.Target, st.Phase = target, v1alpha1.RolloutProgressing
+	st.Waves, st.Wave = waves, 0
+	st.StartTime, st.CompletionTime, st.ResumeTime, st.FailedStacks = &t, nil, nil, nil
+	conditions.Remove(ro, v1alpha1.ConditionHalted)
+	if len(st.Waves) > 0 {
+		st.WaveName = st.Waves[0].Name
+		st.Waves[0].State = v1alpha1.WaveUpdating
+	}
+}
+
+// currentWave is the wave the target is at.
+func currentWave(ro *v1alpha1.StackRollout) *v1alpha1.RolloutWaveStatus {
+	return &ro.Status.Waves[ro.Status.Wave]
+}
+
+// markWaveUpdating says how far the current wave's Stacks are. A wave that fell out of
+// Ready bakes afresh once it is back.
+func markWaveUpdating(ro *v1alpha1.StackRollout) {
+	st, w := &ro.Status, currentWave(ro)
+	w.ReadyTime = nil
+	w.State = v1alpha1.WaveUpdating
+	conditions.MarkReconciling(ro, v1alpha1.ReasonWaveUpdating, fmt.Sprintf("wave %s (%d of %d): %d of %d Stack(s) at %s, %d released",
+		w.Name, st.Wave+1, len(st.Waves), w.Updated, len(w.Stacks), st.Target.Revision, w.Released))
+}
+
+// recordWaveReady records now as the time every Stack of the current wave was first Ready
+// at the target, unless one is recorded; it reports whether it recorded it (the wave's bake
+// starts).
+func recordWaveReady(ro *v1alpha1.StackRollout, now time.Time) bool {
+	w := currentWave(ro)
+	if w.ReadyTime != nil {
+		return false
+	}
+	t := metav1.NewTime(now)
+	w.ReadyTime = &t
+	return true
+}
+
+// markWaveBaking records that the current wave bakes for left more.
+func markWaveBaking(ro *v1alpha1.StackRollout, left time.Duration) {
+	w := currentWave(ro)
+	w.State = v1alpha1.WaveBaking
+	conditions.MarkReconciling(ro, v1alpha1.ReasonWaveBaking, fmt.Sprintf("wave %s is Ready at %s and bakes for %s more", w.Name, ro.Status.Target.Revision, left.Round(time.Second)))
+}
+
+// markWaveGating records that the current wave's gate Job runs.
+func markWaveGating(ro *v1alpha1.StackRollout) {
+	w := currentWave(ro)
+	w.State = v1alpha1.WaveGating
+	conditions.MarkReconciling(ro, v1alpha1.ReasonWaveGating, fmt.Sprintf("wave %s is Ready at %s; its gate Job %s runs", w.Name, ro.Status.Target.Revision, w.GateJob))
+}
+
+// enterAwaitingPromotion records that the current wave passed its gates and waits for a
+// person; it reports whether the wave did not wait already.
+func enterAwaitingPromotion(ro *v1alpha1.StackRollout) bool {
+	w := currentWave(ro)
+	if w.State == v1alpha1.WaveAwaitingPromotion {
+		return false
+	}
+	w.State = v1alpha1.WaveAwaitingPromotion
+	return true
+}
+
+// markAwaitingPromotion says how to promote the current wave.
+func markAwaitingPromotion(ro *v1alpha1.StackRollout) {
+	conditions.MarkReconciling(ro, v1alpha1.ReasonAwaitingPromotion, fmt.Sprintf(
+		"wave %s passed its gates; promote it with `kubectl stackwright rollout promote %s` or `kubectl annotate stackrollout %s %s=$(date +%%s) --overwrite`",
+		currentWave(ro).Name, ro.Name, ro.Name, v1alpha1.RolloutPromoteAnnotation))
+}
+
+// recordWavePassed closes the current wave, done, and opens the next, which it returns.
+func recordWavePassed(ro *v1alpha1.StackRollout) *v1alpha1.RolloutWaveStatus {
+	currentWave(ro).State = v1alpha1.WaveDone
+	ro.Status.Wave++
+	next := currentWave(ro)
+	next.State = v1alpha1.WaveUpdating
+	return next
+}
+
+// recordHalt stops the rollout at the current wave for reason, the faults saying what
+// failed: later waves keep what they have. It returns the message it recorded.
+func recordHalt(ro *v1alpha1.StackRollout, reason string, faults []string) string {
+	st := &ro.Status
+	st.Phase = v1alpha1.RolloutHalted
+	currentWave(ro).State = v1alpha1.WaveFailed
+	msg := fmt.Sprintf("wave %s failed at %s: %s; later waves keep their revision. Fix it and resume (`kubectl stackwright rollout resume %s`), or abort (`kubectl stackwright rollout abort %s`: the opened waves deploy %s again)",
+		st.WaveName, st.Target.Revision, strings.Join(firstN(faults, maxNamed), "; "), ro.Name, ro.Name, revisionOf(st.Stable))
+	conditions.Set(ro, v1alpha1.ConditionHalted, metav1.ConditionTrue, reason, msg)
+	conditions.MarkStalled(ro, reason, msg)
+	return msg
+}
+
+// recordComplete makes the target, which every wave has, the stable revision at now.
+func recordComplete(ro *v1alpha1.StackRollout, now time.Time) {
+	st := &ro.Status
+	t := metav1.NewTime(now)
+	st.Stable, st.Target = st.Target, nil
+	st.Phase, st.CompletionTime = v1alpha1.RolloutIdle, &t
+}
+
+// finalizeStatus records the generation as observed once the rollout is Ready or Stalled
+// for it, and clears Reconciling then: a halted rollout reads as stalled, not in progress.
+func finalizeStatus(ro *v1alpha1.StackRollout) {
+	conditions.Finalize(ro, &ro.Status.ObservedGeneration)
+}
+
+// names lists at most maxNamed names, saying how many more there are.
+func names(list []string) string {
+	s := strings.Join(firstN(list, maxNamed), ", ")
+	if len(list) > maxNamed {
+		s += fmt.Sprintf(" and %d more", len(list)-maxNamed)
+	}
+	return s
+}
+
+func firstN(list []string, n int) []string {
+	if len(list) > n {
+		return list[:n]
+	}
+	return list
+}
+
+func revisionOf(r *v1alpha1.RolloutRevision) string {
+	if r == nil {
+		return "(none)"
+	}
+	return r.Revision
+}
