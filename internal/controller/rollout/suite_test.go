@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,10 +66,15 @@ type event struct {
 	namespace, name string
 	typ, reason     string
 	message         string
+	// unwritten says what the event announced that the rollout's status did not show yet
+	// when the event was emitted; "" when it did.
+	unwritten string
 }
 
 // eventLog is the controller's event recorder: it keeps every event, for the tests to
-// count.
+// count, and checks as it receives each one that the status the event announces was
+// written. It reads the rollout from the API server, not a cache: what a reader who sees
+// the event would find.
 type eventLog struct {
 	mu  sync.Mutex
 	all []event
@@ -81,9 +88,111 @@ func (l *eventLog) Eventf(regarding runtime.Object, _ runtime.Object, typ, reaso
 		return
 	}
 	e := event{namespace: ro.Namespace, name: ro.Name, typ: typ, reason: reason, message: fmt.Sprintf(note, args...)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stored := &v1alpha1.StackRollout{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ro), stored); err != nil {
+		e.unwritten = err.Error()
+	} else if err := announced(e, stored); err != nil {
+		e.unwritten = err.Error()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.all = append(l.all, e)
+}
+
+// The facts each event announces, read from its message.
+var (
+	startedRe   = regexp.MustCompile(`^rolling out (\S+) \(from `)
+	waveStartRe = regexp.MustCompile(`^wave (\S+) \(\d+ Stack\(s\)\) starts updating to (\S+)$`)
+	waveReadyRe = regexp.MustCompile(`^wave (\S+): all \d+ Stack\(s\) Ready at (\S+)$`)
+	gateRe      = regexp.MustCompile(`^gate Job (\S+) started for wave (\S+) `)
+	passedRe    = regexp.MustCompile(`^wave (\S+) passed$`)
+	awaitRe     = regexp.MustCompile(`^wave (\S+) passed its gates and awaits promotion`)
+	promotedRe  = regexp.MustCompile(`^wave (\S+) promoted \(\S+=(\S+)\)$`)
+	abortedRe   = regexp.MustCompile(`^revision (\S+) aborted at wave `)
+	succeededRe = regexp.MustCompile(`^revision (\S+) reached every wave `)
+	ignoredRe   = regexp.MustCompile(`^(abort|resume|promote) "([^"]+)" ignored`)
+)
+
+// announced says what e announces that the status of ro does not show, nil when it shows
+// all of it. A rollout's target can complete in the reconcile that announces its waves, so
+// a fact about the target also holds once that target is the stable revision. (The tests
+// never offer a revision while another completes, so a wave's name is the target's.)
+func announced(e event, ro *v1alpha1.StackRollout) error {
+	st := &ro.Status
+	match := func(re *regexp.Regexp) []string {
+		if m := re.FindStringSubmatch(e.message); m != nil {
+			return m
+		}
+		return []string{"", "?", "?"}
+	}
+	isTarget := func(rev string) bool { return st.Target != nil && st.Target.Revision == rev }
+	isStable := func(rev string) bool { return st.Stable != nil && st.Stable.Revision == rev }
+	wave := func(name string) v1alpha1.RolloutWaveStatus {
+		for _, w := range st.Waves {
+			if w.Name == name {
+				return w
+			}
+		}
+		return v1alpha1.RolloutWaveStatus{}
+	}
+	var ok bool
+	switch e.reason {
+	case rollout.EventRolloutStarted:
+		rev := match(startedRe)[1]
+		ok = st.StartTime != nil && (isTarget(rev) || isStable(rev))
+	case rollout.EventWaveStarted:
+		m := match(waveStartRe)
+		ok = isStable(m[2]) || (isTarget(m[2]) && wave(m[1]).State != v1alpha1.WavePending && wave(m[1]).State != "")
+	case rollout.EventWaveReady:
+		m := match(waveReadyRe)
+		ok = isStable(m[2]) || (isTarget(m[2]) && wave(m[1]).ReadyTime != nil)
+	case rollout.EventGateStarted:
+		m := match(gateRe)
+		ok = wave(m[2]).GateJob == m[1]
+	case rollout.EventWavePassed:
+		ok = wave(match(passedRe)[1]).State == v1alpha1.WaveDone
+	case rollout.EventAwaitPromotion:
+		s := wave(match(awaitRe)[1]).State
+		ok = s == v1alpha1.WaveAwaitingPromotion || s == v1alpha1.WaveDone
+	case rollout.EventPromoted:
+		m := match(promotedRe)
+		ok = st.HandledPromote == m[2] && wave(m[1]).State == v1alpha1.WaveDone
+	case rollout.EventRolloutHalted:
+		c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionHalted)
+		ok = st.Phase == v1alpha1.RolloutHalted && c != nil && c.Status == metav1.ConditionTrue && c.Message == e.message
+	case rollout.EventRolloutResumed:
+		ok = st.ResumeTime != nil && st.HandledResume == ro.Annotations[v1alpha1.RolloutResumeAnnotation]
+	case rollout.EventRolloutAborted:
+		ok = st.Aborted != nil && st.Aborted.Revision == match(abortedRe)[1] && st.HandledAbort == ro.Annotations[v1alpha1.RolloutAbortAnnotation]
+	case rollout.EventRolloutSucceeded:
+		ok = isStable(match(succeededRe)[1]) && st.CompletionTime != nil
+	case rollout.EventRequestIgnored:
+		m := match(ignoredRe)
+		handled := map[string]string{"abort": st.HandledAbort, "resume": st.HandledResume, "promote": st.HandledPromote}
+		ok = handled[m[1]] == m[2]
+	default:
+		return fmt.Errorf("%s: a reason this test does not know: say what its status shows", e.reason)
+	}
+	if !ok {
+		return fmt.Errorf("%s %q emitted before its status was written (phase %s, wave %s)", e.reason, e.message, st.Phase, st.WaveName)
+	}
+	return nil
+}
+
+// unwritten lists the events about the rollouts of ns that were emitted before the status
+// they announce was written.
+func (l *eventLog) unwritten(ns string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.all {
+		if e.namespace == ns && e.unwritten != "" {
+			out = append(out, e.name+": "+e.unwritten)
+		}
+	}
+	return out
 }
 
 // of returns the events about the rollout ns/name, oldest first.
@@ -146,6 +255,11 @@ func newFleet(t *testing.T, rings [][]string, spec v1alpha1.StackRolloutSpec) *f
 func newStacks(t *testing.T, rings [][]string) *fleet {
 	t.Helper()
 	f := &fleet{Scenario: env.Scenario(t), t: t, g: NewWithT(t), rings: rings}
+	t.Cleanup(func() {
+		if late := recorder.unwritten(f.Namespace); len(late) > 0 {
+			t.Errorf("events emitted before the status they announce was written:\n%s", strings.Join(late, "\n"))
+		}
+	})
 	for ring, names := range rings {
 		for _, n := range names {
 			f.Create(&pulumiv1.Stack{
