@@ -1,7 +1,18 @@
 // Package rollout owns the StackRollout controller: it divides the Stacks a rollout selects
 // into waves, moves a new revision of their shared source through the waves (releasing at
 // most maxParallel Stacks of a wave at a time, baking, running the gate Job, waiting for a
-// promotion), and halts on the first failure. It never touches a Stack's spec: the Stack
-// controller reads the rollout's status to learn which revision each Stack may deploy
-// (open waves get the target; the others keep the revision they have).
+// promotion), halts on the first failure, and acts on the abort, resume and promote
+// requests a person annotates the rollout with. It writes the rollouts' status, the gate
+// Jobs (started from a CronJob its author labelled as a gate), and the reconcile request a
+// resume sets on the failed Stacks. It never touches a Stack's spec: the Stack controller
+// reports in a Stack's status the revision its source offers, and reads the rollout's
+// status to learn which revision the Stack may deploy (open waves get the target; the
+// others keep the revision they have).
+//
+// The controller has the Stack controller's shape: Reconcile runs the phases of phases.go
+// in order over a scope (scope.go) that holds what the reconcile learned, with one reading
+// of the clock; only the pure setters of status.go set the rollout's conditions; events
+// announce transitions and are emitted once the status that records them is written
+// (kit.Events). plan.go holds the pure planning and judging (waves, verdicts, the
+// revisions the Stacks offer), gate.go the gate Jobs.
 package rollout
