@@ -45,7 +45,8 @@ func (r *Reconciler) gate(ctx context.Context, s *scope) (passed bool, failure s
 	j := &batchv1.Job{}
 	err = r.Client.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: name}, j)
 	if apierrors.IsNotFound(err) {
-		return false, "", r.startGate(ctx, s, name)
+		failure, err := r.startGate(ctx, s, name)
+		return false, failure, err
 	}
 	if err != nil {
 		return false, "", fmt.Errorf("failed to get gate Job %s: %w", name, err)
@@ -66,23 +67,22 @@ func (r *Reconciler) gate(ctx context.Context, s *scope) (passed bool, failure s
 
 // startGate creates the gate Job from the CronJob's template, as
 // `kubectl create job --from=cronjob/<name>` does: the tenant wrote that Pod template
-// (and may run it), the manager only starts it.
-func (r *Reconciler) startGate(ctx context.Context, s *scope, name string) error {
+// (and may run it), the manager only starts it. failure says why no gate can start (the
+// gate then fails: its caller halts the rollout).
+func (r *Reconciler) startGate(ctx context.Context, s *scope, name string) (failure string, err error) {
 	ro, st := s.ro, &s.ro.Status
 	cj := &batchv1.CronJob{}
 	ref := ro.Spec.Gates.JobFrom.Name
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ro.Namespace, Name: ref}, cj); err != nil {
 		if apierrors.IsNotFound(err) {
-			halt(s, v1alpha1.ReasonGateFailed, []string{fmt.Sprintf("CronJob %q (spec.gates.jobFrom) not found", ref)})
-			return nil
+			return fmt.Sprintf("CronJob %q (spec.gates.jobFrom) not found", ref), nil
 		}
-		return fmt.Errorf("failed to get CronJob %s: %w", ref, err)
+		return "", fmt.Errorf("failed to get CronJob %s: %w", ref, err)
 	}
 	// The manager may create Jobs where the rollout's author may not: only a CronJob
 	// whose author (who could run its Pods anyway) marked it as a gate is started.
 	if cj.Labels[v1alpha1.RolloutGateLabel] != "true" {
-		halt(s, v1alpha1.ReasonGateFailed, []string{fmt.Sprintf("CronJob %q (spec.gates.jobFrom) is not labelled %s=true, which its author sets to let rollouts run it as a gate", ref, v1alpha1.RolloutGateLabel)})
-		return nil
+		return fmt.Sprintf("CronJob %q (spec.gates.jobFrom) is not labelled %s=true, which its author sets to let rollouts run it as a gate", ref, v1alpha1.RolloutGateLabel), nil
 	}
 	w := &st.Waves[st.Wave]
 	j := &batchv1.Job{
@@ -115,19 +115,19 @@ func (r *Reconciler) startGate(ctx context.Context, s *scope, name string) error
 		spec.Containers[i].Env = append(spec.Containers[i].Env, env...)
 	}
 	if err := controllerutil.SetControllerReference(ro, j, r.Client.Scheme()); err != nil {
-		return fmt.Errorf("failed to own gate Job %s: %w", name, err)
+		return "", fmt.Errorf("failed to own gate Job %s: %w", name, err)
 	}
-	err := r.Client.Create(ctx, j, client.FieldOwner(FieldManager))
+	err = r.Client.Create(ctx, j, client.FieldOwner(FieldManager))
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// An earlier reconcile, which the cache had not caught up with, started it and
 		// announced it.
-		return nil
+		return "", nil
 	case err != nil:
-		return fmt.Errorf("failed to create gate Job %s: %w", name, err)
+		return "", fmt.Errorf("failed to create gate Job %s: %w", name, err)
 	}
 	s.event(corev1.EventTypeNormal, EventGateStarted, "gate Job %s started for wave %s (from CronJob %s)", name, w.Name, ref)
-	return nil
+	return "", nil
 }
 
 // gateRun tells one run of a wave's gate from another: a resume after a failed gate runs

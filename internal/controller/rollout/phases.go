@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -20,10 +21,15 @@ import (
 
 // selectStacks lists the rollout's Stacks; a selector that cannot select them stalls it.
 func (r *Reconciler) selectStacks(ctx context.Context, s *scope) (bool, error) {
-	stacks, err := r.selected(ctx, s.ro)
+	sel, err := selector(s.ro)
 	if err != nil {
 		markSelectionInvalid(s.ro, err)
 		return false, nil
+	}
+	// A failed list is the cache's or the API server's, not the spec's: retried.
+	stacks, err := r.selected(ctx, s.ro, sel)
+	if err != nil {
+		return false, err
 	}
 	s.list = stacks
 	s.stacks = make(map[string]*pulumiv1.Stack, len(stacks))
@@ -33,8 +39,8 @@ func (r *Reconciler) selectStacks(ctx context.Context, s *scope) (bool, error) {
 	return true, nil
 }
 
-// selected lists the rollout's Stacks, by its selector, in its namespace.
-func (r *Reconciler) selected(ctx context.Context, ro *v1alpha1.StackRollout) ([]pulumiv1.Stack, error) {
+// selector is the rollout's Stack selector, or why it cannot be used.
+func selector(ro *v1alpha1.StackRollout) (labels.Selector, error) {
 	sel, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
 	if err != nil {
 		return nil, fmt.Errorf("spec.selector is invalid: %w", err)
@@ -42,6 +48,11 @@ func (r *Reconciler) selected(ctx context.Context, ro *v1alpha1.StackRollout) ([
 	if sel.Empty() {
 		return nil, errors.New("spec.selector selects every Stack of the namespace: give it a label to match")
 	}
+	return sel, nil
+}
+
+// selected lists the rollout's Stacks, by sel, in its namespace.
+func (r *Reconciler) selected(ctx context.Context, ro *v1alpha1.StackRollout, sel labels.Selector) ([]pulumiv1.Stack, error) {
 	var list pulumiv1.StackList
 	// The cache's own objects, not copies: a rollout is reconciled on every change of
 	// any of its Stacks, and copying the whole fleet each time made that quadratic. They

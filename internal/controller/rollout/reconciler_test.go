@@ -266,6 +266,10 @@ func TestReconciler_Reconcile_GateFailureHalts(t *testing.T) {
 			f.g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutHalted))
 			f.g.Expect(apimeta.FindStatusCondition(ro.Status.Conditions, v1alpha1.ConditionHalted).Message).To(ContainSubstring(tt.want))
 			f.g.Expect(opened(ro, "b")).To(BeEmpty())
+			// Every cause halts alike: settled for its generation, not gating a Job that
+			// was never created.
+			f.g.Expect(apimeta.IsStatusConditionTrue(ro.Status.Conditions, pulumiv1.ConditionReconciling)).To(BeFalse(), "%v", ro.Status.Conditions)
+			f.g.Expect(ro.Status.ObservedGeneration).To(Equal(ro.Generation))
 		})
 	}
 }
