@@ -36,9 +36,9 @@ func TestInstall_JobExecutor(t *testing.T) {
 	jc := &jobCluster{c: c, s3: startS3(t, c), defaultBucket: "tenants", flux: installFlux(t, c)}
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	// Four slots for the parallel tests below, one of which holds its tenant's share for
-	// the whole run; unschedulable runners give theirs back after a minute (they are made
+	// the whole run (a tenant of two namespaces, by tenantLabel); unschedulable runners give theirs back after a minute (they are made
 	// so by a node label the platform lets runners be placed by).
-	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\nrunner:\n  pendingTimeout: 1m\n  allowed:\n    nodeSelectorKeys: [kubernetes.io/os, stackwright.dev/e2e]\ntemplates:\n  apiGroups: ["+templateGroup+"]\ndefaultBackend: "+jc.s3.bucket(t, jc.defaultBucket, "")+
+	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\ntenantLabel: "+tenantLabel+"\nrunner:\n  pendingTimeout: 1m\n  allowed:\n    nodeSelectorKeys: [kubernetes.io/os, stackwright.dev/e2e]\ntemplates:\n  apiGroups: ["+templateGroup+"]\ndefaultBackend: "+jc.s3.bucket(t, jc.defaultBucket, "")+
 		"\nflux:\n  eventsAddress: "+jc.flux.eventsURL+"\ngitWebhook:\n  enabled: true\n"), 0o600)).To(Succeed())
 	helmInstall(t, "install", "-f", values)
 	waitManager(t, c)

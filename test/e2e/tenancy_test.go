@@ -26,6 +26,10 @@ import (
 // holds what it can of the runner slots; one Stack alone takes about 30 s here.
 const starvationBound = 4 * time.Minute
 
+// tenantLabel is the namespace label the e2e install shares runner slots by
+// (--tenant-label): namespaces with the same value are one tenant.
+const tenantLabel = "stackwright.dev/e2e-tenant"
+
 // tenantRBACYAML lets the user tenant act on Stackwright's objects, Secrets, ConfigMaps and
 // Pods in one namespace and nowhere else, as a platform would grant an app team.
 func tenantRBACYAML(user string) string {
@@ -121,16 +125,22 @@ const unschedulable = `  workspaceTemplate:
             stackwright.dev/e2e: no-such-node
 `
 
-// testTenantCannotStarveOrSpoofAnother: tenant A queues four Stacks whose runner Pods no
-// node schedules and one that sleeps for 55 minutes, and plants a Secret under the name of
-// the work Secret one of its queued Updates will get. The per-namespace share keeps A to
-// one runner slot, the pending timeout frees it from each unschedulable Pod, the planted
-// Secret is refused and left as it was, and tenant B's Stack becomes Ready within
-// starvationBound while its canary Secret is untouched.
+// testTenantCannotStarveOrSpoofAnother: tenant A, with two namespaces labelled as one
+// tenant (tenantLabel), queues in the first four Stacks whose runner Pods no node
+// schedules and one that sleeps for 55 minutes, and one more in the second; it plants a
+// Secret under the name of the work Secret one of its queued Updates will get. The
+// per-tenant share keeps A's two namespaces to one runner slot together (the second
+// namespace's Update waits, saying so in status.queue), the pending timeout frees it from
+// each unschedulable Pod, the planted Secret is refused and left as it was, and tenant B's
+// Stack becomes Ready within starvationBound while its canary Secret is untouched.
 func testTenantCannotStarveOrSpoofAnother(t *testing.T, jc *jobCluster) {
 	g := NewWithT(t)
 	c := jc.c
 	a, b := newTenant(t, c, "e2e-tenant-a"), newTenant(t, c, "e2e-tenant-b")
+	a2 := newTenant(t, c, "e2e-tenant-a2")
+	for _, ns := range []string{a.ns, a2.ns} {
+		run(t, "kubectl", "label", "namespace", ns, tenantLabel+"=a")
+	}
 
 	// B's canary: a Secret A must never read or change.
 	b.apply(t, `apiVersion: v1
@@ -167,6 +177,14 @@ stringData:
 	a.apply(t, s3CredentialsYAML+sleepStackYAML("stuck-2", 1, unschedulable)+sleepStackYAML("stuck-3", 1, unschedulable))
 	waitUpdatePhase(g, c, a.ns, "stuck-3", "")
 	a.apply(t, s3CredentialsYAML+sleepStackYAML("nap", 55*60, ""))
+	// A's second namespace shares A's one slot: its Update waits behind A's, and says why.
+	a2.apply(t, s3CredentialsYAML+sleepStackYAML("elsewhere", 1, unschedulable))
+	g.Eventually(func(g Gomega) {
+		u := latestUpdate(g, c, a2.ns, "elsewhere")
+		g.Expect(u.Status.Phase).NotTo(Equal(v1alpha1.UpdatePhaseRunning), "tenant A ran a second Update at once from its other namespace")
+		g.Expect(u.Status.Queue).NotTo(BeNil())
+		g.Expect(u.Status.Queue.Reason).To(Equal(v1alpha1.QueueReasonTenantAtLimit))
+	}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(a2.ns))
 
 	// B applies its Stack while A's queue is full.
 	start := time.Now()
