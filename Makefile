@@ -96,7 +96,12 @@ krew: ## Write kubectl-stackwright release archives and the krew manifest that i
 	@set -e; args=""; for p in $(KREW_PLATFORMS); do 		os=$${p%/*}; arch=$${p#*/}; out=dist/krew/bin/$$os-$$arch/kubectl-stackwright; 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -ldflags "$(GO_LDFLAGS)" -o $$out ./cmd/kubectl-stackwright; 		args="$$args $$p=$$out"; 	done; 	go run ./hack/krew --out dist/krew --version $(VERSION) $(if $(KREW_URL),--url $(KREW_URL)) $$args
 
 .PHONY: demo
-demo: tools build ## Local demo: control plane + operator + the sample Stack reaching Ready (DEMO_ONCE=1 to exit).
+# What the demo runs: the control plane and kubectl, the pulumi CLI, the YAML language
+# host, and the providers its samples name (the Kubernetes provider, and our test provider
+# for the files sample); not the linters, Helm, krew, promtool or the test servers.
+DEMO_TOOLS = k8s pulumi pulumi-yaml pulumi-kubernetes provider
+demo: build ## Local demo: control plane + operator + the sample Stacks reaching Ready (DEMO_ONCE=1 to exit). Builds only the tools it runs.
+	@hack/tools.sh $(DEMO_TOOLS)
 	@hack/demo.sh
 
 ##@ Images

@@ -165,8 +165,11 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 	if len(orphans) > 0 {
 		t.Errorf("engine processes %v outlived the manager's stop", orphans)
 	}
-	// Duplicates are reported, not failed: recovery finds a run that completed unrecorded
-	// only while it is the stack's latest (the crash-point test pins the exact moment).
+	// README promises an up is never applied twice: a desired state that succeeded twice
+	// in the backend's history is a run recovery should have found, and a failure.
+	if duplicates > 0 {
+		t.Errorf("%d engine runs applied a desired state that had already succeeded (the backend's history: %v)", duplicates, runs)
+	}
 	t.Logf("crashes injected: %d; Updates lost with the manager: %d; stale locks healed: %d; Stacks converged (half of them then deleted): %d/%d; locks left: %d; engine runs that applied a desired state again: %d; engine processes left by crashes: 0",
 		crashes, lost, healed, len(names), len(names), len(locks), duplicates)
 }
