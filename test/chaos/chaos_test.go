@@ -152,7 +152,7 @@ func TestManager_SIGKILL_FleetConvergesWithNothingLeftBehind(t *testing.T) {
 	}
 	healed, lost := 0, 0
 	for _, u := range updates.Items {
-		if strings.Contains(u.Status.LogTail, "stale lock(s) held by process(es) that are gone") {
+		if strings.Contains(u.Status.Message, "stale lock(s) held by run(s) that are gone") {
 			healed++
 		}
 		if c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete); c != nil && c.Reason == v1alpha1.ReasonRunnerLost {
