@@ -38,6 +38,12 @@ type Store struct {
 	// artifact is either removed before a use (which then finds it absent) or used first
 	// (and then too recent to remove).
 	mu sync.Mutex
+
+	// nsMu guards the namespaces' accounts (namespaces.go): byNS[ns][digest].
+	nsMu     sync.Mutex
+	nsLimit  int64
+	nsWindow time.Duration
+	byNS     map[string]map[string]nsUse
 }
 
 // usedGranularity is how stale a use time may get before a use rewrites it: a fleet's
@@ -230,6 +236,7 @@ func (s *Store) Collect(keep func(digest string) bool, unusedFor time.Duration) 
 		}
 		if n >= 0 {
 			removed, freed = removed+1, freed+n
+			s.forget(digestPrefix + h)
 		}
 	}
 	return removed, freed, nil

@@ -221,6 +221,9 @@ type Options struct {
 	// MaxTenantBytesInMemory is the budget every tenant stream the manager holds in memory
 	// at once is charged to (ref listings, runner reports, webhook bodies); 0: none.
 	MaxTenantBytesInMemory int64
+	// MaxArtifactBytesPerNamespace bounds the artifacts one namespace's Stacks make the
+	// store keep (within ArtifactRetention of their last use).
+	MaxArtifactBytesPerNamespace int64
 	// MaxStackSetElements bounds the elements (Stacks) of one StackSet.
 	MaxStackSetElements int
 	// MinFreeDataBytes is the space kept free on the data volume: a git fetch, an artifact
@@ -273,6 +276,7 @@ func DefaultOptions() *Options {
 		UpdateHistory:                    10,
 		UpdateMaxAge:                     7 * 24 * time.Hour,
 		MaxArtifactBytes:                 100 << 20,
+		MaxArtifactBytesPerNamespace:     2 << 30,
 		ArtifactRetention:                time.Hour,
 		GitCacheRetention:                24 * time.Hour,
 		MaxGitFetchBytes:                 git.DefaultCacheLimits.MaxFetchBytes,
@@ -339,6 +343,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.UpdateHistory, "update-history", o.UpdateHistory, "Finished Updates kept per Stack (the latest is always kept).")
 	fs.DurationVar(&o.UpdateMaxAge, "update-max-age", o.UpdateMaxAge, "How long a finished Update is kept (0: no limit); the latest update, the running one and the last drift check are kept whatever their age.")
 	fs.Int64Var(&o.MaxArtifactBytes, "max-artifact-bytes", o.MaxArtifactBytes, "Largest source artifact accepted, in bytes (compressed and extracted).")
+	fs.Int64Var(&o.MaxArtifactBytesPerNamespace, artifact.FlagMaxNamespaceBytes, o.MaxArtifactBytesPerNamespace, "Artifact store bytes the artifacts one namespace's Stacks used within --artifact-retention may take before new artifacts for that namespace are refused (the Stack retries; what it has is still served); an artifact several namespaces use counts in full against each (0: no limit).")
 	fs.DurationVar(&o.ArtifactRetention, "artifact-retention", o.ArtifactRetention, "How long an artifact that no Stack, Program or unfinished Update names is kept after its last use before it is removed from the data directory (0: never removed).")
 	fs.DurationVar(&o.GitCacheRetention, "git-cache-retention", o.GitCacheRetention, "How long the git cache keeps a repository no Stack has listed or fetched from (0: forever).")
 	fs.Int64Var(&o.MaxGitFetchBytes, git.FlagMaxFetchBytes, o.MaxGitFetchBytes, "Most bytes one git fetch may download into the git cache; a Stack whose fetch is larger stalls until its source or this limit changes (0: no limit).")

@@ -129,6 +129,7 @@ func (s *setup) data(context.Context) error {
 		return fmt.Errorf("failed to open artifact store: %w", err)
 	}
 	s.store.SetMinFree(o.MinFreeDataBytes)
+	s.store.SetNamespaceLimit(o.MaxArtifactBytesPerNamespace, o.ArtifactRetention)
 	// Kept with the data: a new key changes every Stack's desired-state key once, and each
 	// runs an up that changes nothing.
 	if s.fingerprintKey, err = keyfile.Load(filepath.Join(o.DataDir, "inputs.key")); err != nil {

@@ -172,6 +172,10 @@ func (r *Reconciler) resolveSource(ctx context.Context, s *scope) (bool, error) 
 		return r.handleFault(s, err, true)
 	}
 	s.artifact = art
+	if r.Store != nil {
+		// The namespace pays for what its Stacks use (--max-artifact-bytes-per-namespace).
+		r.Store.Attribute(s.stack.Namespace, art.Digest)
+	}
 	markSourceReady(s.stack, true, pulumiv1.ReasonArtifactReady, artifactMessage(art))
 	return true, nil
 }

@@ -19,9 +19,12 @@ import (
 	"github.com/stackwright/stackwright/internal/source"
 )
 
-// ArtifactStore tells whether the manager still holds an artifact.
+// ArtifactStore is the manager's artifact store: whether it still holds an artifact, and
+// which namespaces use which.
 type ArtifactStore interface {
 	Has(digest string) bool
+	// Attribute charges namespace ns for the artifact digest its Stack uses.
+	Attribute(ns, digest string)
 }
 
 // holdForRollout lets the StackRollout that selects the Stack choose the revision it

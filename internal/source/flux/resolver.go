@@ -172,6 +172,10 @@ func (r *Resolver) obtain(ctx context.Context, obj *unstructured.Unstructured, p
 			return "", fmt.Errorf("failed to wait for the artifact of %s %s: %w", obj.GetKind(), obj.GetName(), ctx.Err())
 		}
 	}
+	if err := r.Store.Admit(obj.GetNamespace()); err != nil {
+		r.mu.Unlock()
+		return "", fault.Retry(pulumiv1.ReasonSourceUnavailable, "cannot store the artifact of %s %q: %v", obj.GetKind(), obj.GetName(), err)
+	}
 	f := &fetch{done: make(chan struct{})}
 	if r.inflight == nil {
 		r.inflight = map[fetchKey]*fetch{}

@@ -554,3 +554,29 @@ func TestCache_Admit_RefusesWhenOnlyRepositoriesInUseFill(t *testing.T) {
 		t.Errorf("the idle repository was kept: %v", err)
 	}
 }
+
+// A namespace whose Stacks use their share of the artifact store is refused the artifact of
+// a new commit, as something to retry naming the flag, while a commit already stored is
+// still served to it and another namespace still gets new ones.
+func TestResolver_Resolve_NamespaceArtifactShare(t *testing.T) {
+	root := t.TempDir()
+	repo, first := gitserver.NewRepo(t, root, "infra", projectFiles1)
+	s := gitserver.NewHTTPServer(t, root, nil)
+	f := newFixture(t)
+	f.store.SetNamespaceLimit(1, time.Hour)
+	stack := func(ns string, commit string) *pulumiv1.Stack {
+		st := newStack("app", pulumiv1.GitSource{ProjectRepo: s.URL + "/infra.git", Commit: commit, RepoDir: "infra/app"})
+		st.Namespace = ns
+		return st
+	}
+	a := f.resolve(t, stack("team-a", first))
+	f.store.Attribute("team-a", a.Digest) // what the Stack controller does with the artifact
+	second := repo.Commit(map[string]string{"infra/app/main.txt": "v2"})
+
+	_, err := f.resolver.Resolve(ctx(t), stack("team-a", second))
+	wantFault(t, err, pulumiv1.ReasonSourceUnavailable, false, []string{`namespace "team-a"`, "--" + artifact.FlagMaxNamespaceBytes}, nil)
+	if again := f.resolve(t, stack("team-a", first)); again.Digest != a.Digest {
+		t.Errorf("the stored commit's artifact = %s; want %s", again.Digest, a.Digest)
+	}
+	f.resolve(t, stack("team-b", second))
+}

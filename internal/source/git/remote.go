@@ -404,10 +404,19 @@ func (rm *remote) memoised(h plumbing.Hash, dir string, store *artifact.Store) (
 
 // artifact returns the digest of the tarball of commit h (which must be present), after
 // checking that dir holds a Pulumi project at h. Both results are remembered: a commit
-// never changes.
-func (rm *remote) artifact(ctx context.Context, h plumbing.Hash, dir string, store *artifact.Store, lim artifact.Limits) (string, error) {
+// never changes. A tarball not stored yet is made only while namespace ns is under its
+// share of the artifact store.
+func (rm *remote) artifact(ctx context.Context, ns string, h plumbing.Hash, dir string, store *artifact.Store, lim artifact.Limits) (string, error) {
 	if err := rm.checkProject(ctx, h, dir); err != nil {
 		return "", err
+	}
+	rm.mu.Lock()
+	d, ok := rm.digests[h]
+	rm.mu.Unlock()
+	if !ok || !store.Has(d) {
+		if err := store.Admit(ns); err != nil {
+			return "", fault.Retry(pulumiv1.ReasonSourceUnavailable, "cannot store commit %s of %s: %v", h, rm.url, err)
+		}
 	}
 	return await(ctx, &rm.packs, h.String(), packTimeout, func(ctx context.Context) (string, error) {
 		rm.mu.Lock()

@@ -97,7 +97,7 @@ func (r *Resolver) Resolve(ctx context.Context, stack *pulumiv1.Stack) (source.A
 	if err := rm.ensure(ctx, stack.Namespace, commit, ref, spec.Shallow); err != nil {
 		return source.Artifact{}, err
 	}
-	if a.Digest, err = rm.artifact(ctx, commit, dir, r.Store, r.limits()); err != nil {
+	if a.Digest, err = rm.artifact(ctx, stack.Namespace, commit, dir, r.Store, r.limits()); err != nil {
 		return source.Artifact{}, err
 	}
 	return a, nil
