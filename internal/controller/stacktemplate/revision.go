@@ -16,10 +16,20 @@ import (
 )
 
 // ensureRevision keeps the template's current spec as the StackTemplateRevision of its
-// generation, before the generation is announced as the latest revision: instances are
+// generation, then announces the generation as the latest revision: instances are
 // rendered from revisions, never from the template itself. A revision is immutable, so
 // one that exists is the right one unless it belongs to something else.
-func (r *Reconciler) ensureRevision(ctx context.Context, t *v1alpha1.StackTemplate) error {
+func (r *Reconciler) ensureRevision(ctx context.Context, s *scope) (bool, error) {
+	t := s.template
+	if err := r.keepRevision(ctx, t); err != nil {
+		return false, err
+	}
+	t.Status.Revision = t.Generation
+	return true, nil
+}
+
+// keepRevision creates the StackTemplateRevision of t's generation unless it exists.
+func (r *Reconciler) keepRevision(ctx context.Context, t *v1alpha1.StackTemplate) error {
 	want := &v1alpha1.StackTemplateRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   v1alpha1.RevisionName(t.Name, t.Generation),
@@ -51,10 +61,11 @@ func (r *Reconciler) ensureRevision(ctx context.Context, t *v1alpha1.StackTempla
 // observeRevisions counts the instances whose Stack runs an older revision than the
 // latest, and deletes the template's revisions older than any of them runs. Those in
 // between stay, so that a held instance may be opened to any revision after its own.
-func (r *Reconciler) observeRevisions(ctx context.Context, t *v1alpha1.StackTemplate) error {
+func (r *Reconciler) observeRevisions(ctx context.Context, s *scope) (bool, error) {
+	t := s.template
 	var stacks pulumiv1.StackList
 	if err := r.Client.List(ctx, &stacks, client.InNamespace(t.Spec.Namespace), client.MatchingLabels{v1alpha1.TemplateLabel: t.Name}); err != nil {
-		return fmt.Errorf("failed to list Stacks of StackTemplate %s: %w", t.Name, err)
+		return false, fmt.Errorf("failed to list Stacks of StackTemplate %s: %w", t.Name, err)
 	}
 	oldest := t.Status.Revision
 	t.Status.InstancesBehind = 0
@@ -68,7 +79,7 @@ func (r *Reconciler) observeRevisions(ctx context.Context, t *v1alpha1.StackTemp
 	}
 	var revs v1alpha1.StackTemplateRevisionList
 	if err := r.Client.List(ctx, &revs, client.MatchingLabels{v1alpha1.TemplateLabel: t.Name}); err != nil {
-		return fmt.Errorf("failed to list StackTemplateRevisions of %s: %w", t.Name, err)
+		return false, fmt.Errorf("failed to list StackTemplateRevisions of %s: %w", t.Name, err)
 	}
 	for i := range revs.Items {
 		rev := &revs.Items[i]
@@ -76,8 +87,8 @@ func (r *Reconciler) observeRevisions(ctx context.Context, t *v1alpha1.StackTemp
 			continue
 		}
 		if err := r.Client.Delete(ctx, rev); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("failed to delete StackTemplateRevision %s: %w", rev.Name, err)
+			return false, fmt.Errorf("failed to delete StackTemplateRevision %s: %w", rev.Name, err)
 		}
 	}
-	return nil
+	return true, nil
 }
