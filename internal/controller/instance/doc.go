@@ -1,7 +1,17 @@
 // Package instance reconciles the instances of the kinds StackTemplates define: each
 // instance, a tenant's object, becomes a Stack in the template's platform namespace
-// (rendered from the template and the instance's parameters), shows that Stack's progress
-// in its status, and receives the outputs the template publishes in its own namespace. The
-// kinds are unknown at build time: the controller works on unstructured objects and starts
-// watching a kind when its template is served.
+// (rendered from a template revision and the instance's parameters), shows that Stack's
+// progress in its status, and receives the outputs the template publishes in its own
+// namespace. The kinds are unknown at build time: the controller works on unstructured
+// objects (through the typed view of status.go) and starts watching a kind when its
+// template is served (setup.go).
+//
+// The controller has the Stack controller's shape: Reconcile gets the template and the
+// instance, defers the status write, handles deletion (delete.go) and the finalizer, then
+// runs the phases of phases.go over a scope (scope.go). Conditions are set only by the pure
+// setters of status.go. Events are collected during the reconcile and emitted after the
+// status write they announce, on transitions only: warnings that no status records
+// (approvals ignored, a revision not opened) are remembered by the process, so each state
+// is announced once. Its envtest suite runs it with the StackTemplate controller and
+// drives the Stacks' status itself.
 package instance

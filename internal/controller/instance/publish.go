@@ -11,19 +11,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
-	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
-// publish copies the outputs the template revision lists from the Stack's exported objects in the
-// platform namespace to the instance's namespace: every listed one into the Secret the
-// instance names, the non-secret ones into its ConfigMap and its status. Outputs the
+// publish copies the outputs the template revision lists from the Stack's exported objects
+// in the platform namespace to the instance's namespace: every listed one into the Secret
+// the instance names, the non-secret ones into its ConfigMap and its status. Outputs the
 // template does not list never leave the platform namespace.
-func (c *Controller) publish(ctx context.Context, in *instance, st *pulumiv1.Stack, outputs []string) error {
+func (c *Controller) publish(ctx context.Context, s *scope) (bool, error) {
+	in, st, outputs := s.in, s.stack, s.rev.Spec.Outputs
 	all, public, err := c.exported(ctx, st)
 	if err != nil || all == nil {
-		return err
+		return err == nil, err
 	}
 	sel := map[string][]byte{}
 	pub := map[string]string{}
@@ -42,17 +41,17 @@ func (c *Controller) publish(ctx context.Context, in *instance, st *pulumiv1.Sta
 		if err := c.writeOwned(ctx, in, "Secret", sec, func() { sec.Type = corev1.SecretTypeOpaque; sec.Data = sel }, func() bool {
 			return maps.EqualFunc(sec.Data, sel, func(a, b []byte) bool { return string(a) == string(b) })
 		}); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if ref := in.spec.WriteOutputsToConfigMapRef; ref != nil {
 		cm := &corev1.ConfigMap{}
 		cm.Namespace, cm.Name = in.obj.GetNamespace(), ref.Name
 		if err := c.writeOwned(ctx, in, "ConfigMap", cm, func() { cm.Data = pub }, func() bool { return maps.Equal(cm.Data, pub) }); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // exported reads the Stack's outputs as its controller published them in the platform
@@ -92,7 +91,7 @@ func (c *Controller) writeOwned(ctx context.Context, in *instance, kind string, 
 	case err != nil:
 		return fmt.Errorf("failed to get %s %s: %w", kind, key, err)
 	case !metav1.IsControlledBy(obj, in.obj):
-		conditions.MarkStalled(in, v1alpha1.ReasonOutputsConflict, fmt.Sprintf("%s %s exists and is not this instance's: rename it, or name another in the spec", kind, key.Name))
+		markOutputsConflict(in, kind, key.Name)
 		return nil
 	case same():
 		return nil

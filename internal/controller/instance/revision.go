@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
@@ -44,9 +43,8 @@ func targetRevision(t *v1alpha1.StackTemplate, st *pulumiv1.Stack) (rev int64, n
 	return min(n, latest), ""
 }
 
-// revision gets the StackTemplateRevision rev of template t; nil, with the instance marked
-// waiting, when it does not exist.
-func (c *Controller) revision(ctx context.Context, t *v1alpha1.StackTemplate, in *instance, rev int64) (*v1alpha1.StackTemplateRevision, error) {
+// revision gets the StackTemplateRevision rev of template t; nil when it does not exist.
+func (c *Controller) revision(ctx context.Context, t *v1alpha1.StackTemplate, rev int64) (*v1alpha1.StackTemplateRevision, error) {
 	r := &v1alpha1.StackTemplateRevision{}
 	name := v1alpha1.RevisionName(t.Name, rev)
 	err := c.Client.Get(ctx, client.ObjectKey{Name: name}, r)
@@ -57,10 +55,5 @@ func (c *Controller) revision(ctx context.Context, t *v1alpha1.StackTemplate, in
 	case r.Spec.Template == t.Name && r.Spec.Revision == rev:
 		return r, nil
 	}
-	msg := fmt.Sprintf("waiting for StackTemplateRevision %s (revision %d of StackTemplate %s)", name, rev, t.Name)
-	if rev < t.Status.Revision {
-		msg += fmt.Sprintf(": it is gone, so the instance's Stack stays as it is; open a newer revision with the %s annotation on it", v1alpha1.OpenTemplateRevisionAnnotation)
-	}
-	conditions.MarkReconciling(in, v1alpha1.ReasonTemplateNotReady, msg)
 	return nil, nil
 }

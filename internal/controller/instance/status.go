@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -117,6 +118,93 @@ func mirror(in *instance, st *pulumiv1.Stack, policy v1alpha1.InstanceMessagePol
 // the Stack is in, with which reason, and where the details are.
 func platformMessage(st *pulumiv1.Stack, what, reason string) string {
 	return fmt.Sprintf("the platform's Stack %s/%s: %s (%s); the details are the platform team's (the template's instanceMessages is Reasons)", st.Namespace, st.Name, what, reason)
+}
+
+// The setters below are pure functions of the instance (and what the reconcile read) they
+// are given; the phases decide which one applies and the deferred write persists the
+// result.
+
+// finalizeStatus derives, at the end of every reconcile, what the outcome implies: the
+// generation counts as observed only once the instance is Ready or Stalled for it.
+func finalizeStatus(in *instance) {
+	conditions.Finalize(in, &in.status.ObservedGeneration)
+}
+
+// markTemplateNotServing records the wait for the template to serve again.
+func markTemplateNotServing(in *instance, template string) {
+	conditions.MarkReconciling(in, v1alpha1.ReasonTemplateNotReady, fmt.Sprintf("StackTemplate %s is not serving; the stack stays as it is", template))
+}
+
+// markNamespaceNotAllowed stalls an instance in a namespace the template does not serve.
+func markNamespaceNotAllowed(in *instance, template string) {
+	conditions.MarkStalled(in, v1alpha1.ReasonNamespaceNotAllowed, fmt.Sprintf(
+		"StackTemplate %s does not serve namespace %s (its namespaceSelector); ask the platform team", template, in.obj.GetNamespace()))
+}
+
+// markParametersInvalid stalls an instance whose parameters cannot be rendered.
+func markParametersInvalid(in *instance, err error) {
+	conditions.MarkStalled(in, v1alpha1.ReasonParametersInvalid, err.Error())
+}
+
+// markStackConflict stalls an instance whose Stack's name is another's Stack.
+func markStackConflict(in *instance, st *pulumiv1.Stack) {
+	conditions.MarkStalled(in, v1alpha1.ReasonStackConflict, fmt.Sprintf("Stack %s/%s exists and is not this instance's", st.Namespace, st.Name))
+}
+
+// markEarlierStackDeleting records the wait for the Stack of an earlier instance of the
+// name to go.
+func markEarlierStackDeleting(in *instance, st *pulumiv1.Stack) {
+	conditions.MarkReconciling(in, v1alpha1.ReasonDestroying, fmt.Sprintf("waiting for Stack %s/%s of an earlier instance of this name to be deleted", st.Namespace, st.Name))
+}
+
+// markRevisionMissing records the wait for revision rev of t, saying what to do when it is
+// gone for good.
+func markRevisionMissing(in *instance, t *v1alpha1.StackTemplate, rev int64) {
+	msg := fmt.Sprintf("waiting for StackTemplateRevision %s (revision %d of StackTemplate %s)", v1alpha1.RevisionName(t.Name, rev), rev, t.Name)
+	if rev < t.Status.Revision {
+		msg += fmt.Sprintf(": it is gone, so the instance's Stack stays as it is; open a newer revision with the %s annotation on it", v1alpha1.OpenTemplateRevisionAnnotation)
+	}
+	conditions.MarkReconciling(in, v1alpha1.ReasonTemplateNotReady, msg)
+}
+
+// markRevisionInvalid stalls an instance whose template revision holds no Stack spec.
+func markRevisionInvalid(in *instance, rev string, err error) {
+	conditions.MarkStalled(in, v1alpha1.ReasonTemplateNotReady, fmt.Sprintf("StackTemplateRevision %s: %v", rev, err))
+}
+
+// markAwaitingApproval says what change of the Stack st awaits approval and who approves
+// it how; ignored says why approvals on the instance are not honoured.
+func markAwaitingApproval(in *instance, t *v1alpha1.StackTemplate, st *pulumiv1.Stack, ignored string) {
+	conditions.MarkReconciling(in, pulumiv1.ReasonAwaitingApproval, awaitingMessage(t, in.obj, st, in.status.Approval, ignored))
+}
+
+// markOutputsConflict stalls an instance whose outputs would overwrite an object of its
+// namespace that is not its own.
+func markOutputsConflict(in *instance, kind, name string) {
+	conditions.MarkStalled(in, v1alpha1.ReasonOutputsConflict, fmt.Sprintf("%s %s exists and is not this instance's: rename it, or name another in the spec", kind, name))
+}
+
+// markDestroying records the wait for the deleted instance's Stack st to go.
+func markDestroying(in *instance, st *pulumiv1.Stack) {
+	msg := fmt.Sprintf("waiting for Stack %s/%s to be deleted", st.Namespace, st.Name)
+	if c := conditions.Get(st, pulumiv1.ConditionReady); c != nil && c.Message != "" {
+		msg += ": " + c.Message
+	}
+	conditions.MarkReconciling(in, v1alpha1.ReasonDestroying, msg)
+}
+
+// updateChanged reports whether the Stack's last operation, as mirrored, is another than
+// before: a new one is news, the same one seen again is not.
+func updateChanged(before, after *v1alpha1.InstanceUpdate) bool {
+	return after != nil && (before == nil || !before.Time.Equal(after.Time) || before.State != after.State || before.Type != after.Type)
+}
+
+// updateEvent is the type and reason of the event that announces the last operation u.
+func updateEvent(u *v1alpha1.InstanceUpdate) (typ, reason string) {
+	if u.State == string(pulumiv1.UpdateStateFailed) {
+		return corev1.EventTypeWarning, EventUpdateFailed
+	}
+	return corev1.EventTypeNormal, EventUpdateSucceeded
 }
 
 // publicOutputs are the listed outputs the Stack's status holds that are not secret.

@@ -1,0 +1,213 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stackwright/stackwright/api/conditions"
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/stacktemplate"
+)
+
+// The phases of a reconcile, in the order they run. Each either proceeds or ends the
+// reconcile with the instance's conditions saying why.
+
+// checkTemplate waits while the template does not serve: the instance's Stack stays as it
+// is, rather than follow a template that is being fixed or removed.
+func (c *Controller) checkTemplate(_ context.Context, s *scope) (bool, error) {
+	if t := s.template; !conditions.IsTrue(t, pulumiv1.ConditionReady) || !t.DeletionTimestamp.IsZero() {
+		markTemplateNotServing(s.in, t.Name)
+		return false, nil
+	}
+	return true, nil
+}
+
+// checkNamespace stalls an instance in a namespace the template's namespaceSelector does
+// not select.
+func (c *Controller) checkNamespace(ctx context.Context, s *scope) (bool, error) {
+	ok, err := c.namespaceAllowed(ctx, s.template, s.in.obj.GetNamespace())
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		markNamespaceNotAllowed(s.in, s.template.Name)
+		return false, nil
+	}
+	return true, nil
+}
+
+// namespaceAllowed reports whether the template's namespaceSelector selects namespace.
+func (c *Controller) namespaceAllowed(ctx context.Context, t *v1alpha1.StackTemplate, namespace string) (bool, error) {
+	if t.Spec.NamespaceSelector == nil {
+		return true, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(t.Spec.NamespaceSelector)
+	if err != nil {
+		// The API server validated the selector's shape; an operator it cannot parse
+		// selects nothing rather than everything.
+		return false, nil //nolint:nilerr // an unparsable selector is an answer, not a failure
+	}
+	ns := &corev1.Namespace{}
+	if err := c.APIReader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return false, fmt.Errorf("failed to get namespace %s: %w", namespace, err)
+	}
+	return sel.Matches(labels.Set(ns.Labels)), nil
+}
+
+// readParameters stalls an instance whose spec.parameters is not an object.
+func (c *Controller) readParameters(_ context.Context, s *scope) (bool, error) {
+	params, err := s.in.parameters()
+	if err != nil {
+		markParametersInvalid(s.in, err)
+		return false, nil
+	}
+	s.params = params
+	return true, nil
+}
+
+// findStack reads the instance's Stack. A Stack of that name that is not this instance's
+// stalls it; one of an earlier instance of the name is waited for, as it goes first.
+func (c *Controller) findStack(ctx context.Context, s *scope) (bool, error) {
+	t, u := s.template, s.in.obj
+	st := &pulumiv1.Stack{}
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: t.Spec.Namespace, Name: s.name}, st)
+	switch {
+	case apierrors.IsNotFound(err):
+		st = &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: t.Spec.Namespace, Name: s.name}}
+	case err != nil:
+		return false, fmt.Errorf("failed to get Stack %s/%s: %w", t.Spec.Namespace, s.name, err)
+	case st.Labels[v1alpha1.TemplateLabel] != t.Name:
+		markStackConflict(s.in, st)
+		return false, nil
+	case st.Labels[v1alpha1.InstanceUIDLabel] != string(u.GetUID()) || !st.DeletionTimestamp.IsZero():
+		markEarlierStackDeleting(s.in, st)
+		return false, nil
+	}
+	s.stack = st
+	return true, nil
+}
+
+// chooseRevision gets the template revision the Stack is to be rendered from (see
+// targetRevision); the instance waits while it does not exist, and is Stalled by one whose
+// Stack spec cannot be read.
+func (c *Controller) chooseRevision(ctx context.Context, s *scope) (bool, error) {
+	target, note := targetRevision(s.template, s.stack)
+	s.warn(s.stack, EventRevisionNotOpened, note, "%s", note)
+	rev, err := c.revision(ctx, s.template, target)
+	if err != nil {
+		return false, err
+	}
+	if rev == nil {
+		markRevisionMissing(s.in, s.template, target)
+		return false, nil
+	}
+	spec, err := stacktemplate.DecodeStack(rev.Spec.Stack)
+	if err != nil {
+		markRevisionInvalid(s.in, rev.Name, err)
+		return false, nil
+	}
+	s.rev, s.spec = rev, spec
+	return true, nil
+}
+
+// renderStack renders the instance's Stack spec and parameter Secret from the revision and
+// the parameters; parameters the revision's config cannot take stall the instance.
+func (c *Controller) renderStack(_ context.Context, s *scope) (bool, error) {
+	u := s.in.obj
+	r, err := render(&s.rev.Spec, s.spec, u.GetNamespace(), u.GetName(), s.name, s.params)
+	if err != nil {
+		markParametersInvalid(s.in, err)
+		return false, nil
+	}
+	s.rendered = r
+	return true, nil
+}
+
+// checkApprovals decides which of the instance's approve and reject annotations its Stack
+// is to carry, and warns once of those it ignores.
+func (c *Controller) checkApprovals(ctx context.Context, s *scope) (bool, error) {
+	forward, ignored, err := c.approvals(ctx, s.template, s.in.obj, s.stack)
+	if err != nil {
+		return false, err
+	}
+	state := ""
+	if ignored != "" {
+		// Another approval set on the instance is news even when ignored for the same reason.
+		a := s.in.obj.GetAnnotations()
+		state = ignored + "\n" + a[pulumiv1.ApproveAnnotation] + "\n" + a[pulumiv1.RejectAnnotation]
+	}
+	s.warn(s.in.obj, EventApprovalIgnored, state, "The approve and reject annotations are ignored: %s", ignored)
+	s.forward, s.ignored = forward, ignored
+	return true, nil
+}
+
+// applyParameters keeps the parameter Secret the rendered Stack refers to.
+func (c *Controller) applyParameters(ctx context.Context, s *scope) (bool, error) {
+	if err := c.applyParameterSecret(ctx, s.template, s.in.obj, s.name, s.rendered.secrets); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// applyStack creates the instance's Stack from the rendering, or brings the one it has to
+// it.
+func (c *Controller) applyStack(ctx context.Context, s *scope) (bool, error) {
+	t, u := s.template, s.in.obj
+	want := s.stack.DeepCopy()
+	want.Labels = labels.Merge(want.Labels, map[string]string{
+		v1alpha1.TemplateLabel: t.Name, v1alpha1.InstanceNamespaceLabel: u.GetNamespace(), v1alpha1.InstanceUIDLabel: string(u.GetUID()),
+		v1alpha1.TemplateRevisionLabel: strconv.FormatInt(s.rev.Spec.Revision, 10),
+	})
+	want.Annotations = labels.Merge(want.Annotations, map[string]string{
+		v1alpha1.InstanceAnnotation:  u.GetNamespace() + "/" + u.GetName(),
+		instanceGenerationAnnotation: strconv.FormatInt(u.GetGeneration(), 10),
+	})
+	maps.Copy(want.Annotations, s.forward)
+	want.Spec = s.rendered.spec
+	switch st := s.stack; {
+	case st.ResourceVersion == "":
+		if err := c.Client.Create(ctx, want, client.FieldOwner(FieldManager)); err != nil {
+			return false, fmt.Errorf("failed to create Stack %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		s.render.Add(u, corev1.EventTypeNormal, EventStackCreated, "Created Stack %s/%s from revision %d of StackTemplate %s", want.Namespace, want.Name, s.rev.Spec.Revision, t.Name)
+	case !apiequality.Semantic.DeepEqual(st.Spec, want.Spec) || !maps.Equal(st.Labels, want.Labels) || !maps.Equal(st.Annotations, want.Annotations):
+		if err := c.Client.Update(ctx, want, client.FieldOwner(FieldManager)); err != nil {
+			return false, fmt.Errorf("failed to update Stack %s/%s: %w", want.Namespace, want.Name, err)
+		}
+	}
+	s.stack = want
+	return true, nil
+}
+
+// observeStack mirrors the Stack into the instance's status, says who approves a change
+// that awaits approval, and announces a new last operation.
+func (c *Controller) observeStack(ctx context.Context, s *scope) (bool, error) {
+	t := s.template
+	before := s.in.status.LastUpdate.DeepCopy()
+	mirror(s.in, s.stack, t.Spec.InstanceMessages)
+	if a := s.in.status.Approval; a != nil && a.State == string(pulumiv1.ApprovalAwaiting) {
+		ignored := s.ignored
+		if ignored == "" && t.Spec.Approvers != nil {
+			var err error
+			if ignored, err = c.approvalPolicyMissing(ctx); err != nil {
+				return false, err
+			}
+		}
+		markAwaitingApproval(s.in, t, s.stack, ignored)
+	}
+	if after := s.in.status.LastUpdate; updateChanged(before, after) {
+		typ, reason := updateEvent(after)
+		s.observe.Add(s.in.obj, typ, reason, "%s %s: %s", after.Type, after.State, after.Message)
+	}
+	return true, nil
+}
