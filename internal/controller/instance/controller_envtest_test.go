@@ -230,6 +230,8 @@ func TestController_Events_FollowTheStatusTheyAnnounce(t *testing.T) {
 	t.Parallel()
 	s := newScenario(t)
 	tmpl := s.template(group, "Topic", `{"stack":"topics","programRef":{"name":"topic"}}`)
+	// The Stack's messages are the instance's: a Stack status write shows in the instance.
+	tmpl.Spec.InstanceMessages = v1alpha1.InstanceMessagesFull
 	s.serve(tmpl)
 	inst := s.instance(tmpl, "orders", `{}`)
 	s.g.Expect(env.Client.Create(t.Context(), inst)).To(Succeed())
@@ -244,7 +246,11 @@ func TestController_Events_FollowTheStatusTheyAnnounce(t *testing.T) {
 	s.WaitEvent(inst, corev1.EventTypeNormal, instance.EventUpdateSucceeded)
 	// A Stack status write that changes nothing of its last operation.
 	s.setStackStatus(st, func(st *pulumiv1.Stack) { st.Status.Conditions[0].Message = "still up to date" })
-	s.waitInstance(inst, pulumiv1.ConditionReady, "", "the instance stays Ready")
+	s.Eventually(func(g Gomega) {
+		got := inst.DeepCopy()
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(inst), got)).To(Succeed())
+		g.Expect(condition(got, pulumiv1.ConditionReady)).To(And(HaveKeyWithValue("status", "True"), HaveKeyWithValue("message", "still up to date")))
+	})
 
 	s.g.Expect(recorder.amissIn(s.Namespace)).To(BeEmpty(), "events that came before their status")
 	s.g.Expect(recorder.count(s.Namespace, inst.GetName(), instance.EventUpdateSucceeded)).To(Equal(1), "the same operation is announced once")

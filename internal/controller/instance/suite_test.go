@@ -212,12 +212,17 @@ func toPlural(kind string) string {
 }
 
 // serve creates tmpl, deletes it when the test ends (if the test has not), and waits
-// until its kind is served.
+// until its kind is served, to the test's client too: the API server may announce a
+// definition established before its discovery lists the kind.
 func (s *scenario) serve(tmpl *v1alpha1.StackTemplate) {
 	s.t.Helper()
 	s.g.Expect(env.Client.Create(s.t.Context(), tmpl)).To(Succeed())
 	s.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), tmpl) })
-	s.waitTemplate(tmpl, "the template is served", func(Gomega) {})
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(tmpl.GVK().GroupVersion().WithKind(tmpl.Spec.API.Kind + "List"))
+	s.waitTemplate(tmpl, "the template is served", func(g Gomega) {
+		g.Expect(env.Client.List(s.t.Context(), list)).To(Succeed())
+	})
 }
 
 // waitTemplate waits until tmpl is Ready and check holds of it.

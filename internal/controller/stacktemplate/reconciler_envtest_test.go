@@ -33,6 +33,7 @@ func TestReconciler_Reconcile_ServesTheTemplatesKind(t *testing.T) {
 	tmpl := template("buckets", s.Namespace, `{"type":"object","properties":{"size":{"type":"integer","minimum":1,"maximum":10,"default":3},"owner":{"type":"string"}}}`)
 	create(t, tmpl)
 	waitTemplate(t, tmpl, pulumiv1.ConditionReady, v1alpha1.ReasonServing)
+	waitUsable(t, tmpl)
 
 	g.Expect(tmpl.Status.CustomResourceDefinition).To(Equal("buckets." + group))
 	g.Expect(tmpl.Status.Revision).To(Equal(tmpl.Generation))
@@ -128,6 +129,7 @@ func TestReconciler_Reconcile_DeletionWaitsForTheLastInstance(t *testing.T) {
 	tmpl.Spec.API.Kind = "Pipe"
 	create(t, tmpl)
 	waitTemplate(t, tmpl, pulumiv1.ConditionReady, v1alpha1.ReasonServing)
+	waitUsable(t, tmpl)
 	inst := instance(s.Namespace, "main", "Pipe", `{}`)
 	g.Expect(env.Client.Create(ctx, inst)).To(Succeed())
 
@@ -139,8 +141,7 @@ func TestReconciler_Reconcile_DeletionWaitsForTheLastInstance(t *testing.T) {
 
 	g.Expect(env.Client.Delete(ctx, inst)).To(Succeed())
 	waitGone(t, tmpl, "the template goes after its last instance")
-	err := env.Client.Get(ctx, client.ObjectKey{Name: "pipes." + group}, &apiextensionsv1.CustomResourceDefinition{})
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "its CustomResourceDefinition is gone: %v", err)
+	waitGone(t, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "pipes." + group}}, "its CustomResourceDefinition goes")
 	_, forgotten := served.state(tmpl.GVK())
 	g.Expect(forgotten).To(BeTrue(), "the instance controller forgets the kind")
 }
@@ -252,6 +253,16 @@ func waitTemplateTo(t *testing.T, tmpl *v1alpha1.StackTemplate, why string, chec
 		g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
 		check(g)
 	}).WithTimeout(waitTimeout).WithPolling(waitPolling).Should(Succeed(), why)
+}
+
+// waitUsable waits until the test's client can use tmpl's kind: the API server may announce
+// a definition established before its discovery lists the kind.
+func waitUsable(t *testing.T, tmpl *v1alpha1.StackTemplate) {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(tmpl.GVK().GroupVersion().WithKind(tmpl.Spec.API.Kind + "List"))
+	NewWithT(t).Eventually(func() error { return env.Client.List(t.Context(), list) }).
+		WithTimeout(waitTimeout).WithPolling(waitPolling).Should(Succeed(), "the kind is served")
 }
 
 // waitGone waits until the cluster-scoped obj is deleted.
