@@ -33,7 +33,7 @@ func (c *Controller) reconcileDelete(ctx context.Context, s *scope) error {
 				return fmt.Errorf("failed to delete Stack %s/%s: %w", st.Namespace, st.Name, err)
 			}
 		}
-		markDestroying(s.in, st)
+		markDestroying(s.in, st, t.Spec.InstanceMessages)
 		return nil
 	}
 	if err := c.applyParameterSecret(ctx, t, u, s.name, nil); err != nil {

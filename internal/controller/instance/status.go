@@ -184,11 +184,16 @@ func markOutputsConflict(in *instance, kind, name string) {
 	conditions.MarkStalled(in, v1alpha1.ReasonOutputsConflict, fmt.Sprintf("%s %s exists and is not this instance's: rename it, or name another in the spec", kind, name))
 }
 
-// markDestroying records the wait for the deleted instance's Stack st to go.
-func markDestroying(in *instance, st *pulumiv1.Stack) {
+// markDestroying records the wait for the deleted instance's Stack st to go, saying what
+// the Stack does in its own words only where the template's policy repeats them.
+func markDestroying(in *instance, st *pulumiv1.Stack, policy v1alpha1.InstanceMessagePolicy) {
 	msg := fmt.Sprintf("waiting for Stack %s/%s to be deleted", st.Namespace, st.Name)
 	if c := conditions.Get(st, pulumiv1.ConditionReady); c != nil && c.Message != "" {
-		msg += ": " + c.Message
+		if policy == v1alpha1.InstanceMessagesFull {
+			msg += ": " + c.Message
+		} else {
+			msg += " (" + c.Reason + ")"
+		}
 	}
 	conditions.MarkReconciling(in, v1alpha1.ReasonDestroying, msg)
 }

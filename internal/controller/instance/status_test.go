@@ -193,13 +193,18 @@ func TestSetters_Conditions_SayWhatTheInstanceWaitsFor(t *testing.T) {
 		},
 		{
 			name: "DestroyingANewStack",
-			set:  func(in *instance) { markDestroying(in, stack) },
+			set:  func(in *instance) { markDestroying(in, stack, "") },
 			want: reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d to be deleted"),
 		},
 		{
-			name: "DestroyingSaysWhatTheStackDoes",
-			set:  func(in *instance) { markDestroying(in, deleting) },
+			name: "DestroyingSaysWhatTheStackDoesWhereTheTemplateRepeatsMessages",
+			set:  func(in *instance) { markDestroying(in, deleting, v1alpha1.InstanceMessagesFull) },
 			want: reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d to be deleted: Running destroy (Update d-1)"),
+		},
+		{
+			name: "DestroyingGivesOnlyTheReasonByDefault",
+			set:  func(in *instance) { markDestroying(in, deleting, v1alpha1.InstanceMessagesReasons) },
+			want: reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d to be deleted ("+deleting.Status.Conditions[0].Reason+")"),
 		},
 	}
 	for _, tt := range tests {
