@@ -86,7 +86,10 @@ func (c *Controller) Reconcile(ctx context.Context, req Request) (result reconci
 	if err != nil || in == nil {
 		return reconcile.Result{}, err
 	}
-	s := c.newScope(req, t, in)
+	s, err := c.newScope(ctx, req, t, in)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	defer func() {
 		err := s.writeStatus(ctx)
 		if err != nil {

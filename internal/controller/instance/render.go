@@ -22,11 +22,22 @@ const maxStackObjectName = 63
 const maxPulumiStackName = 100
 
 // stackName is the name of the Stack of template's instance namespace/name in the platform
-// namespace: readable, and collision-free through a hash of all three (names may contain
-// dashes, so the readable part alone could collide).
+// namespace: readable, and collision-free through 64 bits of a hash of all three (names
+// may contain dashes, so the readable part alone could collide).
 func stackName(template, namespace, name string) string {
+	return hashedStackName(template, namespace, name, 16)
+}
+
+// legacyStackName is the name instances' Stacks had before: 32 bits of the hash. An
+// instance whose Stack has it keeps it (locateStack); the instance and Stack UIDs keep a
+// collision from touching another instance's objects.
+func legacyStackName(template, namespace, name string) string {
+	return hashedStackName(template, namespace, name, 8)
+}
+
+func hashedStackName(template, namespace, name string, hexDigits int) string {
 	sum := sha256.Sum256([]byte(template + "/" + namespace + "/" + name))
-	suffix := "-" + hex.EncodeToString(sum[:])[:8]
+	suffix := "-" + hex.EncodeToString(sum[:])[:hexDigits]
 	base := template + "-" + namespace + "-" + name
 	if len(base) > maxStackObjectName-len(suffix) {
 		base = strings.TrimRight(base[:maxStackObjectName-len(suffix)], "-.")

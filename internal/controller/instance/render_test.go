@@ -6,9 +6,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/scheme"
 )
 
 func TestStackName_Names_StableShortAndDistinct(t *testing.T) {
@@ -100,6 +105,46 @@ func TestRender_Parameters_BecomeConfigAndSecretRefs(t *testing.T) {
 			}
 			if _, ok := base.SecretsRef["app:owner"]; ok {
 				t.Error("render changed the template's spec")
+			}
+		})
+	}
+}
+
+// An instance whose Stack an earlier version made under the 32-bit legacy name keeps it;
+// every other instance's Stack has the 64-bit name, whatever else holds the legacy one.
+func TestController_LocateStack_KeepsOnlyItsOwnLegacyStack(t *testing.T) {
+	tmpl := &v1alpha1.StackTemplate{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: v1alpha1.StackTemplateSpec{Namespace: "platform"}}
+	newName, legacy := stackName("db", "team-a", "orders"), legacyStackName("db", "team-a", "orders")
+	if newName == legacy || len(newName) != len(legacy)+8 {
+		t.Fatalf("stackName %q, legacyStackName %q: want 8 more hex digits", newName, legacy)
+	}
+	stack := func(name, uid string) client.Object {
+		return &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: name, Labels: map[string]string{v1alpha1.InstanceUIDLabel: uid}}}
+	}
+	tests := []struct {
+		name    string
+		objects []client.Object
+		want    string
+	}{
+		{name: "NoStackYet", want: newName},
+		{name: "ItsLegacyStack", objects: []client.Object{stack(legacy, "uid-1")}, want: legacy},
+		{name: "AnotherInstancesLegacyStack", objects: []client.Object{stack(legacy, "uid-2")}, want: newName},
+		{name: "ItsStack", objects: []client.Object{stack(newName, "uid-1"), stack(legacy, "uid-1")}, want: newName},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sch, err := scheme.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &Controller{Client: fake.NewClientBuilder().WithScheme(sch).WithObjects(tt.objects...).Build()}
+			obj := &unstructured.Unstructured{}
+			obj.SetNamespace("team-a")
+			obj.SetName("orders")
+			obj.SetUID("uid-1")
+			got, err := c.locateStack(t.Context(), tmpl, &instance{obj: obj})
+			if err != nil || got != tt.want {
+				t.Errorf("locateStack() = %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}

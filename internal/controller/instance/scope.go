@@ -2,10 +2,13 @@ package instance
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -46,15 +49,43 @@ type scope struct {
 	noted   []noted
 }
 
-func (c *Controller) newScope(req Request, t *v1alpha1.StackTemplate, in *instance) *scope {
+func (c *Controller) newScope(ctx context.Context, req Request, t *v1alpha1.StackTemplate, in *instance) (*scope, error) {
+	name, err := c.locateStack(ctx, t, in)
+	if err != nil {
+		return nil, err
+	}
 	return &scope{
 		req: req, template: t, in: in,
 		patcher: patch.New(c.Client, in.obj, t.Spec.API.Kind, FieldManager),
-		name:    stackName(t.Name, in.obj.GetNamespace(), in.obj.GetName()),
+		name:    name,
 		render:  kit.NewEvents(c.Recorder, eventActionRender),
 		observe: kit.NewEvents(c.Recorder, eventActionObserve),
 		notices: &c.notices,
+	}, nil
+}
+
+// locateStack names the instance's Stack: stackName, unless the instance's Stack was made
+// under its legacyStackName (by an earlier version), which it then keeps.
+func (c *Controller) locateStack(ctx context.Context, t *v1alpha1.StackTemplate, in *instance) (string, error) {
+	name := stackName(t.Name, in.obj.GetNamespace(), in.obj.GetName())
+	legacy := legacyStackName(t.Name, in.obj.GetNamespace(), in.obj.GetName())
+	st := &pulumiv1.Stack{}
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: t.Spec.Namespace, Name: name}, st)
+	if !apierrors.IsNotFound(err) {
+		if err != nil {
+			return "", fmt.Errorf("failed to get Stack %s/%s: %w", t.Spec.Namespace, name, err)
+		}
+		return name, nil
 	}
+	switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: t.Spec.Namespace, Name: legacy}, st); {
+	case apierrors.IsNotFound(err):
+		return name, nil
+	case err != nil:
+		return "", fmt.Errorf("failed to get Stack %s/%s: %w", t.Spec.Namespace, legacy, err)
+	case st.Labels[v1alpha1.InstanceUIDLabel] == string(in.obj.GetUID()):
+		return legacy, nil
+	}
+	return name, nil
 }
 
 // writeStatus writes the instance's status, with what the outcome implies.
