@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -196,14 +197,16 @@ func (r *inputReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return ctrl.Result{RequeueAfter: inputsRecheck}, nil
 }
 
-// setupInputProtection registers the inputReconcilers.
-func (r *Reconciler) setupInputProtection(mgr ctrl.Manager) error {
+// setupInputProtection registers the inputReconcilers, with the manager's reconcile
+// options (--max-concurrent-reconciles) like every other controller.
+func (r *Reconciler) setupInputProtection(mgr ctrl.Manager, opts controller.Options) error {
 	deleting := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return !o.GetDeletionTimestamp().IsZero() && controllerutil.ContainsFinalizer(o, pulumiv1.InputsFinalizer)
 	})
 	for _, k := range inputKinds {
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named(k.controller).
+			WithOptions(opts).
 			For(k.new(), builder.WithPredicates(deleting)).
 			Complete(&inputReconciler{Reconciler: r, kind: k})
 		if err != nil {

@@ -65,7 +65,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := b.Complete(r); err != nil {
 		return err
 	}
-	return r.setupInputProtection(mgr)
+	return r.setupInputProtection(mgr, opts)
 }
 
 // prerequisiteChanged passes the events of a Stack that its dependents act on: creation,
