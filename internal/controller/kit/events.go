@@ -15,10 +15,10 @@ type Events struct {
 }
 
 type pending struct {
-	regarding   runtime.Object
-	typ, reason string
-	note        string
-	args        []any
+	regarding, related runtime.Object
+	typ, reason        string
+	note               string
+	args               []any
 }
 
 // NewEvents returns an empty set of events for rec, each with action (a constant of the
@@ -29,7 +29,13 @@ func NewEvents(rec events.EventRecorder, action string) *Events {
 
 // Add records an event about regarding, to be emitted by Flush.
 func (e *Events) Add(regarding runtime.Object, typ, reason, note string, args ...any) {
-	e.pending = append(e.pending, pending{regarding: regarding, typ: typ, reason: reason, note: note, args: args})
+	e.AddRelated(regarding, nil, typ, reason, note, args...)
+}
+
+// AddRelated records an event about regarding that concerns related too (a Stack's Update,
+// say), to be emitted by Flush.
+func (e *Events) AddRelated(regarding, related runtime.Object, typ, reason, note string, args ...any) {
+	e.pending = append(e.pending, pending{regarding: regarding, related: related, typ: typ, reason: reason, note: note, args: args})
 }
 
 // Reasons lists the pending events' reasons in order (for tests).
@@ -51,6 +57,6 @@ func (e *Events) Flush(statusErr error) {
 		return
 	}
 	for _, p := range list {
-		e.rec.Eventf(p.regarding, nil, p.typ, p.reason, e.action, p.note, p.args...)
+		e.rec.Eventf(p.regarding, p.related, p.typ, p.reason, e.action, p.note, p.args...)
 	}
 }

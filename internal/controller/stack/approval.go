@@ -98,24 +98,24 @@ func (r *Reconciler) handleApprovalAnnotations(s *scope, a *pulumiv1.ApprovalSta
 			a.State = pulumiv1.ApprovalRejected
 			// A reconcile request made before the rejection must not undo it.
 			stack.Status.ObservedReconcileRequest = stack.ReconcileRequest()
-			r.event(stack, corev1.EventTypeNormal, EventRejected, "The change previewed by Update %s was rejected; nothing is applied", v)
+			s.event(corev1.EventTypeNormal, EventRejected, "The change previewed by Update %s was rejected; nothing is applied", v)
 			return
 		}
-		r.refuse(stack, pulumiv1.RejectAnnotation, v, a)
+		r.refuse(s, pulumiv1.RejectAnnotation, v, a)
 	}
 	if v := ann[pulumiv1.ApproveAnnotation]; v != "" && v != a.HandledApproval {
 		a.HandledApproval = v
 		if v == a.Preview {
 			a.State = pulumiv1.ApprovalApproved
-			r.event(stack, corev1.EventTypeNormal, EventApproved, "The change previewed by Update %s (%s) was approved; applying exactly its plan", v, a.Summary)
+			s.event(corev1.EventTypeNormal, EventApproved, "The change previewed by Update %s (%s) was approved; applying exactly its plan", v, a.Summary)
 			return
 		}
-		r.refuse(stack, pulumiv1.ApproveAnnotation, v, a)
+		r.refuse(s, pulumiv1.ApproveAnnotation, v, a)
 	}
 }
 
-func (r *Reconciler) refuse(stack *pulumiv1.Stack, annotation, value string, a *pulumiv1.ApprovalStatus) {
-	r.event(stack, corev1.EventTypeWarning, EventApprovalRefused, "%s=%s refused: Update %s is not the preview awaiting approval, which is %s",
+func (r *Reconciler) refuse(s *scope, annotation, value string, a *pulumiv1.ApprovalStatus) {
+	s.event(corev1.EventTypeWarning, EventApprovalRefused, "%s=%s refused: Update %s is not the preview awaiting approval, which is %s",
 		annotation, value, value, a.Preview)
 }
 
@@ -149,7 +149,7 @@ func (r *Reconciler) voidApproval(s *scope, a *pulumiv1.ApprovalStatus) string {
 		why = "a new try of the change was started"
 	}
 	msg := fmt.Sprintf("the approval of preview Update %s is void: %s", a.Preview, why)
-	r.event(s.stack, corev1.EventTypeNormal, EventApprovalVoided, "%s; previewing again", msg)
+	s.event(corev1.EventTypeNormal, EventApprovalVoided, "%s; previewing again", msg)
 	return msg
 }
 
@@ -203,7 +203,7 @@ func (r *Reconciler) observePreview(s *scope, u *v1alpha1.Update) (bool, error) 
 		a.State = pulumiv1.ApprovalFailed
 		recordStart(stack, u)
 		recordFinish(stack, u, nil, r.Now())
-		r.eventAbout(stack, u, corev1.EventTypeWarning, EventUpdateFailed, "preview for approval failed (Update %s): %s", u.Name, u.Status.Message)
+		s.eventAbout(u, corev1.EventTypeWarning, EventUpdateFailed, "preview for approval failed (Update %s): %s", u.Name, u.Status.Message)
 		return true, nil
 	}
 	a.Summary = u.Status.Message
@@ -213,23 +213,23 @@ func (r *Reconciler) observePreview(s *scope, u *v1alpha1.Update) (bool, error) 
 		a.State = pulumiv1.ApprovalBlocked
 		// A reconcile request made before the verdict must not undo it.
 		stack.Status.ObservedReconcileRequest = stack.ReconcileRequest()
-		r.eventAbout(stack, u, corev1.EventTypeWarning, EventPolicyViolation, "%s", blockedMessage(a))
+		s.eventAbout(u, corev1.EventTypeWarning, EventPolicyViolation, "%s", blockedMessage(a))
 		return true, nil
 	case len(a.Violations) > 0:
-		r.eventAbout(stack, u, corev1.EventTypeWarning, EventPolicyWarning, "advisory policies found in preview Update %s: %s", u.Name, listViolations(a.Violations))
+		s.eventAbout(u, corev1.EventTypeWarning, EventPolicyWarning, "advisory policies found in preview Update %s: %s", u.Name, listViolations(a.Violations))
 	}
 	switch {
 	case !hasChanges(u.Status.Changes):
 		a.State = pulumiv1.ApprovalApproved
-		r.eventAbout(stack, u, corev1.EventTypeNormal, EventApproved, "Preview Update %s plans no change; applying it needs no approval", u.Name)
+		s.eventAbout(u, corev1.EventTypeNormal, EventApproved, "Preview Update %s plans no change; applying it needs no approval", u.Name)
 		return true, nil
 	case stack.Spec.ApprovalMode() != pulumiv1.ApprovalManual:
 		a.State = pulumiv1.ApprovalApproved
-		r.eventAbout(stack, u, corev1.EventTypeNormal, EventApproved, "Preview Update %s passed the policies (%s); applying exactly its plan", u.Name, strings.Join(u.Status.Policy.Evaluated, ", "))
+		s.eventAbout(u, corev1.EventTypeNormal, EventApproved, "Preview Update %s passed the policies (%s); applying exactly its plan", u.Name, strings.Join(u.Status.Policy.Evaluated, ", "))
 		return true, nil
 	}
 	a.State = pulumiv1.ApprovalAwaiting
-	r.eventAbout(stack, u, corev1.EventTypeNormal, EventAwaitingApproval, "%s", awaitingMessage(stack, a))
+	s.eventAbout(u, corev1.EventTypeNormal, EventAwaitingApproval, "%s", awaitingMessage(stack, a))
 	return true, nil
 }
 

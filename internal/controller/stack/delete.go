@@ -135,7 +135,7 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, s *scope, eventType, 
 		metrics.ObserveResourcesKept(s.stack.Namespace)
 	}
 	ctrl.LoggerFrom(ctx).Info(logMsg, "reason", reason, "detail", msg)
-	r.event(s.stack, eventType, reason, "%s", msg)
+	s.event(eventType, reason, "%s", msg)
 	return nil
 }
 

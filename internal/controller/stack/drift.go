@@ -144,10 +144,10 @@ func (r *Reconciler) observeDrift(ctx context.Context, s *scope, u *v1alpha1.Upd
 	switch {
 	case u.Status.Phase != v1alpha1.UpdatePhaseSucceeded:
 		result = metrics.DriftFailed
-		r.eventAbout(s.stack, u, corev1.EventTypeWarning, EventDriftCheckFailed, "drift check failed (Update %s): %s", u.Name, u.Status.Message)
+		s.eventAbout(u, corev1.EventTypeWarning, EventDriftCheckFailed, "drift check failed (Update %s): %s", u.Name, u.Status.Message)
 	case found:
 		result = metrics.DriftFound
-		r.eventAbout(s.stack, u, corev1.EventTypeWarning, EventDriftDetected, "%s (Update %s)", u.Status.Message, u.Name)
+		s.eventAbout(u, corev1.EventTypeWarning, EventDriftDetected, "%s (Update %s)", u.Status.Message, u.Name)
 	}
 	metrics.ObserveDriftCheck(s.stack.Namespace, s.stack.Name, result)
 	// Checks are Updates too: without this, a frequent schedule would pile them up until

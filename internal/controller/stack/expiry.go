@@ -56,7 +56,7 @@ func (r *Reconciler) checkExpiry(ctx context.Context, s *scope) (bool, error) {
 	sw := stackwrightStatus(stack)
 	at, ok, bad := expiry(stack)
 	if bad != "" && sw.ExpiresAt == nil {
-		r.event(stack, corev1.EventTypeWarning, EventExpiryIgnored, "%s", bad)
+		s.event(corev1.EventTypeWarning, EventExpiryIgnored, "%s", bad)
 	}
 	if !ok {
 		sw.ExpiresAt = nil
@@ -75,7 +75,7 @@ func (r *Reconciler) checkExpiry(ctx context.Context, s *scope) (bool, error) {
 		if err := s.patcher.Status(ctx, stack, patch.WithOptimisticLock()); err != nil {
 			return false, err
 		}
-		r.event(stack, corev1.EventTypeNormal, EventExpired, "%s", msg)
+		s.event(corev1.EventTypeNormal, EventExpired, "%s", msg)
 	}
 	if err := r.Client.Delete(ctx, stack, client.Preconditions{UID: &stack.UID}); client.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("failed to delete expired Stack: %w", err)

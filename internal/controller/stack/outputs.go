@@ -144,9 +144,9 @@ func (r *Reconciler) exportOutputs(ctx context.Context, s *scope) (bool, error) 
 	if len(wrote) > 0 {
 		crashpoint.Hit(crashpoint.StackOutputsExported)
 		status.LastExportTime = &metav1.Time{Time: r.Now()}
-		r.event(st, corev1.EventTypeNormal, EventOutputsExported, "Outputs of Update %s written to %s", from, strings.Join(wrote, " and "))
+		s.event(corev1.EventTypeNormal, EventOutputsExported, "Outputs of Update %s written to %s", from, strings.Join(wrote, " and "))
 		if len(values.skipped) > 0 {
-			r.event(st, corev1.EventTypeWarning, EventOutputsExported, "Outputs %s left out: their names cannot be keys of a Secret or ConfigMap", strings.Join(values.skipped, ", "))
+			s.event(corev1.EventTypeWarning, EventOutputsExported, "Outputs %s left out: their names cannot be keys of a Secret or ConfigMap", strings.Join(values.skipped, ", "))
 		}
 	}
 	return true, nil

@@ -74,13 +74,13 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 		// A resync that found nothing to change is no news: events (and the notifications
 		// Flux sends for them) are for transitions.
 		if u.Spec.DesiredStateKey != deployed || changedResources(u) {
-			r.eventAbout(s.stack, u, corev1.EventTypeNormal, EventUpdateSucceeded, "%s succeeded at revision %s (Update %s)", u.Spec.Type, u.Spec.Revision, u.Name)
+			s.eventAbout(u, corev1.EventTypeNormal, EventUpdateSucceeded, "%s succeeded at revision %s (Update %s)", u.Spec.Type, u.Spec.Revision, u.Name)
 		}
 		if n := len(u.Status.PendingOperations); n > 0 {
-			r.eventAbout(s.stack, u, corev1.EventTypeWarning, EventPendingOperations, "an interrupted update left %d pending operation(s) in the state (Update %s lists them): check them at the provider, then run pulumi refresh with --clear-pending-creates or --import-pending-creates", n, u.Name)
+			s.eventAbout(u, corev1.EventTypeWarning, EventPendingOperations, "an interrupted update left %d pending operation(s) in the state (Update %s lists them): check them at the provider, then run pulumi refresh with --clear-pending-creates or --import-pending-creates", n, u.Name)
 		}
 	} else {
-		r.eventAbout(s.stack, u, corev1.EventTypeWarning, EventUpdateFailed, "%s failed (Update %s): %s", u.Spec.Type, u.Name, u.Status.Message)
+		s.eventAbout(u, corev1.EventTypeWarning, EventUpdateFailed, "%s failed (Update %s): %s", u.Spec.Type, u.Name, u.Status.Message)
 	}
 	r.prune(ctx, s)
 	return true, nil
@@ -109,7 +109,7 @@ func (r *Reconciler) reviewSpec(_ context.Context, s *scope) (bool, error) {
 	ignored := append(review.Ignored, notApplied(&s.stack.Spec, r.Options.RunnerPods)...)
 	if sw := stackwrightStatus(s.stack); len(ignored) > 0 && sw.IgnoredFieldsGeneration != s.stack.Generation {
 		sw.IgnoredFieldsGeneration = s.stack.Generation
-		r.event(s.stack, corev1.EventTypeWarning, EventFieldsIgnored, "%s", strings.Join(ignored, "; "))
+		s.event(corev1.EventTypeWarning, EventFieldsIgnored, "%s", strings.Join(ignored, "; "))
 	}
 	return true, nil
 }
@@ -325,7 +325,7 @@ func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pu
 	log.Info("Started update", "update", u.Name, "type", u.Spec.Type, "revision", u.Spec.Revision, "attempt", u.Spec.Attempt, "why", s.next.Why)
 	if u.Spec.DesiredStateKey != stackwrightStatus(stack).LastSuccessfulKey {
 		// A resync of the deployed state is announced only if it changes something.
-		r.eventAbout(stack, u, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, s.next.Why, u.Name)
+		s.eventAbout(u, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, s.next.Why, u.Name)
 	}
 	return false, nil
 }

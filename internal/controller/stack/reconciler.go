@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
-	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/controller/kit"
 	"github.com/stackwright/stackwright/internal/controller/patch"
 	"github.com/stackwright/stackwright/internal/crashpoint"
 	"github.com/stackwright/stackwright/internal/executor"
@@ -116,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{stack: stack, patcher: patch.New(r.Client, stack, "Stack", fieldManager)}
+	s := &scope{stack: stack, patcher: patch.New(r.Client, stack, "Stack", fieldManager), events: kit.NewEvents(r.Recorder, eventAction)}
 	stalledBefore := stalledReason(stack)
 	defer func() {
 		finalizeStatus(stack, s.upToDate)
@@ -124,8 +123,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if err != nil && !errors.Is(retErr, err) {
 			retErr = errors.Join(retErr, err)
 		}
-		// Once the stall is recorded, so that a failed write is announced by the retry,
-		// never twice.
+		// Once the status they announce is recorded, so that a failed write is announced
+		// by the retry, never twice.
+		s.events.Flush(err)
 		if err == nil {
 			r.announceStall(stack, stalledBefore)
 		}
@@ -190,22 +190,12 @@ func logEnd(ctx context.Context, stack *pulumiv1.Stack, start time.Time, res ctr
 	ctrl.LoggerFrom(ctx).Info("Reconciled Stack", kv...)
 }
 
-func (r *Reconciler) event(stack *pulumiv1.Stack, typ, reason, note string, args ...any) {
-	r.eventAbout(stack, nil, typ, reason, note, args...)
-}
-
-// eventAbout records an event about the Stack related to one of its Updates, which event
-// sinks (Flux's notification-controller) use to tell incidents apart and to show the
-// revision.
-func (r *Reconciler) eventAbout(stack *pulumiv1.Stack, u *v1alpha1.Update, typ, reason, note string, args ...any) {
-	if r.Recorder == nil {
-		return
+// emit records an event at once: for announcements made after the status they announce
+// was written (announceStall). Every other event goes through the scope's (scope.event).
+func (r *Reconciler) emit(stack *pulumiv1.Stack, typ, reason, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(stack, nil, typ, reason, eventAction, note, args...)
 	}
-	var related runtime.Object
-	if u != nil {
-		related = u
-	}
-	r.Recorder.Eventf(stack, related, typ, reason, eventAction, note, args...)
 }
 
 // stalledReason is the reason of the Stack's Stalled=True condition, "" when not stalled.
@@ -224,5 +214,5 @@ func (r *Reconciler) announceStall(stack *pulumiv1.Stack, before string) {
 	if now == "" || now == before {
 		return
 	}
-	r.event(stack, corev1.EventTypeWarning, EventStalled, "Stalled (%s): %s", now, conditions.Get(stack, pulumiv1.ConditionStalled).Message)
+	r.emit(stack, corev1.EventTypeWarning, EventStalled, "Stalled (%s): %s", now, conditions.Get(stack, pulumiv1.ConditionStalled).Message)
 }

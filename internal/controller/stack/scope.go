@@ -49,7 +49,29 @@ type scope struct {
 	// pruned is set once the Update history was pruned in this reconcile.
 	pruned bool
 
+	// events are the reconcile's events, emitted once the status they announce is written.
+	events *kit.Events
+
 	result ctrl.Result
+}
+
+// event records an event about the Stack, emitted after the reconcile's status write.
+func (s *scope) event(typ, reason, note string, args ...any) {
+	s.eventAbout(nil, typ, reason, note, args...)
+}
+
+// eventAbout records an event about the Stack related to one of its Updates, which event
+// sinks (Flux's notification-controller) use to tell incidents apart and to show the
+// revision; it is emitted after the reconcile's status write.
+func (s *scope) eventAbout(u *v1alpha1.Update, typ, reason, note string, args ...any) {
+	if s.events == nil {
+		return
+	}
+	if u == nil {
+		s.events.Add(s.stack, typ, reason, note, args...)
+		return
+	}
+	s.events.AddRelated(s.stack, u, typ, reason, note, args...)
 }
 
 // run runs phases in order until one ends the reconcile (see kit.Run).
