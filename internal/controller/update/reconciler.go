@@ -61,38 +61,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	p := patch.New(r.Client, u, "Update", fieldManager)
 	runner, gone := u.Status.Runner, false
 	defer func() {
-		log := ctrl.LoggerFrom(ctx)
-		// The optimistic lock loses to a runner that recorded its result meanwhile; the
-		// retry then finds the Update finished.
-		if err := p.Status(ctx, u, patch.WithOptimisticLock()); err != nil {
-			retErr = errors.Join(retErr, err)
-		} else if gone {
-			crashpoint.Hit(crashpoint.UpdateRunnerLostMarked)
-			metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), runDuration(u))
-			if c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete); c != nil && v1alpha1.RunnerLostReason(c.Reason) {
-				metrics.ObserveRunnerLost(u.Namespace, c.Reason)
-			}
-			log.Info("Marked update failed: its runner is gone", "runner", runner, "message", u.Status.Message)
-		}
-		log.Info("Reconciled Update", "duration", time.Since(start).Round(time.Millisecond), "phase", u.Status.Phase, "requeueAfter", result.RequeueAfter)
+		retErr = errors.Join(retErr, r.writeStatus(ctx, p, u, runner, gone))
+		ctrl.LoggerFrom(ctx).Info("Reconciled Update", "duration", time.Since(start).Round(time.Millisecond), "phase", u.Status.Phase, "requeueAfter", result.RequeueAfter)
 	}()
 	switch u.Status.Phase {
 	case "", v1alpha1.UpdatePhasePending:
-		if !decidedByItsStack(u, stack) {
-			// Only the Stack controller decides what runs: an Update anyone could create
-			// by hand would let them destroy a stack they cannot edit. One the Stack is
-			// about to record is looked at again when it does (the Stack watch).
-			ctrl.LoggerFrom(ctx).V(1).Info("Ignoring Update not created by its Stack", "stack", u.Spec.StackName)
-			return ctrl.Result{}, nil
-		}
-		r.Executor.Submit(u)
-		return r.reportQueue(u), nil
+		return r.submit(ctx, u, stack), nil
 	case v1alpha1.UpdatePhaseRunning:
 		v := r.Executor.Check(ctx, u)
 		gone = v.Apply(u, metav1.NewTime(r.now()))
 		return ctrl.Result{RequeueAfter: v.RecheckAfter}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// writeStatus writes u's status and, once an Update whose runner is gone is recorded
+// failed, counts it. The optimistic lock loses to a runner that recorded its result
+// meanwhile; the retry then finds the Update finished.
+func (r *Reconciler) writeStatus(ctx context.Context, p *patch.Patcher, u *v1alpha1.Update, runner string, gone bool) error {
+	if err := p.Status(ctx, u, patch.WithOptimisticLock()); err != nil || !gone {
+		return err
+	}
+	crashpoint.Hit(crashpoint.UpdateRunnerLostMarked)
+	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), runDuration(u))
+	if c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete); c != nil && v1alpha1.RunnerLostReason(c.Reason) {
+		metrics.ObserveRunnerLost(u.Namespace, c.Reason)
+	}
+	ctrl.LoggerFrom(ctx).Info("Marked update failed: its runner is gone", "runner", runner, "message", u.Status.Message)
+	return nil
+}
+
+// submit hands a Pending Update its Stack decided to the executor. Only the Stack
+// controller decides what runs: an Update anyone could create by hand would let them
+// destroy a stack they cannot edit. One the Stack is about to record is looked at again
+// when it does (the Stack watch).
+func (r *Reconciler) submit(ctx context.Context, u *v1alpha1.Update, stack *pulumiv1.Stack) ctrl.Result {
+	if !decidedByItsStack(u, stack) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Ignoring Update not created by its Stack", "stack", u.Spec.StackName)
+		return ctrl.Result{}
+	}
+	r.Executor.Submit(u)
+	return r.reportQueue(u)
 }
 
 // Most Updates start within seconds, and each report of a queue position is a write: an
