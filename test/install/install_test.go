@@ -16,6 +16,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -900,5 +901,53 @@ func TestChart_Template_ManagerRightsPolicyForTheReleasesServiceAccount(t *testi
 	}
 	if !bound {
 		t.Error("the manager-rights policy is not bound with Deny")
+	}
+}
+
+// Every job-executor install denies all ingress to the runners of detached Updates, which
+// run tenants' providers in the manager's namespace; egress is open unless Helm values
+// list what to allow.
+func TestManifests_Render_DetachedRunnersGetNoIngress(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		run        func(*testing.T) []byte
+		wantPolicy bool
+		wantTypes  []networkingv1.PolicyType
+		wantEgress int
+	}{
+		{name: "helm defaults", run: helmTemplate(), wantPolicy: true, wantTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
+		{name: "helm with egress rules", run: helmTemplate("--set", "runner.detachedNetworkPolicy.egress[0].ports[0].port=443"), wantPolicy: true,
+			wantTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, wantEgress: 1},
+		{name: "helm turned off", run: helmTemplate("--set", "runner.detachedNetworkPolicy.enabled=false")},
+		{name: "helm executor=local", run: helmTemplate("--set", "executor=local", "--set", "watchNamespaces={team-a}")},
+		{name: "kustomize config/default", run: kustomize("config/default"), wantPolicy: true, wantTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
+		{name: "checked-in deploy/install.yaml", run: readFile("deploy/install.yaml"), wantPolicy: true, wantTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var found []networkingv1.NetworkPolicy
+			for _, o := range parse(t, tc.run(t)).ofKind("NetworkPolicy") {
+				var np networkingv1.NetworkPolicy
+				convert(t, o, &np)
+				if np.Spec.PodSelector.MatchLabels["stackwright.dev/detached"] == "true" {
+					found = append(found, np)
+				}
+			}
+			if !tc.wantPolicy {
+				if len(found) != 0 {
+					t.Errorf("%d NetworkPolicies for detached runners; want none", len(found))
+				}
+				return
+			}
+			if len(found) != 1 {
+				t.Fatalf("%d NetworkPolicies for detached runners; want 1", len(found))
+			}
+			np := found[0]
+			if np.Namespace != "stackwright-system" || len(np.Spec.Ingress) != 0 || len(np.Spec.Egress) != tc.wantEgress {
+				t.Errorf("NetworkPolicy %s/%s: %d ingress and %d egress rules; want none and %d", np.Namespace, np.Name, len(np.Spec.Ingress), len(np.Spec.Egress), tc.wantEgress)
+			}
+			if diff := cmp.Diff(tc.wantTypes, np.Spec.PolicyTypes); diff != "" {
+				t.Errorf("policy types (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
