@@ -193,6 +193,9 @@ type Options struct {
 	TemplateApprovalPolicy string
 	// Now is the Stack controller's clock; nil means time.Now. Not a flag: tests move it.
 	Now func() time.Time
+	// WrapRecorder, when set, wraps the event recorder every controller records with. Not
+	// a flag: tests check what is announced when.
+	WrapRecorder func(events.EventRecorder) events.EventRecorder
 	// RunnerLostGrace is how long a finished runner may take to report; zero means 30s.
 	// Not a flag: tests shorten it.
 	RunnerLostGrace time.Duration
@@ -534,7 +537,10 @@ func (o *Options) checkTenancy() error {
 // eventRecorder is the recorder of every controller: the API server's events, also posted
 // to Flux's notification-controller when --events-addr is set.
 func (o *Options) eventRecorder(mgr ctrl.Manager) (events.EventRecorder, error) {
-	rec := mgr.GetEventRecorder("stackwright")
+	var rec events.EventRecorder = mgr.GetEventRecorder("stackwright")
+	if o.WrapRecorder != nil {
+		rec = o.WrapRecorder(rec)
+	}
 	if o.EventsAddr == "" {
 		return rec, nil
 	}

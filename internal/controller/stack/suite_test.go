@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -71,6 +72,11 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 	// Every test has a namespace of its own, and the tests trust each other.
 	opts.NoTenantIsolation = true
 	opts.Now = clock.Now
+	announced.reader = mgr.GetAPIReader()
+	opts.WrapRecorder = func(rec events.EventRecorder) events.EventRecorder {
+		announced.EventRecorder = rec
+		return announced
+	}
 	if err := manager.Setup(ctx, mgr, opts); err != nil {
 		return nil, err
 	}
