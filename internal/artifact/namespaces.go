@@ -61,8 +61,8 @@ func (s *Store) Attribute(ns, digest string) {
 	uses[digest] = u
 }
 
-// NamespaceUsage is the bytes of the artifacts namespace ns used within the window.
-func (s *Store) NamespaceUsage(ns string) int64 {
+// namespaceUsage is the bytes of the artifacts namespace ns used within the window.
+func (s *Store) namespaceUsage(ns string) int64 {
 	s.nsMu.Lock()
 	defer s.nsMu.Unlock()
 	return s.usageLocked(ns)

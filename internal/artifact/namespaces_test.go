@@ -40,7 +40,7 @@ func TestStore_Admit_NamespaceShare(t *testing.T) {
 	if err := s.Admit("team-b"); err != nil {
 		t.Errorf("another namespace refused: %v", err)
 	}
-	if got := s.NamespaceUsage("team-b"); got != 1000 {
+	if got := s.namespaceUsage("team-b"); got != 1000 {
 		t.Errorf("team-b uses %d bytes; want the shared artifact in full, 1000", got)
 	}
 

@@ -28,14 +28,6 @@ type Budget struct {
 // New returns a budget of limit bytes; limit <= 0 is no limit.
 func New(limit int64) *Budget { return &Budget{limit: limit} }
 
-// Limit is the budget's size (0: no limit).
-func (b *Budget) Limit() int64 {
-	if b == nil {
-		return 0
-	}
-	return b.limit
-}
-
 // InUse is the bytes charged and not yet released.
 func (b *Budget) InUse() int64 {
 	if b == nil {
@@ -142,19 +134,4 @@ func (r *reader) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
-}
-
-// ReadAll reads r to its end, at most max bytes, charging them to a share of b that the
-// caller releases once it no longer holds the bytes. Past max it fails with tooLarge.
-func ReadAll(b *Budget, r io.Reader, max int64, tooLarge error) ([]byte, *Charge, error) {
-	c := b.Charge()
-	data, err := io.ReadAll(io.LimitReader(c.Reader(r), max+1))
-	if err == nil && int64(len(data)) > max {
-		err = tooLarge
-	}
-	if err != nil {
-		c.Release()
-		return nil, nil, err
-	}
-	return data, c, nil
 }

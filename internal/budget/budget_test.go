@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -46,48 +45,6 @@ func TestBudget_Nil_NoLimit(t *testing.T) {
 		t.Fatalf("nil budget refused: %v", err)
 	}
 	c.Release()
-	data, c2, err := ReadAll(New(0), strings.NewReader("hello"), 10, errors.New("too large"))
-	if err != nil || string(data) != "hello" {
-		t.Fatalf("ReadAll without a limit = %q, %v", data, err)
-	}
-	c2.Release()
-}
-
-func TestReadAll_Limits(t *testing.T) {
-	tooLarge := errors.New("too large")
-	tests := []struct {
-		name    string
-		limit   int64
-		body    string
-		max     int64
-		wantErr error
-	}{
-		{name: "Fits", limit: 100, body: "0123456789", max: 20},
-		{name: "OverItsCap", limit: 100, body: "0123456789", max: 5, wantErr: tooLarge},
-		{name: "OverTheBudget", limit: 4, body: strings.Repeat("x", 5000), max: 10000, wantErr: ErrSpent},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := New(tt.limit)
-			data, c, err := ReadAll(b, strings.NewReader(tt.body), tt.max, tooLarge)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("ReadAll() = %v; want %v", err, tt.wantErr)
-			}
-			if err != nil {
-				if b.InUse() != 0 {
-					t.Errorf("a failed ReadAll left %d bytes charged", b.InUse())
-				}
-				return
-			}
-			if !bytes.Equal(data, []byte(tt.body)) || b.InUse() != int64(len(tt.body)) {
-				t.Errorf("data %q, in use %d", data, b.InUse())
-			}
-			c.Release()
-			if b.InUse() != 0 {
-				t.Errorf("in use after Release = %d", b.InUse())
-			}
-		})
-	}
 }
 
 // Many readers at once never hold more than the budget, whatever the interleaving, and

@@ -332,13 +332,6 @@ func (c *Cache) keep(rm *remote, old, l *listing) {
 	}
 }
 
-// KeptListingBytes is the estimated size of the ref listings held between polls.
-func (c *Cache) KeptListingBytes() int64 {
-	c.lmu.Lock()
-	defer c.lmu.Unlock()
-	return c.keptBytes
-}
-
 // isIdentity reports whether name is a remote's directory (hex HMAC-SHA256), not the key
 // or tmp.
 func isIdentity(name string) bool {

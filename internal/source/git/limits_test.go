@@ -444,6 +444,12 @@ func TestResolver_Resolve_ListingChargedToTheMemoryBudget(t *testing.T) {
 	})
 }
 
+func keptBytes(c *Cache) int64 {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	return c.keptBytes
+}
+
 // The listings kept between polls stay within MaxListingsBytes: the least recently used
 // are dropped (and listed again when next needed), the newest is always kept, and a
 // replaced listing stops counting.
@@ -477,16 +483,16 @@ func TestCache_Keep_DropsLeastRecentlyUsedListings(t *testing.T) {
 	listed("a", 100, 1)
 	listed("b", 100, 3)
 	listed("a", 100, 4) // replaces a's first listing: 200 kept, not 300
-	if diff := cmp.Diff([]string{"a", "b"}, kept()); diff != "" || c.KeptListingBytes() != 200 {
-		t.Errorf("kept (-want +got):\n%s; %d bytes", diff, c.KeptListingBytes())
+	if diff := cmp.Diff([]string{"a", "b"}, kept()); diff != "" || keptBytes(c) != 200 {
+		t.Errorf("kept (-want +got):\n%s; %d bytes", diff, keptBytes(c))
 	}
 	listed("c", 100, 5) // over 250: b, used least recently, goes
-	if diff := cmp.Diff([]string{"a", "c"}, kept()); diff != "" || c.KeptListingBytes() != 200 {
-		t.Errorf("kept (-want +got):\n%s; %d bytes", diff, c.KeptListingBytes())
+	if diff := cmp.Diff([]string{"a", "c"}, kept()); diff != "" || keptBytes(c) != 200 {
+		t.Errorf("kept (-want +got):\n%s; %d bytes", diff, keptBytes(c))
 	}
 	listed("d", 1000, 6) // larger than the limit alone: kept, every other one dropped
-	if diff := cmp.Diff([]string{"d"}, kept()); diff != "" || c.KeptListingBytes() != 1000 {
-		t.Errorf("kept (-want +got):\n%s; %d bytes", diff, c.KeptListingBytes())
+	if diff := cmp.Diff([]string{"d"}, kept()); diff != "" || keptBytes(c) != 1000 {
+		t.Errorf("kept (-want +got):\n%s; %d bytes", diff, keptBytes(c))
 	}
 }
 
