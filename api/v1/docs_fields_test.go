@@ -22,7 +22,7 @@ import (
 var docsWholeSubtrees = map[string][]string{
 	"Stack": {
 		"spec.workspaceTemplate", // PKO's Workspace apply configuration with a full Pod spec; the row says which parts apply
-		"spec.updateTemplate",    // PKO's Update apply configuration; accepted, not applied
+		"spec.updateTemplate",    // PKO's Update apply configuration; partly applied (docs/api.md)
 		"status.conditions",      // metav1.Condition; the Conditions section lists types and reasons
 		"status.stackwright",     // internal bookkeeping that may change between releases
 	},

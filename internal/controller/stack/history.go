@@ -39,7 +39,12 @@ func (r *Reconciler) prune(ctx context.Context, s *scope) {
 // what the last drift check saw. It returns how long until the oldest Update it kept ages
 // out (0: none will), so that an idle Stack is looked at again to prune it.
 func (r *Reconciler) pruneUpdates(ctx context.Context, stack *pulumiv1.Stack) (time.Duration, error) {
-	if r.Options.UpdateHistory <= 0 && r.Options.UpdateMaxAge <= 0 {
+	maxAge := r.Options.UpdateMaxAge
+	// PKO's updateTemplate.spec.ttlAfterCompleted shortens the Stack's own retention.
+	if ttl, _ := updateTTL(&stack.Spec); ttl > 0 && (maxAge <= 0 || ttl < maxAge) {
+		maxAge = ttl
+	}
+	if r.Options.UpdateHistory <= 0 && maxAge <= 0 {
 		return 0, nil
 	}
 	var list v1alpha1.UpdateList
@@ -87,10 +92,10 @@ func (r *Reconciler) pruneUpdates(ctx context.Context, stack *pulumiv1.Stack) (t
 	var next time.Duration
 	for i, u := range finished {
 		left := time.Duration(0)
-		if r.Options.UpdateMaxAge > 0 {
-			left = r.Options.UpdateMaxAge - r.Now().Sub(finishedAt(u))
+		if maxAge > 0 {
+			left = maxAge - r.Now().Sub(finishedAt(u))
 		}
-		if i < limit && (r.Options.UpdateMaxAge <= 0 || left > 0) {
+		if i < limit && (maxAge <= 0 || left > 0) {
 			next = minPositive(next, left)
 			continue
 		}

@@ -52,6 +52,7 @@ func TestReconciler_PruneUpdates_KeepsNewestWithinCountAndAge(t *testing.T) {
 		name     string
 		history  int
 		maxAge   time.Duration
+		ttl      string // the Stack's updateTemplate.spec.ttlAfterCompleted
 		want     []string
 		wantNext time.Duration
 	}{
@@ -59,6 +60,9 @@ func TestReconciler_PruneUpdates_KeepsNewestWithinCountAndAge(t *testing.T) {
 		{name: "ageLimitDropsOld", maxAge: 7 * 24 * time.Hour, want: []string{"deployed", "fresh-1", "fresh-2", "fresh-3", "last-check", "published", "running"}, wantNext: 7*24*time.Hour - 3*time.Hour},
 		{name: "countLimitCountsKeptOnes", history: 5, want: []string{"deployed", "fresh-1", "fresh-2", "last-check", "published", "running"}},
 		{name: "bothLimits", history: 4, maxAge: 2*time.Hour + 30*time.Minute, want: []string{"deployed", "fresh-1", "last-check", "published", "running"}, wantNext: 90 * time.Minute},
+		{name: "ttlAfterCompletedShortensTheAge", maxAge: 7 * 24 * time.Hour, ttl: "90m", want: []string{"deployed", "fresh-1", "last-check", "published", "running"}, wantNext: 30 * time.Minute},
+		{name: "ttlAfterCompletedAloneLimits", ttl: "150m", want: []string{"deployed", "fresh-1", "fresh-2", "last-check", "published", "running"}, wantNext: 30 * time.Minute},
+		{name: "ttlLongerThanTheManagersAgeChangesNothing", maxAge: 7 * 24 * time.Hour, ttl: "720h", want: []string{"deployed", "fresh-1", "fresh-2", "fresh-3", "last-check", "published", "running"}, wantNext: 7*24*time.Hour - 3*time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,7 +78,11 @@ func TestReconciler_PruneUpdates_KeepsNewestWithinCountAndAge(t *testing.T) {
 				WithIndex(&v1alpha1.Update{}, IndexUpdateStack, func(o client.Object) []string { return []string{o.(*v1alpha1.Update).Spec.StackName} }).
 				Build()
 			r := &Reconciler{Client: c, Now: func() time.Time { return now }, Options: Options{UpdateHistory: tt.history, UpdateMaxAge: tt.maxAge}}
-			next, err := r.pruneUpdates(t.Context(), stack)
+			st := stack.DeepCopy()
+			if tt.ttl != "" {
+				st.Spec.UpdateTemplate = &pulumiv1.UpdateTemplate{Spec: &pulumiv1.UpdateTemplateSpec{TTLAfterCompleted: tt.ttl}}
+			}
+			next, err := r.pruneUpdates(t.Context(), st)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/utils/ptr"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 )
@@ -68,8 +69,12 @@ func TestNotApplied_List(t *testing.T) {
 		{name: "plainSpecNothing", spec: pulumiv1.StackSpec{Stack: "dev"}},
 		{
 			name: "pkoWorkspaceFieldsNeverApplied",
-			spec: pulumiv1.StackSpec{WorkspaceReclaimPolicy: pulumiv1.WorkspaceReclaimDelete, UpdateTemplate: &pulumiv1.UpdateTemplate{}},
+			spec: pulumiv1.StackSpec{WorkspaceReclaimPolicy: pulumiv1.WorkspaceReclaimDelete, UpdateTemplate: &pulumiv1.UpdateTemplate{Spec: &pulumiv1.UpdateTemplateSpec{Parallel: ptr.To[int32](2)}}},
 			want: []string{"spec.workspaceReclaimPolicy", "spec.updateTemplate"},
+		},
+		{
+			name: "updateTemplateTTLAndMetadataApplied",
+			spec: pulumiv1.StackSpec{UpdateTemplate: &pulumiv1.UpdateTemplate{Spec: &pulumiv1.UpdateTemplateSpec{TTLAfterCompleted: "1h"}, Metadata: &pulumiv1.TemplateObjectMeta{Labels: map[string]string{"team": "web"}}}},
 		},
 		{
 			name: "podFieldsUnderLocalExecutor",

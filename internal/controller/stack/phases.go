@@ -131,9 +131,7 @@ func notApplied(spec *pulumiv1.StackSpec, runnerPods bool) []string {
 	if spec.WorkspaceReclaimPolicy != "" {
 		out = append(out, "spec.workspaceReclaimPolicy is accepted and not applied: Stackwright keeps no workspace pod per stack")
 	}
-	if spec.UpdateTemplate != nil {
-		out = append(out, "spec.updateTemplate is accepted and not applied: Stackwright's Updates have their own shape, and the manager's retention policy")
-	}
+	out = append(out, updateTemplateNotApplied(spec)...)
 	if !runnerPods && spec.WorkspaceTemplate != nil {
 		out = append(out, "spec.workspaceTemplate is not applied: the local executor runs the engine in the manager, with no pod to apply it to")
 	}

@@ -77,6 +77,7 @@ func (r *Reconciler) buildUpdate(s *scope) *v1alpha1.Update {
 	if len(stack.Name) <= 63 {
 		u.Labels = map[string]string{v1alpha1.StackLabel: stack.Name}
 	}
+	applyUpdateTemplate(u, spec)
 	return u
 }
 
