@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,6 +142,44 @@ func announced(e event, gen int64, set *v1alpha1.StackSet) error {
 	return nil
 }
 
+// unwritten lists the events about the sets of ns that were emitted before the status
+// they announce was written.
+func (l *eventLog) unwritten(ns string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.all {
+		if e.namespace == ns && e.unwritten != "" {
+			out = append(out, e.name+": "+e.unwritten)
+		}
+	}
+	return out
+}
+
+// of returns the events about the set ns/name, oldest first.
+func (l *eventLog) of(ns, name string) []event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []event
+	for _, e := range l.all {
+		if e.namespace == ns && e.name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// count counts the events of reason about the set ns/name.
+func (l *eventLog) count(ns, name, reason string) int {
+	n := 0
+	for _, e := range l.of(ns, name) {
+		if e.reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
 // scenario is one test's namespace and the sets it creates there. It plays the Stack
 // controller: the Stacks' status says what it would.
 type scenario struct {
@@ -151,7 +190,13 @@ type scenario struct {
 
 func newScenario(t *testing.T) *scenario {
 	t.Helper()
-	return &scenario{Scenario: env.Scenario(t), t: t, g: NewWithT(t)}
+	s := &scenario{Scenario: env.Scenario(t), t: t, g: NewWithT(t)}
+	t.Cleanup(func() {
+		if late := recorder.unwritten(s.Namespace); len(late) > 0 {
+			t.Errorf("events emitted before the status they announce was written:\n%s", strings.Join(late, "\n"))
+		}
+	})
+	return s
 }
 
 // template is a StackSet template spec: spec as JSON, placeholders and all.
@@ -243,6 +288,12 @@ func (s *scenario) waitReady(set *v1alpha1.StackSet, want ...string) map[string]
 // ready records that the Stack name deployed its current generation and is Ready.
 func (s *scenario) ready(name string) {
 	s.t.Helper()
+	s.setReady(name, metav1.ConditionTrue)
+}
+
+// setReady sets the Ready condition of the Stack name for its current generation.
+func (s *scenario) setReady(name string, status metav1.ConditionStatus) {
+	s.t.Helper()
 	s.g.Eventually(func() error {
 		st := &pulumiv1.Stack{}
 		if err := env.Client.Get(s.t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: name}, st); err != nil {
@@ -251,7 +302,7 @@ func (s *scenario) ready(name string) {
 		base := st.DeepCopy()
 		st.Status.ObservedGeneration = st.Generation
 		apimeta.SetStatusCondition(&st.Status.Conditions, metav1.Condition{
-			Type: pulumiv1.ConditionReady, Status: metav1.ConditionTrue, Reason: pulumiv1.ReasonProcessingCompleted, Message: "deployed", ObservedGeneration: st.Generation,
+			Type: pulumiv1.ConditionReady, Status: status, Reason: pulumiv1.ReasonProcessingCompleted, Message: "as the test says", ObservedGeneration: st.Generation,
 		})
 		return env.Client.Status().Patch(s.t.Context(), st, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	}).Should(Succeed(), "status of Stack %s", name)
