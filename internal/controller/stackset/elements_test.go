@@ -175,3 +175,48 @@ func TestRemovalLimit_Bound_PercentRoundsUpNumberIsExact(t *testing.T) {
 		t.Error("a malformed bound is accepted")
 	}
 }
+
+// hold keeps every Stack whose element is gone once more are gone than the bound allows,
+// and all of them when the bound cannot be read.
+func TestHold_Bound_HoldsAllOrNone(t *testing.T) {
+	gone := func(names ...string) []*pulumiv1.Stack {
+		out := make([]*pulumiv1.Stack, 0, len(names))
+		for _, n := range names {
+			out = append(out, &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		gone      []*pulumiv1.Stack
+		bound     intstr.IntOrString
+		wantNames []string
+		wantErr   bool
+		wantNil   bool
+	}{
+		{name: "withinTheBound", gone: gone("s-a", "s-b"), bound: intstr.FromString("50%"), wantNil: true},
+		{name: "beyondTheBound", gone: gone("s-b", "s-a", "s-c"), bound: intstr.FromString("50%"), wantNames: []string{"s-b", "s-a", "s-c"}},
+		{name: "zeroHoldsEveryRemoval", gone: gone("s-a"), bound: intstr.FromInt32(0), wantNames: []string{"s-a"}},
+		{name: "unreadableBound", gone: gone("s-a"), bound: intstr.FromString("half"), wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := hold(tt.gone, tt.bound, 4)
+			if got == nil {
+				if !tt.wantNil {
+					t.Fatal("hold() = nil; want the Stacks held")
+				}
+				return
+			}
+			if tt.wantNil {
+				t.Fatalf("hold() = %+v; want nil", got)
+			}
+			if diff := cmp.Diff(tt.wantNames, got.names, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("names (-want +got):\n%s", diff)
+			}
+			if (got.err != nil) != tt.wantErr || got.of != 4 || got.bound != tt.bound {
+				t.Errorf("hold() = %+v; want err %v, of 4, bound %s", got, tt.wantErr, tt.bound.String())
+			}
+		})
+	}
+}
