@@ -89,7 +89,7 @@ func markRemovalsHeld(set *v1alpha1.StackSet, h heldRemovals) string {
 	msg := fmt.Sprintf("spec.maxRemovals %q: %v", h.bound.String(), h.err)
 	if h.err == nil {
 		msg = fmt.Sprintf("%d of the set's %d Stacks lost their element at once, more than spec.maxRemovals (%s) allows: %s%s)",
-			len(h.names), h.of, h.bound.String(), heldList, strings.Join(h.names, ", "))
+			len(h.names), h.of, h.bound.String(), heldList, strings.Join(slices.Sorted(slices.Values(h.names)), ", "))
 	}
 	conditions.MarkStalled(set, v1alpha1.ReasonRemovalsHeld, msg)
 	return msg

@@ -67,7 +67,7 @@ func TestStatus_Setters_RecordTheirTransition(t *testing.T) {
 	stalledStack := cond(pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonSpecInvalid, "")
 	failed := stack("c", true)
 	failed.Status.LastUpdate = &pulumiv1.StackUpdateState{State: pulumiv1.UpdateStateFailed}
-	const heldMsg = "2 of the set's 3 Stacks lost their element at once, more than spec.maxRemovals (1) allows: none is removed (s-b, s-a)"
+	const heldMsg = "2 of the set's 3 Stacks lost their element at once, more than spec.maxRemovals (1) allows: none is removed (s-a, s-b)"
 	tests := []struct {
 		name       string
 		before     v1alpha1.StackSetStatus
