@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/crashpoint"
@@ -114,7 +113,7 @@ func (r *Reconciler) releaseWithoutDestroy(ctx context.Context, s *scope, why st
 func (r *Reconciler) releaseFinalizer(ctx context.Context, s *scope, eventType, reason, msg string) error {
 	// The status is written first: once the finalizer is gone the Stack may be too. The
 	// inputs are released before it: nothing would release them after.
-	conditions.Remove(s.stack, pulumiv1.ConditionReconciling)
+	clearReconciling(s.stack)
 	if err := s.patcher.Status(ctx, s.stack); err != nil {
 		return err
 	}

@@ -2,13 +2,10 @@ package stack
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/stack/decide"
@@ -98,34 +95,6 @@ func recordDriftStart(s *pulumiv1.Stack, u *v1alpha1.Update) {
 	s.Status.CurrentUpdate = &pulumiv1.CurrentStackUpdate{
 		Generation: s.Generation, Name: u.Name, Commit: u.Spec.Revision, Type: string(v1alpha1.UpdateTypeDrift),
 	}
-}
-
-// recordDrift folds a finished drift check into the status: DriftDetected, when it ran, and
-// whether to remediate. It never touches status.lastUpdate, which describes the Stack's
-// own updates (a failed check must not look like a failed deployment).
-func recordDrift(s *pulumiv1.Stack, u *v1alpha1.Update, now time.Time) (found bool) {
-	end := metav1.NewTime(now)
-	if u.Status.EndTime != nil {
-		end = *u.Status.EndTime
-	}
-	s.Status.DriftDetection = &pulumiv1.DriftDetectionStatus{LastCheck: &end, LastUpdate: u.Name}
-	s.Status.CurrentUpdate = nil
-	switch {
-	case u.Status.Phase != v1alpha1.UpdatePhaseSucceeded:
-		conditions.Set(s, pulumiv1.ConditionDriftDetected, metav1.ConditionUnknown, reasonDriftCheckFailed,
-			fmt.Sprintf("drift check failed (Update %s): %s", u.Name, u.Status.Message))
-	case hasChanges(u.Status.Changes):
-		found = true
-		msg := fmt.Sprintf("%s (Update %s)", u.Status.Message, u.Name)
-		if autoRemediate(&s.Spec) {
-			stackwrightStatus(s).RemediateDrift = true
-			msg += "; remediating with an update"
-		}
-		conditions.Set(s, pulumiv1.ConditionDriftDetected, metav1.ConditionTrue, pulumiv1.ReasonDriftFound, msg)
-	default:
-		conditions.Set(s, pulumiv1.ConditionDriftDetected, metav1.ConditionFalse, pulumiv1.ReasonNoDrift, fmt.Sprintf("%s (Update %s)", u.Status.Message, u.Name))
-	}
-	return found
 }
 
 // observeDrift handles a drift check recorded in status.currentUpdate. A check in flight

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/source"
@@ -47,7 +46,7 @@ func (r *Reconciler) holdForRollout(ctx context.Context, s *scope) (bool, error)
 	}
 	if ro == nil {
 		sw.Rollout = nil
-		conditions.Remove(stack, pulumiv1.ConditionHeldBack)
+		clearHeldBack(stack)
 		return true, nil
 	}
 	avail := s.artifact
@@ -57,17 +56,17 @@ func (r *Reconciler) holdForRollout(ctx context.Context, s *scope) (bool, error)
 	if pin == nil {
 		state.HeldAt = "none"
 		msg := fmt.Sprintf("StackRollout %s has not opened wave %s, and the Stack has deployed nothing yet: it waits for its wave", ro.Name, waveName(ro, stack.Name))
-		conditions.Set(stack, pulumiv1.ConditionHeldBack, metav1.ConditionTrue, pulumiv1.ReasonWaveClosed, msg)
+		markHeldBack(stack, pulumiv1.ReasonWaveClosed, msg)
 		markReconciling(stack, pulumiv1.ReasonWaveClosed, msg)
 		return false, nil
 	}
 	if pin.Revision == avail.Revision {
-		conditions.Remove(stack, pulumiv1.ConditionHeldBack)
+		clearHeldBack(stack)
 		return true, nil
 	}
 	state.HeldAt = pin.Revision
 	reason, why := heldReason(ro, stack.Name, avail.Revision)
-	conditions.Set(stack, pulumiv1.ConditionHeldBack, metav1.ConditionTrue, reason, fmt.Sprintf("held at %s by StackRollout %s: %s; the source offers %s", pin.Revision, ro.Name, why, avail.Revision))
+	markHeldBack(stack, reason, fmt.Sprintf("held at %s by StackRollout %s: %s; the source offers %s", pin.Revision, ro.Name, why, avail.Revision))
 	if r.Store != nil && !r.Store.Has(pin.Digest) {
 		markReconciling(stack, pulumiv1.ReasonRolloutArtifactMissing, fmt.Sprintf("StackRollout %s holds the Stack at %s, whose artifact %s is no longer in the manager's store (its data volume was replaced?); the Stack waits until the rollout opens its wave or is deleted",
 			ro.Name, pin.Revision, pin.Digest))

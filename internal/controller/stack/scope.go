@@ -6,7 +6,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/kit"
@@ -92,7 +91,7 @@ func (s *scope) requeueAfter(d time.Duration) {
 // the newest resourceVersion, and the intent's lock could then no longer tell that this
 // reconcile began from a stale copy.
 func (s *scope) progress(ctx context.Context, msg string) error {
-	conditions.MarkProgress(s.stack, msg)
+	markProgress(s.stack, msg)
 	return s.patcher.Status(ctx, s.stack, patch.WithOptimisticLock())
 }
 

@@ -236,3 +236,45 @@ func maskOutputs(data map[string][]byte, secret map[string]bool) map[string]apie
 	}
 	return out
 }
+
+// recordDrift folds a finished drift check into the status: DriftDetected, when it ran, and
+// whether to remediate. It never touches status.lastUpdate, which describes the Stack's
+// own updates (a failed check must not look like a failed deployment).
+func recordDrift(s *pulumiv1.Stack, u *v1alpha1.Update, now time.Time) (found bool) {
+	end := metav1.NewTime(now)
+	if u.Status.EndTime != nil {
+		end = *u.Status.EndTime
+	}
+	s.Status.DriftDetection = &pulumiv1.DriftDetectionStatus{LastCheck: &end, LastUpdate: u.Name}
+	s.Status.CurrentUpdate = nil
+	switch {
+	case u.Status.Phase != v1alpha1.UpdatePhaseSucceeded:
+		conditions.Set(s, pulumiv1.ConditionDriftDetected, metav1.ConditionUnknown, reasonDriftCheckFailed,
+			fmt.Sprintf("drift check failed (Update %s): %s", u.Name, u.Status.Message))
+	case hasChanges(u.Status.Changes):
+		found = true
+		msg := fmt.Sprintf("%s (Update %s)", u.Status.Message, u.Name)
+		if autoRemediate(&s.Spec) {
+			stackwrightStatus(s).RemediateDrift = true
+			msg += "; remediating with an update"
+		}
+		conditions.Set(s, pulumiv1.ConditionDriftDetected, metav1.ConditionTrue, pulumiv1.ReasonDriftFound, msg)
+	default:
+		conditions.Set(s, pulumiv1.ConditionDriftDetected, metav1.ConditionFalse, pulumiv1.ReasonNoDrift, fmt.Sprintf("%s (Update %s)", u.Status.Message, u.Name))
+	}
+	return found
+}
+
+// markHeldBack records that a StackRollout holds the Stack back, and why.
+func markHeldBack(stack *pulumiv1.Stack, reason, msg string) {
+	conditions.Set(stack, pulumiv1.ConditionHeldBack, metav1.ConditionTrue, reason, msg)
+}
+
+// clearHeldBack records that no StackRollout holds the Stack back.
+func clearHeldBack(stack *pulumiv1.Stack) { conditions.Remove(stack, pulumiv1.ConditionHeldBack) }
+
+// clearReconciling records that nothing is in progress any more (a released Stack).
+func clearReconciling(stack *pulumiv1.Stack) { conditions.Remove(stack, pulumiv1.ConditionReconciling) }
+
+// markProgress says what a slow phase is doing (conditions.MarkProgress).
+func markProgress(stack *pulumiv1.Stack, msg string) { conditions.MarkProgress(stack, msg) }
