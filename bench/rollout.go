@@ -9,14 +9,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -118,153 +115,6 @@ func boundaries(waves []waveTimes, bake time.Duration) []boundary {
 	return out
 }
 
-// rolloutUpdate is what the rollout watch saw of one Update.
-type rolloutUpdate struct {
-	stack, revision string
-	typ             v1alpha1.UpdateType
-	phase           v1alpha1.UpdatePhase
-	// seen, run, done: when the watch first saw it, saw it Running (or finished, if it never
-	// saw it Running) and saw it finished. started is status.startTime (whole seconds).
-	seen, run, done time.Time
-	started         time.Time
-}
-
-// rolloutWatch records the Updates (with their revision, which the tracker does not keep)
-// and the StackRollout's progress in the scenario's namespace, at the moment the API server
-// announced them.
-type rolloutWatch struct {
-	mu      sync.Mutex
-	target  string
-	updates map[string]*rolloutUpdate
-	// progressing: the rollout first seen Progressing toward target; opened[i] and
-	// waveReady[i]: wave i first seen as the current wave, and with its readyTime set;
-	// idle: first seen Idle with target as its stable revision.
-	progressing, idle time.Time
-	opened, waveReady map[int]time.Time
-	last              *v1alpha1.StackRollout
-}
-
-func watchRollout(ctx context.Context, b *bench) (*rolloutWatch, error) {
-	w := &rolloutWatch{updates: map[string]*rolloutUpdate{}, opened: map[int]time.Time{}, waveReady: map[int]time.Time{}}
-	c, err := cache.New(b.cluster.cfg, cache.Options{Scheme: b.cluster.scheme, DefaultNamespaces: map[string]cache.Config{nsRollout: {}}})
-	if err != nil {
-		return nil, fmt.Errorf("failed to create cache: %w", err)
-	}
-	for _, h := range []struct {
-		obj client.Object
-		fn  func(any)
-	}{
-		{&v1alpha1.Update{}, w.onUpdate},
-		{&v1alpha1.StackRollout{}, w.onRollout},
-	} {
-		inf, err := c.GetInformer(ctx, h.obj)
-		if err != nil {
-			return nil, fmt.Errorf("failed to watch %T: %w", h.obj, err)
-		}
-		fn := h.fn
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    fn,
-			UpdateFunc: func(_, obj any) { fn(obj) },
-		}); err != nil {
-			return nil, err
-		}
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("failed to sync the rollout watch: %w", ctx.Err())
-	}
-	return w, nil
-}
-
-func (w *rolloutWatch) setTarget(rev string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.target = rev
-}
-
-func (w *rolloutWatch) onUpdate(obj any) {
-	u, ok := obj.(*v1alpha1.Update)
-	if !ok {
-		return
-	}
-	now := time.Now()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ru := w.updates[u.Name]
-	if ru == nil {
-		ru = &rolloutUpdate{stack: u.Spec.StackName, revision: u.Spec.Revision, typ: u.Spec.Type, seen: now}
-		w.updates[u.Name] = ru
-	}
-	ru.phase = u.Status.Phase
-	if u.Status.StartTime != nil {
-		ru.started = u.Status.StartTime.Time
-	}
-	switch u.Status.Phase {
-	case v1alpha1.UpdatePhaseRunning:
-		if ru.run.IsZero() {
-			ru.run = now
-		}
-	case v1alpha1.UpdatePhaseSucceeded, v1alpha1.UpdatePhaseFailed:
-		if ru.run.IsZero() {
-			ru.run = now
-		}
-		if ru.done.IsZero() {
-			ru.done = now
-		}
-	}
-}
-
-func (w *rolloutWatch) onRollout(obj any) {
-	ro, ok := obj.(*v1alpha1.StackRollout)
-	if !ok {
-		return
-	}
-	now := time.Now()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.last = ro
-	st := &ro.Status
-	if w.target == "" {
-		return
-	}
-	if st.Target != nil && st.Target.Revision == w.target {
-		if st.Phase == v1alpha1.RolloutProgressing && w.progressing.IsZero() {
-			w.progressing = now
-		}
-		for i := 0; i <= int(st.Wave) && i < len(st.Waves); i++ {
-			if _, ok := w.opened[i]; !ok {
-				w.opened[i] = now
-			}
-		}
-		for i, wave := range st.Waves {
-			if _, ok := w.waveReady[i]; !ok && wave.ReadyTime != nil {
-				w.waveReady[i] = now
-			}
-		}
-	}
-	if st.Stable != nil && st.Stable.Revision == w.target && st.Phase == v1alpha1.RolloutIdle && w.idle.IsZero() {
-		w.idle = now
-	}
-}
-
-// rollout returns the latest version seen of the StackRollout.
-func (w *rolloutWatch) rollout() *v1alpha1.StackRollout {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.last
-}
-
-// ups returns copies of the Updates seen, by Stack.
-func (w *rolloutWatch) byStack() map[string][]rolloutUpdate {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := map[string][]rolloutUpdate{}
-	for _, u := range w.updates {
-		out[u.stack] = append(out[u.stack], *u)
-	}
-	return out
-}
-
 // rolloutStack is a Stack of the shared Program in ring ring; its own stack name (the
 // Stacks share a project) and STACKWRIGHT_TESTING_ROOT.
 func rolloutStack(name string, ring int, files string) *pulumiv1.Stack {
@@ -310,12 +160,11 @@ func (b *bench) runRollout(ctx context.Context) error {
 		names[i] = fmt.Sprintf("stack-%05d", i)
 		ring[names[i]] = ringOf(sizes, i)
 	}
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	w, err := watchRollout(wctx, b)
+	stopWatch, err := b.track.watchRollouts(ctx)
 	if err != nil {
 		return err
 	}
+	defer stopWatch()
 
 	// The fleet's own first deploy, without a rollout.
 	prog := benchProgram(nsRollout, rolloutProgram)
@@ -415,7 +264,6 @@ func (b *bench) runRollout(ctx context.Context) error {
 		return fmt.Errorf("failed to read Program %s: %w", rolloutProgram, err)
 	}
 	target := fmt.Sprintf("generation/%d", prog.Generation+1)
-	w.setTarget(target)
 	greeting := prog.Program.Resources["greeting"]
 	greeting.Properties["content"] = *jsonOf("${message} (" + target + ")")
 	prog.Program.Resources["greeting"] = greeting
@@ -433,7 +281,7 @@ func (b *bench) runRollout(ctx context.Context) error {
 		return fmt.Errorf("program %s is at %s after the change, not %s", rolloutProgram, got, target)
 	}
 	rprogress := func(ready int) {
-		r := w.rollout()
+		r, _ := b.track.rollout(nsRollout, rolloutName, "", "")
 		where := "not seen"
 		if r != nil {
 			where = fmt.Sprintf("%s, wave %q, %d/%d updated", r.Status.Phase, r.Status.WaveName, r.Status.Updated, r.Status.Stacks)
@@ -445,9 +293,8 @@ func (b *bench) runRollout(ctx context.Context) error {
 	rolled := b.track.waitReady(ctx, nsRollout, names, target, rtimeout, 30*time.Second, rprogress)
 	// The rollout records its completion right after the last Stack's Ready.
 	idleErr := pollUntil(ctx, time.Minute, func() (bool, error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return !w.idle.IsZero(), nil
+		_, idle := b.track.rollout(nsRollout, rolloutName, target, milestoneIdle)
+		return !idle.IsZero(), nil
 	})
 	after := b.snap(ctx)
 	peak := peakRSS()
@@ -460,7 +307,10 @@ func (b *bench) runRollout(ctx context.Context) error {
 
 	// What was seen, wave by wave (the rings as labelled; the rollout's planned waves are
 	// compared below).
-	byStack := w.byStack()
+	byStack := map[string][]updateSeen{}
+	for _, name := range names {
+		byStack[name] = b.track.updatesOf(nsRollout, name)
+	}
 	waves := make([]waveTimes, len(sizes))
 	for i := range waves {
 		waves[i].ring = i
@@ -500,12 +350,11 @@ func (b *bench) runRollout(ctx context.Context) error {
 			notOne = append(notOne, fmt.Sprintf("%s (%d)", name, ups))
 		}
 	}
-	w.mu.Lock()
 	for i := range waves {
-		waves[i].opened = w.opened[i]
+		_, waves[i].opened = b.track.rollout(nsRollout, rolloutName, target, waveOpened(i))
 	}
-	progressing, idle := w.progressing, w.idle
-	w.mu.Unlock()
+	_, progressing := b.track.rollout(nsRollout, rolloutName, target, milestoneProgressing)
+	_, idle := b.track.rollout(nsRollout, rolloutName, target, milestoneIdle)
 	for i := 1; i < len(waves); i++ {
 		prev := waves[i-1].lastReady
 		for _, name := range waves[i].stacks {

@@ -9,18 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -423,12 +419,11 @@ func (b *bench) templateArm(ctx context.Context, apps []string, timeout time.Dur
 	if err != nil {
 		return nil, setup, "", fmt.Errorf("failed to create dynamic client: %w", err)
 	}
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	w, err := watchInstances(wctx, dc, templateGVR)
+	stopWatch, err := b.track.watchInstances(ctx, templateGVR.GroupVersion().WithKind(templateKind))
 	if err != nil {
 		return nil, setup, "", err
 	}
+	defer stopWatch()
 
 	// The API server's first write of a new kind waits about 2 s (seen on every run), which
 	// a tenant creating an instance any time later never sees: a dry run pays it here.
@@ -463,7 +458,7 @@ func (b *bench) templateArm(ctx context.Context, apps []string, timeout time.Dur
 		b.say("templates: template arm: %d/%d instances Ready after %s; Updates: %s; manager %s", ready, len(apps),
 			secs(time.Since(start)), mapString(b.track.phases(nsPlatform)), procLine(b.mgr.pid()))
 	}
-	a.ready = w.wait(ctx, apps, timeout, 30*time.Second, progress)
+	a.ready = b.track.waitInstances(ctx, apps, timeout, 30*time.Second, progress)
 	a.wall = time.Since(start)
 	a.after = b.snap(ctx)
 	a.peakRSS = peak()
@@ -472,7 +467,7 @@ func (b *bench) templateArm(ctx context.Context, apps []string, timeout time.Dur
 	}
 	var last time.Time
 	for _, k := range apps {
-		if at, ok := w.readyAt(k); ok {
+		if at, ok := b.track.instanceReadyAt(k); ok {
 			a.readyTimes = append(a.readyTimes, at.Sub(start))
 			last = maxTime(last, at)
 		}
@@ -485,7 +480,7 @@ func (b *bench) templateArm(ctx context.Context, apps []string, timeout time.Dur
 		a.runs++
 		a.runPhases[phaseName(u.phase)]++
 	}
-	lag, err = b.instanceLag(ctx, w)
+	lag, err = b.instanceLag(ctx)
 	if err != nil {
 		return nil, setup, "", err
 	}
@@ -496,7 +491,7 @@ func (b *bench) templateArm(ctx context.Context, apps []string, timeout time.Dur
 // instanceLag is how long after its Stack an instance was seen Ready (the status mirroring
 // the template arm adds), p50 / max, over the instances whose Stack and self were both seen
 // Ready.
-func (b *bench) instanceLag(ctx context.Context, w *instanceWatch) (string, error) {
+func (b *bench) instanceLag(ctx context.Context) (string, error) {
 	var list pulumiv1.StackList
 	if err := b.cluster.client.List(ctx, &list, client.InNamespace(nsPlatform), client.MatchingLabels{v1alpha1.TemplateLabel: templateName}); err != nil {
 		return "", fmt.Errorf("failed to list the instances' Stacks: %w", err)
@@ -507,7 +502,7 @@ func (b *bench) instanceLag(ctx context.Context, w *instanceWatch) (string, erro
 		if !ok {
 			continue
 		}
-		if at, ok := w.readyAt(st.Annotations[v1alpha1.InstanceAnnotation]); ok {
+		if at, ok := b.track.instanceReadyAt(st.Annotations[v1alpha1.InstanceAnnotation]); ok {
 			lags = append(lags, at.Sub(stackAt))
 		}
 	}
@@ -560,128 +555,4 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-func phaseName(p v1alpha1.UpdatePhase) string {
-	if p == "" {
-		return string(v1alpha1.UpdatePhasePending)
-	}
-	return string(p)
-}
-
-// instanceWatch records when each instance of a template's kind was first seen Ready at
-// its generation, as the tracker does for Stacks: instances are unstructured, and their kind
-// exists only once the template is served, so they have a watch of their own.
-type instanceWatch struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	ready map[string]time.Time
-}
-
-// watchInstances watches the instances of gvr in every namespace until ctx is done.
-func watchInstances(ctx context.Context, dc dynamic.Interface, gvr schema.GroupVersionResource) (*instanceWatch, error) {
-	w := &instanceWatch{ready: map[string]time.Time{}}
-	w.cond = sync.NewCond(&w.mu)
-	f := dynamicinformer.NewDynamicSharedInformerFactory(dc, 0)
-	inf := f.ForResource(gvr).Informer()
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    w.on,
-		UpdateFunc: func(_, obj any) { w.on(obj) },
-	}); err != nil {
-		return nil, fmt.Errorf("failed to watch %s: %w", gvr.GroupResource(), err)
-	}
-	f.Start(ctx.Done())
-	context.AfterFunc(ctx, w.wake)
-	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("failed to sync the watch of %s: %w", gvr.GroupResource(), ctx.Err())
-	}
-	return w, nil
-}
-
-func (w *instanceWatch) on(obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
-	now := time.Now()
-	if !instanceReady(u) {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	k := key(u.GetNamespace(), u.GetName())
-	if _, seen := w.ready[k]; !seen {
-		w.ready[k] = now
-	}
-	w.cond.Broadcast()
-}
-
-// instanceReady is the instance's Ready condition True for its current generation.
-func instanceReady(u *unstructured.Unstructured) bool {
-	m, ok := u.Object["status"].(map[string]any)
-	if !ok {
-		return false
-	}
-	var st v1alpha1.InstanceStatus
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &st); err != nil {
-		return false
-	}
-	c := apimeta.FindStatusCondition(st.Conditions, pulumiv1.ConditionReady)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == u.GetGeneration()
-}
-
-func (w *instanceWatch) readyAt(k string) (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	at, ok := w.ready[k]
-	return at, ok
-}
-
-func (w *instanceWatch) wake() {
-	w.mu.Lock()
-	w.cond.Broadcast()
-	w.mu.Unlock()
-}
-
-// wait blocks until every instance named by key(namespace, name) has been seen Ready, ctx
-// ends or timeout passes; progress is called every interval with the count Ready. It
-// returns the number Ready.
-func (w *instanceWatch) wait(ctx context.Context, keys []string, timeout, interval time.Duration, progress func(int)) int {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, w.wake)
-	defer stop()
-	count := func() int {
-		n := 0
-		for _, k := range keys {
-			if _, ok := w.ready[k]; ok {
-				n++
-			}
-		}
-		return n
-	}
-	go func() {
-		tk := time.NewTicker(interval)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				w.mu.Lock()
-				n := count()
-				w.mu.Unlock()
-				progress(n)
-			}
-		}
-	}()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for {
-		n := count()
-		if n == len(keys) || ctx.Err() != nil {
-			return n
-		}
-		w.cond.Wait()
-	}
 }

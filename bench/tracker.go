@@ -9,7 +9,9 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -19,14 +21,21 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
-// tracker watches Stacks and Updates and records when each state was first observed, so
-// that times are measured at the moment the API server announces them (ms precision)
-// rather than at the seconds granularity of the objects' own timestamps.
+// tracker is the one watch every scenario reads: it records when each state was first
+// observed, so that times are measured at the moment the API server announces them (ms
+// precision) rather than at the seconds granularity of the objects' own timestamps. It
+// always watches Stacks and Updates; a scenario that needs StackRollouts or a template's
+// instances adds them for its own span only, so that the other scenarios' API figures
+// never carry those watches.
 type tracker struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
+	cache   cache.Cache
 	stacks  map[string]*stackSeen
 	updates map[string]*updateSeen
+	// instances: when each template instance was first seen Ready at its generation.
+	instances map[string]time.Time
+	rollouts  map[string]*rolloutSeen
 }
 
 type stackSeen struct {
@@ -38,8 +47,10 @@ type stackSeen struct {
 }
 
 type updateSeen struct {
-	stack            string
-	typ              v1alpha1.UpdateType
+	stack, revision string
+	typ             v1alpha1.UpdateType
+	// seen, run, done: when the watch first saw it, saw it Running (or finished, if it
+	// never saw it Running) and saw it finished.
 	seen, run, done  time.Time
 	phase            v1alpha1.UpdatePhase
 	reason, message  string
@@ -48,11 +59,37 @@ type updateSeen struct {
 	ended time.Time
 }
 
+// rolloutSeen is what was seen of one StackRollout.
+type rolloutSeen struct {
+	last *v1alpha1.StackRollout
+	// at marks, by target revision, when the rollout was first seen Progressing toward it
+	// (milestoneProgressing), each wave first seen as the current one (waveOpened(i)) and
+	// the rollout first seen Idle with it stable (milestoneIdle).
+	at Milestones
+}
+
+const (
+	milestoneProgressing = "progressing"
+	milestoneIdle        = "idle"
+)
+
+func waveOpened(i int) string { return fmt.Sprintf("wave %d opened", i) }
+
 func key(ns, name string) string { return ns + "/" + name }
+
+// keysOf returns the tracker's keys of the named objects of ns.
+func keysOf(ns string, names []string) []string {
+	keys := make([]string, len(names))
+	for i, name := range names {
+		keys[i] = key(ns, name)
+	}
+	return keys
+}
 
 // startTracker watches the given namespaces until ctx is done.
 func startTracker(ctx context.Context, cfg *rest.Config, s *runtime.Scheme, namespaces ...string) (*tracker, error) {
-	t := &tracker{stacks: map[string]*stackSeen{}, updates: map[string]*updateSeen{}}
+	t := &tracker{stacks: map[string]*stackSeen{}, updates: map[string]*updateSeen{},
+		instances: map[string]time.Time{}, rollouts: map[string]*rolloutSeen{}}
 	t.cond = sync.NewCond(&t.mu)
 	nss := map[string]cache.Config{}
 	for _, ns := range namespaces {
@@ -62,31 +99,62 @@ func startTracker(ctx context.Context, cfg *rest.Config, s *runtime.Scheme, name
 	if err != nil {
 		return nil, fmt.Errorf("failed to create cache: %w", err)
 	}
-	for _, h := range []struct {
-		obj client.Object
-		fn  func(any)
-	}{
-		{&pulumiv1.Stack{}, t.onStack},
-		{&v1alpha1.Update{}, t.onUpdate},
-	} {
-		inf, err := c.GetInformer(ctx, h.obj)
-		if err != nil {
-			return nil, fmt.Errorf("failed to watch %T: %w", h.obj, err)
-		}
-		fn := h.fn
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    fn,
-			UpdateFunc: func(_, obj any) { fn(obj) },
-		}); err != nil {
-			return nil, err
-		}
-	}
+	t.cache = c
 	go func() { _ = c.Start(ctx) }()
 	context.AfterFunc(ctx, t.wake)
 	if !c.WaitForCacheSync(ctx) {
 		return nil, fmt.Errorf("failed to sync watch cache: %w", ctx.Err())
 	}
+	if err := t.watch(ctx, &pulumiv1.Stack{}, t.onStack); err != nil {
+		return nil, err
+	}
+	if err := t.watch(ctx, &v1alpha1.Update{}, t.onUpdate); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// watch adds obj's kind to the watch and returns once it is synced; on is called with the
+// tracker locked for every object added or changed, with when the watch delivered it.
+func (t *tracker) watch(ctx context.Context, obj client.Object, on func(obj any, now time.Time)) error {
+	inf, err := t.cache.GetInformer(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("failed to watch %T: %w", obj, err)
+	}
+	handle := func(o any) {
+		now := time.Now()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		on(o, now)
+		t.cond.Broadcast()
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, o any) { handle(o) },
+	}); err != nil {
+		return fmt.Errorf("failed to watch %T: %w", obj, err)
+	}
+	return nil
+}
+
+// watchRollouts adds StackRollouts to the watch; stop removes them.
+func (t *tracker) watchRollouts(ctx context.Context) (stop func(), err error) {
+	obj := &v1alpha1.StackRollout{}
+	if err := t.watch(ctx, obj, t.onRollout); err != nil {
+		return nil, err
+	}
+	return func() { _ = t.cache.RemoveInformer(ctx, obj) }, nil
+}
+
+// watchInstances adds the instances of a template's kind to the watch (they exist only
+// once the template is served, and are unstructured); stop removes them.
+func (t *tracker) watchInstances(ctx context.Context, gvk schema.GroupVersionKind) (stop func(), err error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := t.watch(ctx, obj, t.onInstance); err != nil {
+		return nil, err
+	}
+	return func() { _ = t.cache.RemoveInformer(ctx, obj) }, nil
 }
 
 // isReady is kstatus Ready for the Stack's current generation.
@@ -96,14 +164,11 @@ func isReady(s *pulumiv1.Stack) bool {
 		c.ObservedGeneration == s.Generation && s.Status.ObservedGeneration == s.Generation
 }
 
-func (t *tracker) onStack(obj any) {
+func (t *tracker) onStack(obj any, now time.Time) {
 	s, ok := obj.(*pulumiv1.Stack)
 	if !ok {
 		return
 	}
-	now := time.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	k := key(s.Namespace, s.Name)
 	st := t.stacks[k]
 	if st == nil {
@@ -111,33 +176,30 @@ func (t *tracker) onStack(obj any) {
 		t.stacks[k] = st
 	}
 	st.last = s
-	if isReady(s) {
-		rev := ""
-		if s.Status.LastUpdate != nil {
-			rev = s.Status.LastUpdate.LastSuccessfulCommit
-		}
-		if _, ok := st.ready[rev]; !ok {
-			st.ready[rev] = now
-		}
-		if _, ok := st.ready[""]; !ok {
-			st.ready[""] = now
+	if !isReady(s) {
+		return
+	}
+	rev := ""
+	if s.Status.LastUpdate != nil {
+		rev = s.Status.LastUpdate.LastSuccessfulCommit
+	}
+	for _, r := range []string{rev, ""} {
+		if _, ok := st.ready[r]; !ok {
+			st.ready[r] = now
 		}
 	}
-	t.cond.Broadcast()
 }
 
-func (t *tracker) onUpdate(obj any) {
+func (t *tracker) onUpdate(obj any, now time.Time) {
 	u, ok := obj.(*v1alpha1.Update)
 	if !ok {
 		return
 	}
-	now := time.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	k := key(u.Namespace, u.Name)
 	us := t.updates[k]
 	if us == nil {
-		us = &updateSeen{stack: key(u.Namespace, u.Spec.StackName), typ: u.Spec.Type, seen: now, created: u.CreationTimestamp.Time}
+		us = &updateSeen{stack: key(u.Namespace, u.Spec.StackName), revision: u.Spec.Revision, typ: u.Spec.Type,
+			seen: now, created: u.CreationTimestamp.Time}
 		t.updates[k] = us
 	}
 	us.phase = u.Status.Phase
@@ -163,17 +225,78 @@ func (t *tracker) onUpdate(obj any) {
 			us.reason, us.message = c.Reason, c.Message
 		}
 	}
-	t.cond.Broadcast()
+}
+
+func (t *tracker) onRollout(obj any, now time.Time) {
+	ro, ok := obj.(*v1alpha1.StackRollout)
+	if !ok {
+		return
+	}
+	k := key(ro.Namespace, ro.Name)
+	rs := t.rollouts[k]
+	if rs == nil {
+		rs = &rolloutSeen{at: Milestones{}}
+		t.rollouts[k] = rs
+	}
+	rs.last = ro
+	st := &ro.Status
+	if st.Target != nil {
+		rev := st.Target.Revision
+		if st.Phase == v1alpha1.RolloutProgressing {
+			rs.at.Mark(rev, milestoneProgressing, now)
+		}
+		for i := 0; i <= int(st.Wave) && i < len(st.Waves); i++ {
+			rs.at.Mark(rev, waveOpened(i), now)
+		}
+	}
+	if st.Stable != nil && st.Phase == v1alpha1.RolloutIdle {
+		rs.at.Mark(st.Stable.Revision, milestoneIdle, now)
+	}
+}
+
+func (t *tracker) onInstance(obj any, now time.Time) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || !instanceReady(u) {
+		return
+	}
+	k := key(u.GetNamespace(), u.GetName())
+	if _, seen := t.instances[k]; !seen {
+		t.instances[k] = now
+	}
+}
+
+// instanceReady is the instance's Ready condition True for its current generation.
+func instanceReady(u *unstructured.Unstructured) bool {
+	m, ok := u.Object["status"].(map[string]any)
+	if !ok {
+		return false
+	}
+	var st v1alpha1.InstanceStatus
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &st); err != nil {
+		return false
+	}
+	c := apimeta.FindStatusCondition(st.Conditions, pulumiv1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == u.GetGeneration()
 }
 
 // readyAt returns when the Stack was first seen Ready on rev ("" for any revision).
 func (t *tracker) readyAt(ns, name, rev string) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := t.stacks[key(ns, name)]
-	if st == nil {
-		return time.Time{}, false
+	if st := t.stacks[key(ns, name)]; st != nil {
+		return st.readyAtRev(rev)
 	}
+	return time.Time{}, false
+}
+
+// readyOn reports whether the Stack was seen Ready on a revision containing rev (any
+// revision when rev is ""), whatever the revision's spelling ("<sha>", "main@sha1:<sha>").
+func (st *stackSeen) readyOn(rev string) bool {
+	_, ok := st.readyAtRev(rev)
+	return ok
+}
+
+func (st *stackSeen) readyAtRev(rev string) (time.Time, bool) {
 	if at, ok := st.ready[rev]; ok {
 		return at, true
 	}
@@ -183,6 +306,26 @@ func (t *tracker) readyAt(ns, name, rev string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// instanceReadyAt returns when the instance (its key) was first seen Ready.
+func (t *tracker) instanceReadyAt(k string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.instances[k]
+	return at, ok
+}
+
+// rollout returns the latest version seen of StackRollout ns/name, and when it reached
+// milestone for rev (zero: not seen).
+func (t *tracker) rollout(ns, name, rev, milestone string) (*v1alpha1.StackRollout, time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rs := t.rollouts[key(ns, name)]
+	if rs == nil {
+		return nil, time.Time{}
+	}
+	return rs.last, rs.at[rev][milestone]
 }
 
 // waitReady blocks until every named Stack of ns is Ready on rev, ctx ends or timeout
@@ -200,71 +343,72 @@ func (t *tracker) waitReady(ctx context.Context, ns string, names []string, rev 
 func (t *tracker) waitStacks(ctx context.Context, ns string, names []string, timeout time.Duration,
 	interval time.Duration, progress func(n int), ok func(*stackSeen) bool,
 ) int {
-	keys := make([]string, len(names))
-	for i, name := range names {
-		keys[i] = key(ns, name)
-	}
-	return t.waitKeys(ctx, keys, timeout, interval, progress, ok)
+	return t.waitKeys(ctx, keysOf(ns, names), timeout, interval, progress, ok)
 }
 
 // waitKeys is waitStacks for Stacks of any namespaces, named by key(namespace, name).
 func (t *tracker) waitKeys(ctx context.Context, keys []string, timeout time.Duration,
 	interval time.Duration, progress func(n int), ok func(*stackSeen) bool,
 ) int {
+	return t.waitCount(ctx, len(keys), timeout, interval, progress, func() int {
+		n := 0
+		for _, k := range keys {
+			if st := t.stacks[k]; st != nil && ok(st) {
+				n++
+			}
+		}
+		return n
+	})
+}
+
+// waitInstances blocks until every instance named by key(namespace, name) has been seen
+// Ready, ctx ends or timeout passes, as waitKeys does for Stacks.
+func (t *tracker) waitInstances(ctx context.Context, keys []string, timeout, interval time.Duration, progress func(int)) int {
+	return t.waitCount(ctx, len(keys), timeout, interval, progress, func() int {
+		n := 0
+		for _, k := range keys {
+			if _, ok := t.instances[k]; ok {
+				n++
+			}
+		}
+		return n
+	})
+}
+
+// waitCount blocks until count, called with the tracker locked, reaches want, ctx ends or
+// timeout passes; progress, if not nil, is called every interval with the count. It
+// returns the last count.
+func (t *tracker) waitCount(ctx context.Context, want int, timeout, interval time.Duration, progress func(int), count func() int) int {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, t.wake)
 	defer stop()
-	go func() {
-		tk := time.NewTicker(interval)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				t.mu.Lock()
-				n := t.countLocked(keys, ok)
-				t.mu.Unlock()
-				if progress != nil {
+	if progress != nil {
+		go func() {
+			tk := time.NewTicker(interval)
+			defer tk.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tk.C:
+					t.mu.Lock()
+					n := count()
+					t.mu.Unlock()
 					progress(n)
 				}
 			}
-		}
-	}()
+		}()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for {
-		n := t.countLocked(keys, ok)
-		if n == len(keys) || ctx.Err() != nil {
+		n := count()
+		if n >= want || ctx.Err() != nil {
 			return n
 		}
 		t.cond.Wait()
 	}
-}
-
-func (t *tracker) countLocked(keys []string, ok func(*stackSeen) bool) int {
-	n := 0
-	for _, k := range keys {
-		if st := t.stacks[k]; st != nil && ok(st) {
-			n++
-		}
-	}
-	return n
-}
-
-// readyOn reports whether the Stack was seen Ready on a revision containing rev (any
-// revision when rev is ""), whatever the revision's spelling ("<sha>", "main@sha1:<sha>").
-func (st *stackSeen) readyOn(rev string) bool {
-	if _, ok := st.ready[rev]; ok {
-		return true
-	}
-	for r := range st.ready {
-		if rev != "" && strings.Contains(r, rev) {
-			return true
-		}
-	}
-	return false
 }
 
 // stack returns the latest version seen of a Stack.
@@ -292,25 +436,18 @@ func (t *tracker) updatesOf(ns, name string) []updateSeen {
 
 // waitStack blocks until f accepts the latest version of Stack ns/name, or the timeout.
 func (t *tracker) waitStack(ctx context.Context, ns, name string, timeout time.Duration, f func(*pulumiv1.Stack) bool) (*pulumiv1.Stack, bool) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, t.wake)
-	defer stop()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for {
-		var last *pulumiv1.Stack
+	var last *pulumiv1.Stack
+	n := t.waitCount(ctx, 1, timeout, 0, nil, func() int {
+		last = nil
 		if st := t.stacks[key(ns, name)]; st != nil {
 			last = st.last
 		}
 		if last != nil && f(last) {
-			return last, true
+			return 1
 		}
-		if ctx.Err() != nil {
-			return last, false
-		}
-		t.cond.Wait()
-	}
+		return 0
+	})
+	return last, n == 1
 }
 
 // wake makes every waiter re-check its condition.
@@ -322,37 +459,18 @@ func (t *tracker) wake() {
 
 // phases counts the Updates seen in ns by phase.
 func (t *tracker) phases(ns string) map[string]int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := map[string]int{}
-	for k, u := range t.updates {
-		if strings.HasPrefix(k, ns+"/") {
-			p := string(u.phase)
-			if p == "" {
-				p = string(v1alpha1.UpdatePhasePending)
-			}
-			out[p]++
-		}
-	}
+	_, out := t.updatesSince(ns, time.Time{})
 	return out
 }
 
 // updatesSince counts by phase the Updates of ns first seen at or after since.
 func (t *tracker) updatesSince(ns string, since time.Time) (int, map[string]int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n, out := 0, map[string]int{}
-	for k, u := range t.updates {
-		if strings.HasPrefix(k, ns+"/") && !u.seen.Before(since) {
-			n++
-			p := string(u.phase)
-			if p == "" {
-				p = string(v1alpha1.UpdatePhasePending)
-			}
-			out[p]++
-		}
+	out := map[string]int{}
+	ups := t.updatesIn(ns, since, time.Now().Add(time.Hour))
+	for _, u := range ups {
+		out[phaseName(u.phase)]++
 	}
-	return n, out
+	return len(ups), out
 }
 
 // updatesIn returns copies of what was seen of the Updates of ns ("" for every namespace
@@ -367,4 +485,12 @@ func (t *tracker) updatesIn(ns string, from, to time.Time) []updateSeen {
 		}
 	}
 	return out
+}
+
+// phaseName is an Update's phase, Pending before the manager has set one.
+func phaseName(p v1alpha1.UpdatePhase) string {
+	if p == "" {
+		return string(v1alpha1.UpdatePhasePending)
+	}
+	return string(p)
 }
