@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -267,44 +265,10 @@ func (b *bench) runGit(ctx context.Context) error {
 	body := "N Stacks track `main` of one local repository served over smart HTTP by git-http-backend (net/http/cgi, " +
 		"127.0.0.1); after all are Ready on the first commit, one commit is pushed.\n\n" + table([]string{"git fleet", ""}, rows)
 	if ready2 < n {
-		body += "\n" + b.notReady(nsGit, names)
+		body += "\n" + b.notReady(nsGit, names, "")
 	}
 	b.rep.add(fmt.Sprintf("Git fleet (N=%d)", n), body)
 	return nil
-}
-
-// forAll runs fn for every name with cfg.CreateWorkers concurrent workers; verb names what
-// fn does to the objects, for the error.
-func (b *bench) forAll(ctx context.Context, verb string, names []string, fn func(string) error) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		next = make(chan string)
-	)
-	for range b.cfg.CreateWorkers {
-		wg.Go(func() {
-			for name := range next {
-				if err := fn(name); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("%s: %w", name, err))
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, name := range names {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- name
-	}
-	close(next)
-	wg.Wait()
-	if len(errs) > 0 {
-		return fmt.Errorf("failed to %s %d of %d objects: %w", verb, len(errs), len(names), errors.Join(errs[:min(5, len(errs))]...))
-	}
-	return ctx.Err()
 }
 
 func sub(a, b [3]int64) [3]int64 { return [3]int64{a[0] - b[0], a[1] - b[1], a[2] - b[2]} }

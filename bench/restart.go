@@ -13,9 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 )
 
@@ -338,23 +335,6 @@ func pctRow(ds []time.Duration) string {
 	return fmt.Sprintf("%s / %s / %s (%d)", secs(s.P50), p99, secs(s.Max), len(ds))
 }
 
-// changeProgram gives Program ns/name's greeting File a new content with a merge patch
-// (no read first, so no conflict with the manager's status writes) and returns the
-// revision its Stack will report once it deploys it.
-func (b *bench) changeProgram(ctx context.Context, ns, name, content string) (string, error) {
-	patch, err := json.Marshal(map[string]any{"program": map[string]any{"resources": map[string]any{
-		"greeting": map[string]any{"properties": map[string]any{"content": content}}}}})
-	if err != nil {
-		return "", err
-	}
-	p := &pulumiv1.Program{}
-	p.Namespace, p.Name = ns, name
-	if err := b.cluster.client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return "", fmt.Errorf("failed to change Program %s/%s: %w", ns, name, err)
-	}
-	return fmt.Sprintf("generation/%d", p.Generation), nil
-}
-
 // runRestart stops the manager of the Ready fleet, starts it again, changes a few Stacks'
 // Programs 5 s later, and times the new process until it has reconciled every Stack and
 // run the changes.
@@ -583,7 +563,7 @@ func (b *bench) runRestart(ctx context.Context) error {
 		body += fmt.Sprintf("\n%d Stacks got Updates they had no change for.\n", len(byStack))
 	}
 	if readyChanged < len(changed) {
-		body += "\n" + b.notReadyAt(nsFleet, slices.DeleteFunc(slices.Clone(changed), func(name string) bool {
+		body += "\n" + b.notReady(nsFleet, slices.DeleteFunc(slices.Clone(changed), func(name string) bool {
 			_, ok := b.track.readyAt(nsFleet, name, revs[name])
 			return ok
 		}), "the changed revision")

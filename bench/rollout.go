@@ -216,7 +216,7 @@ func (b *bench) runRollout(ctx context.Context) error {
 	}
 	if deployed < n {
 		deployRows = append(deployRows, []string{"start → all Ready at " + gen1, fmt.Sprintf("not reached: %d/%d after %s", deployed, n, secs(time.Since(start)))})
-		b.rep.add(fmt.Sprintf("Rollout (N=%d): first deploy (failed)", n), table([]string{"first deploy", ""}, deployRows)+"\n"+b.notReadyAt(nsRollout, names, gen1))
+		b.rep.add(fmt.Sprintf("Rollout (N=%d): first deploy (failed)", n), table([]string{"first deploy", ""}, deployRows)+"\n"+b.notReady(nsRollout, names, gen1))
 		return fmt.Errorf("%d of %d Stacks not Ready at %s", n-deployed, n, gen1)
 	}
 	deployRows = append(deployRows,
@@ -459,7 +459,7 @@ func (b *bench) runRollout(ctx context.Context) error {
 		))
 	if rolled < n || idleErr != nil {
 		body += "\nThe rollout did not complete. StackRollout status at the end:\n\n" + describeRollout(ro) +
-			"\n" + b.notReadyAt(nsRollout, names, target)
+			"\n" + b.notReady(nsRollout, names, target)
 	}
 	b.rep.add(fmt.Sprintf("Rollout (N=%d, 4 waves, bakeTime %s)", n, bake), body)
 	return nil
@@ -514,43 +514,6 @@ func describeRollout(ro *v1alpha1.StackRollout) string {
 		rows = append(rows, []string{"failed Stacks", strings.Join(st.FailedStacks, ", ")})
 	}
 	return table([]string{"StackRollout " + ro.Name, ""}, rows)
-}
-
-// notReadyAt summarises the Stacks not seen Ready at rev by condition (HeldBack included).
-func (b *bench) notReadyAt(ns string, names []string, rev string) string {
-	byState := map[string][]string{}
-	for _, name := range names {
-		if _, ok := b.track.readyAt(ns, name, rev); ok {
-			continue
-		}
-		st := b.track.stack(ns, name)
-		state := describeStack(st)
-		if st != nil {
-			if c := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionHeldBack); c != nil {
-				state += fmt.Sprintf("; HeldBack=%s %s", c.Status, c.Reason)
-			}
-			if lu := st.Status.LastUpdate; lu != nil {
-				state += fmt.Sprintf("; last successful %s", lu.LastSuccessfulCommit)
-			}
-		}
-		byState[state] = append(byState[state], name)
-	}
-	if len(byState) == 0 {
-		return ""
-	}
-	var rows [][]string
-	for _, k := range slices.Sorted(maps.Keys(byState)) {
-		ex := byState[k]
-		rows = append(rows, []string{fmt.Sprint(len(ex)), k, strings.Join(ex[:min(3, len(ex))], ", ")})
-	}
-	return "Stacks not Ready at " + rev + ", by state:\n\n" + table([]string{"count", "state (conditions)", "examples"}, rows)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.IsZero() || b.Before(a) {
-		return b
-	}
-	return a
 }
 
 func sumDurations(ds []time.Duration) time.Duration {

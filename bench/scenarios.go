@@ -17,7 +17,6 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
-	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/procfs"
 )
@@ -82,65 +81,80 @@ func (b *bench) floorMedian() time.Duration {
 	return Percentile(b.floor.Sequential.Runs, 50)
 }
 
+// latencySample is one apply → Ready of the latency scenario, split into the phases the
+// watch saw.
+type latencySample struct {
+	total, toUpdate, toRunning, running, toReady time.Duration
+	updates                                      int
+	// rerun is the same Stack re-run once through its reconcile request, → Ready.
+	rerun time.Duration
+}
+
 // runLatency applies one Program + Stack at a time and waits for it to be Ready.
 func (b *bench) runLatency(ctx context.Context) error {
-	type sample struct {
-		total, toUpdate, toRunning, running, toReady time.Duration
-		updates                                      int
-	}
-	var samples []sample
-	var reruns []time.Duration
+	var samples []latencySample
 	for i := range b.cfg.LatencyRuns {
-		name := fmt.Sprintf("latency-%02d", i)
-		files := filepath.Join(b.work, "files", nsLatency, name)
-		t0 := time.Now()
-		if err := b.cluster.client.Create(ctx, programFor(nsLatency, name, b.cfg.Program)); err != nil {
-			return fmt.Errorf("failed to create Program %s: %w", name, err)
-		}
-		if err := b.cluster.client.Create(ctx, benchStack(nsLatency, name, name, files)); err != nil {
-			return fmt.Errorf("failed to create Stack %s: %w", name, err)
-		}
-		if n := b.track.waitReady(ctx, nsLatency, []string{name}, "", 5*time.Minute, time.Hour, nil); n != 1 {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("stack %s not Ready after 5 minutes: %s", name, describeStack(b.track.stack(nsLatency, name)))
-		}
-		ready, _ := b.track.readyAt(nsLatency, name, "")
-		s := sample{total: ready.Sub(t0)}
-		ups := b.track.updatesOf(nsLatency, name)
-		s.updates = len(ups)
-		if len(ups) > 0 {
-			sort.Slice(ups, func(i, j int) bool { return ups[i].seen.Before(ups[j].seen) })
-			first, last := ups[0], ups[len(ups)-1]
-			s.toUpdate = first.seen.Sub(t0)
-			s.toRunning = first.run.Sub(first.seen)
-			s.running = last.done.Sub(first.run)
-			s.toReady = ready.Sub(last.done)
-		}
-		samples = append(samples, s)
-		b.say("latency: %s Ready after %s", name, secs(s.total))
-		d, err := b.rerun(ctx, nsLatency, name)
+		s, err := b.applyOne(ctx, fmt.Sprintf("latency-%02d", i))
 		if err != nil {
 			return err
 		}
-		reruns = append(reruns, d)
-		b.say("latency: %s re-run Ready after %s", name, secs(d))
+		samples = append(samples, s)
 	}
-	col := func(f func(sample) time.Duration) []time.Duration {
+	b.rep.add("Latency (one Stack, apply → Ready)", b.latencyReport(samples))
+	return nil
+}
+
+// applyOne creates Program and Stack name, times it to Ready, then re-runs it once.
+func (b *bench) applyOne(ctx context.Context, name string) (latencySample, error) {
+	files := filepath.Join(b.work, "files", nsLatency, name)
+	t0 := time.Now()
+	if err := b.cluster.client.Create(ctx, programFor(nsLatency, name, b.cfg.Program)); err != nil {
+		return latencySample{}, fmt.Errorf("failed to create Program %s: %w", name, err)
+	}
+	if err := b.cluster.client.Create(ctx, benchStack(nsLatency, name, name, files)); err != nil {
+		return latencySample{}, fmt.Errorf("failed to create Stack %s: %w", name, err)
+	}
+	if n := b.track.waitReady(ctx, nsLatency, []string{name}, "", 5*time.Minute, time.Hour, nil); n != 1 {
+		if ctx.Err() != nil {
+			return latencySample{}, ctx.Err()
+		}
+		return latencySample{}, fmt.Errorf("stack %s not Ready after 5 minutes: %s", name, describeStack(b.track.stack(nsLatency, name)))
+	}
+	ready, _ := b.track.readyAt(nsLatency, name, "")
+	s := latencySample{total: ready.Sub(t0)}
+	ups := b.track.updatesOf(nsLatency, name)
+	s.updates = len(ups)
+	if len(ups) > 0 {
+		sort.Slice(ups, func(i, j int) bool { return ups[i].seen.Before(ups[j].seen) })
+		first, last := ups[0], ups[len(ups)-1]
+		s.toUpdate = first.seen.Sub(t0)
+		s.toRunning = first.run.Sub(first.seen)
+		s.running = last.done.Sub(first.run)
+		s.toReady = ready.Sub(last.done)
+	}
+	b.say("latency: %s Ready after %s", name, secs(s.total))
+	d, err := b.rerun(ctx, nsLatency, name)
+	if err != nil {
+		return s, err
+	}
+	s.rerun = d
+	b.say("latency: %s re-run Ready after %s", name, secs(d))
+	return s, nil
+}
+
+func (b *bench) latencyReport(samples []latencySample) string {
+	col := func(f func(latencySample) time.Duration) []time.Duration {
 		var out []time.Duration
 		for _, s := range samples {
 			out = append(out, f(s))
 		}
 		return out
 	}
-	floor := b.floorMedian()
-	row := func(name string, ds []time.Duration, withRatio bool) []string {
-		r := []string{name, secs(Percentile(ds, 50)), secs(Percentile(ds, 90)), secs(Summarize(ds).Max)}
-		if withRatio {
-			r = append(r, ratio(Ratio(Percentile(ds, 50), floor)))
-		} else {
-			r = append(r, "")
+	floor, steady := b.floorMedian(), b.steadyFloor()
+	row := func(name string, ds []time.Duration, against time.Duration, of string) []string {
+		r := []string{name, percentiles(ds, 50), percentiles(ds, 90), percentiles(ds, 100), ""}
+		if against != 0 || of != "" {
+			r[4] = ratio(Ratio(Percentile(ds, 50), against)) + of
 		}
 		return r
 	}
@@ -148,10 +162,6 @@ func (b *bench) runLatency(ctx context.Context) error {
 	for _, s := range samples {
 		extra += s.updates - 1
 	}
-	steady := b.steadyFloor()
-	rerunRow := []string{"re-run (reconcile request, config unchanged) → Ready", secs(Percentile(reruns, 50)),
-		secs(Percentile(reruns, 90)), secs(Summarize(reruns).Max),
-		ratio(Ratio(Percentile(reruns, 50), steady)) + " of the CLI's steady update (" + secs(steady) + ")"}
 	body := fmt.Sprintf("%d times, one after the other: create a new Program and a Stack on it (new names each time, "+
 		"the earlier ones stay Ready in the namespace), time until the Stack is Ready for its generation. "+
 		"The phases are when the harness's watch saw: the Update created, it Running, it finished, the Stack Ready. "+
@@ -159,165 +169,152 @@ func (b *bench) runLatency(ctx context.Context) error {
 		"through its reconcile-request annotation (a steady-state update), timed from the annotation to Ready for it.\n\n",
 		len(samples), secs(floor)) +
 		table([]string{"", "median", "p90", "max", "median / floor median"}, [][]string{
-			row("apply → Ready", col(func(s sample) time.Duration { return s.total }), true),
-			row("apply → Update created", col(func(s sample) time.Duration { return s.toUpdate }), false),
-			row("Update created → Running", col(func(s sample) time.Duration { return s.toRunning }), false),
-			row("Running → finished (engine run in the manager)", col(func(s sample) time.Duration { return s.running }), true),
-			row("finished → Stack Ready", col(func(s sample) time.Duration { return s.toReady }), false),
-			rerunRow,
+			row("apply → Ready", col(func(s latencySample) time.Duration { return s.total }), floor, ""),
+			row("apply → Update created", col(func(s latencySample) time.Duration { return s.toUpdate }), 0, ""),
+			row("Update created → Running", col(func(s latencySample) time.Duration { return s.toRunning }), 0, ""),
+			row("Running → finished (engine run in the manager)", col(func(s latencySample) time.Duration { return s.running }), floor, ""),
+			row("finished → Stack Ready", col(func(s latencySample) time.Duration { return s.toReady }), 0, ""),
+			row("re-run (reconcile request, config unchanged) → Ready", col(func(s latencySample) time.Duration { return s.rerun }),
+				steady, " of the CLI's steady update ("+secs(steady)+")"),
 		})
 	if extra > 0 {
 		body += fmt.Sprintf("\n%d Updates more than one per Stack were created (retries).\n", extra)
 	}
-	b.rep.add("Latency (one Stack, apply → Ready)", body)
-	return nil
+	return body
 }
 
 // runFleet creates N Programs and Stacks at once and waits until all are Ready.
 func (b *bench) runFleet(ctx context.Context) error {
-	n, par := b.cfg.N, b.cfg.Parallelism
-	floor := b.floorMedian()
-	ideal := time.Duration(n) * floor / time.Duration(par)
-	timeout := b.cfg.FleetTimeout
-	if timeout == 0 {
-		guess := ideal
-		if guess == 0 {
-			guess = time.Duration(n) * 10 * time.Second / time.Duration(par)
-		}
-		timeout = 4*guess + 5*time.Minute
-	}
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("fleet-%05d", i)
-	}
-	b.fleetNames = names
-	before := b.snap(ctx)
+	n := b.cfg.N
+	b.fleetNames = numbered("fleet", n)
+	keys := keysOf(nsFleet, b.fleetNames)
+	timeout := b.fleetTimeout(n, b.floorMedian())
+	m := b.measure(ctx)
+	defer m.release()
 	updatesBefore, _, err := b.countUpdates(ctx, nsFleet)
 	if err != nil {
 		return err
 	}
-
-	peakRSS := b.sampleRSS(ctx)
-	defer peakRSS()
-
-	t0 := time.Now()
 	b.say("fleet: creating %d Programs and Stacks with %d workers (timeout %s)", n, b.cfg.CreateWorkers, timeout.Round(time.Second))
-	err = b.forAll(ctx, "create", names, func(name string) error {
-		if err := b.cluster.client.Create(ctx, programFor(nsFleet, name, b.cfg.Program)); err != nil {
-			return err
-		}
-		st := benchStack(nsFleet, name, name, filepath.Join(b.work, "files", nsFleet, name))
-		st.Spec.Backend = b.ownBackend(b.mgrOpts.dataDir, nsFleet, name)
-		return b.cluster.client.Create(ctx, st)
+	start, creation, err := b.createFleet(ctx, keys, func(ns, name string) error {
+		return b.createOwnStack(ctx, b.mgrOpts.dataDir, ns, name, nil)
 	})
-	creation := time.Since(t0)
 	if err != nil {
 		return err
 	}
 	b.say("fleet: created in %s", secs(creation))
-
-	// The CPU profile, taken while the fleet is being worked on.
-	profPath := b.prefix + ".cpu.pprof"
-	var profErr error
-	var prof sync.WaitGroup
-	prof.Go(func() {
-		b.say("fleet: fetching a %d s CPU profile of the manager", b.cfg.ProfileSeconds)
-		pctx, cancel := context.WithTimeout(ctx, time.Duration(b.cfg.ProfileSeconds+60)*time.Second)
-		defer cancel()
-		profErr = b.mgr.profile(pctx, b.cfg.ProfileSeconds, profPath)
-	})
-
-	progress := func(ready int) {
-		b.say("fleet: %d/%d Ready after %s; Updates: %s; manager %s", ready, n, secs(time.Since(t0)),
-			mapString(b.track.phases(nsFleet)), procLine(b.mgr.pid()))
-	}
-	readyCount := b.track.waitReady(ctx, nsFleet, names, "", timeout, 30*time.Second, progress)
-	wall := time.Since(t0)
-	after := b.snap(ctx)
-	peak := peakRSS()
-	prof.Wait()
+	profile := b.profileWhile(ctx)
+	r := b.waitReady(ctx, keys, "", start, timeout, b.fleetProgress("fleet", nsFleet, n, start))
+	m.end(ctx)
+	profiled := profile()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	b.fleetReady = readyCount == n
-
-	var readyTimes []time.Duration
-	var last time.Time
-	for _, name := range names {
-		if at, ok := b.track.readyAt(nsFleet, name, ""); ok {
-			readyTimes = append(readyTimes, at.Sub(t0))
-			if at.After(last) {
-				last = at
-			}
-		}
-	}
+	b.fleetReady = r.all()
 	if b.fleetReady {
-		wall = last.Sub(t0)
-		b.fleetWall = wall
+		b.fleetWall = r.wall
 	}
-	phases, updates, err := b.countUpdates(ctx, nsFleet)
+	runs, err := b.updateRows(ctx, nsFleet, updatesBefore, m)
 	if err != nil {
 		return err
 	}
+	rows := [][]string{
+		{"Stacks (each with its own Program)", fmt.Sprint(n)},
+		{"creation of the 2N objects", secs(creation)},
+		{"start → all Ready", r.allReady()},
+		{"Ready since start: p50 / p90 / p99 / max", percentiles(r.sinceStart, 50, 90, 99, 100)},
+	}
+	rows = append(rows, b.idealRows("ideal: N × floor median (CLI first update) / parallelism", r.wall, n, b.floorMedian())...)
+	rows = append(rows, b.engineThroughputRows(r.wall, n)...)
+	rows = append(rows, b.cpuBoundRows(r.wall, n)...)
+	if r.wall > 0 {
+		rows = append(rows, []string{"Stacks Ready per minute", fmt.Sprintf("%.1f", float64(r.ready)/r.wall.Minutes())})
+	}
+	rows = append(append(rows, runs...), m.costRows()...)
+	body := fmt.Sprintf("N Stacks, each with its own Program (%s, own STACKWRIGHT_TESTING_ROOT), created at once "+
+		"by %d concurrent clients; times are since the first create. `--max-concurrent-updates %d`.\n\n",
+		programDescription(b.cfg.Program), b.cfg.CreateWorkers, b.cfg.Parallelism) + table([]string{"fleet", ""}, rows)
+	if !b.fleetReady {
+		body += "\n" + b.notReady(nsFleet, b.fleetNames, "")
+	}
+	b.rep.add(fmt.Sprintf("Fleet (N=%d)", n), body+"\n"+profiled)
+	return nil
+}
+
+// createOwnStack creates Program and Stack name in ns, the Stack on that Program of its
+// own with files of its own, labelled labels, its state where the manager whose data
+// directory is dataDir keeps it.
+func (b *bench) createOwnStack(ctx context.Context, dataDir, ns, name string, labels map[string]string) error {
+	if err := b.cluster.client.Create(ctx, programFor(ns, name, b.cfg.Program)); err != nil {
+		return err
+	}
+	st := benchStack(ns, name, name, filepath.Join(b.work, "files", ns, name))
+	st.Labels = labels
+	st.Spec.Backend = b.ownBackend(dataDir, ns, name)
+	return b.cluster.client.Create(ctx, st)
+}
+
+// cpuBoundRows compare wall with the CPU the CLI's first updates of n new stacks need on
+// this machine's cores: no scheduler finishes the same engine work sooner.
+func (b *bench) cpuBoundRows(wall time.Duration, n int) [][]string {
+	if b.floor == nil || b.floor.CLI == nil || b.floor.CLI.First.CPUPerRun() <= 0 {
+		return nil
+	}
+	cores, perRun := runtime.NumCPU(), b.floor.CLI.First.CPUPerRun()
+	bound := time.Duration(n) * perRun / time.Duration(cores)
+	return [][]string{
+		{"CPU bound: N × the CLI's CPU per first update ÷ cores", fmt.Sprintf("%s (%d × %s / %d)", secs(bound), n, secs(perRun), cores)},
+		{"**wall / CPU bound**", ratio(Ratio(wall, bound))},
+	}
+}
+
+// updateRows count the Updates of ns created since before (a count by phase), with the
+// manager's peak RSS over m and the failed ones' reasons.
+func (b *bench) updateRows(ctx context.Context, ns string, before map[v1alpha1.UpdatePhase]int, m *measurement) ([][]string, error) {
+	phases, updates, err := b.countUpdates(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
 	total := len(updates)
-	for _, c := range updatesBefore {
+	for _, c := range before {
 		total -= c
 	}
-	failedReasons := map[string]int{}
+	failed := map[string]int{}
 	for _, u := range updates {
 		if u.Status.Phase == v1alpha1.UpdatePhaseFailed {
 			reason := "?"
 			if c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete); c != nil {
 				reason = c.Reason
 			}
-			failedReasons[reason]++
+			failed[reason]++
 		}
 	}
-	rt := Summarize(readyTimes)
-	allReady := fmt.Sprintf("%s (%d/%d Ready)", secs(wall), readyCount, n)
-	if !b.fleetReady {
-		allReady = fmt.Sprintf("not reached: %d/%d Ready after %s", readyCount, n, secs(wall))
-	}
 	rows := [][]string{
-		{"Stacks (each with its own Program)", fmt.Sprint(n)},
-		{"creation of the 2N objects", secs(creation)},
-		{"start → all Ready", allReady},
-		{"Ready since start: p50 / p90 / p99 / max", fmt.Sprintf("%s / %s / %s / %s", secs(rt.P50), secs(rt.P90), secs(rt.P99), secs(rt.Max))},
-		{"ideal: N × floor median (CLI first update) / parallelism", fmt.Sprintf("%s (%d × %s / %d)", secs(ideal), n, secs(floor), par)},
-		{"wall / ideal", ratio(Ratio(wall, ideal))},
+		{"engine runs started (Update objects created)", fmt.Sprintf("%d (%s)", total, phaseString(phases))},
+		{"manager peak RSS during the fleet (sampled 1/s)", MiB(m.peakRSS())},
 	}
-	if b.floor != nil && b.floor.Parallel.Throughput() > 0 {
-		measured := time.Duration(float64(n) / b.floor.Parallel.Throughput() * float64(time.Second))
-		rows = append(rows, []string{fmt.Sprintf("wall / (N ÷ engine floor throughput at %d at a time)", par),
-			fmt.Sprintf("%s (%s)", ratio(Ratio(wall, measured)), secs(measured))})
+	if len(failed) > 0 {
+		rows = append(rows, []string{"failed Updates by reason", mapString(failed)})
 	}
-	if b.floor != nil && b.floor.CLI != nil && b.floor.CLI.First.CPUPerRun() > 0 {
-		cores := runtime.NumCPU()
-		bound := time.Duration(n) * b.floor.CLI.First.CPUPerRun() / time.Duration(cores)
-		rows = append(rows,
-			[]string{"CPU bound: N × the CLI's CPU per first update ÷ cores", fmt.Sprintf("%s (%d × %s / %d)", secs(bound), n, secs(b.floor.CLI.First.CPUPerRun()), cores)},
-			[]string{"**wall / CPU bound**", ratio(Ratio(wall, bound))})
+	return rows, nil
+}
+
+// profileWhile fetches a CPU profile of the manager while the caller goes on; the returned
+// function waits for it and renders it.
+func (b *bench) profileWhile(ctx context.Context) (section func() string) {
+	path := b.prefix + ".cpu.pprof"
+	var err error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		b.say("fleet: fetching a %d s CPU profile of the manager", b.cfg.ProfileSeconds)
+		pctx, cancel := context.WithTimeout(ctx, time.Duration(b.cfg.ProfileSeconds+60)*time.Second)
+		defer cancel()
+		err = b.manager().profile(pctx, b.cfg.ProfileSeconds, path)
+	})
+	return func() string {
+		wg.Wait()
+		return b.profileSection(path, err)
 	}
-	if wall > 0 {
-		rows = append(rows, []string{"Stacks Ready per minute", fmt.Sprintf("%.1f", float64(readyCount)/wall.Minutes())})
-	}
-	rows = append(rows,
-		[]string{"engine runs started (Update objects created)", fmt.Sprintf("%d (%s)", total, phaseString(phases))},
-		[]string{"manager peak RSS during the fleet (sampled 1/s)", MiB(max(peak, after.mgr.RSS))},
-	)
-	if len(failedReasons) > 0 {
-		rows = append(rows, []string{"failed Updates by reason", mapString(failedReasons)})
-	}
-	rows = append(rows, costRows(before, after)...)
-	body := fmt.Sprintf("N Stacks, each with its own Program (%s, own STACKWRIGHT_TESTING_ROOT), created at once "+
-		"by %d concurrent clients; times are since the first create. `--max-concurrent-updates %d`.\n\n", programDescription(b.cfg.Program), b.cfg.CreateWorkers, par) +
-		table([]string{"fleet", ""}, rows)
-	if !b.fleetReady {
-		body += "\n" + b.notReady(nsFleet, names)
-	}
-	body += "\n" + b.profileSection(profPath, profErr)
-	b.rep.add(fmt.Sprintf("Fleet (N=%d)", n), body)
-	return nil
 }
 
 // sampleRSS samples the manager's VmRSS every second until the returned function is
@@ -325,45 +322,6 @@ func (b *bench) runFleet(ctx context.Context) error {
 // phase's). Calling it again returns the same peak.
 func (b *bench) sampleRSS(ctx context.Context) (peak func() int64) {
 	return sampleRSSOf(ctx, b.manager().pid())
-}
-
-// notReady summarises the Stacks that are not Ready by condition.
-func (b *bench) notReady(ns string, names []string) string {
-	byState := map[string][]string{}
-	for _, name := range names {
-		if _, ok := b.track.readyAt(ns, name, ""); ok {
-			continue
-		}
-		st := b.track.stack(ns, name)
-		state := describeStack(st)
-		byState[state] = append(byState[state], name)
-	}
-	var rows [][]string
-	for _, k := range slices.Sorted(maps.Keys(byState)) {
-		ex := byState[k]
-		rows = append(rows, []string{fmt.Sprint(len(ex)), k, strings.Join(ex[:min(3, len(ex))], ", ")})
-	}
-	return "Stacks not Ready, by state:\n\n" + table([]string{"count", "state (conditions)", "examples"}, rows)
-}
-
-func describeStack(st *pulumiv1.Stack) string {
-	if st == nil {
-		return "never seen"
-	}
-	var parts []string
-	for _, t := range []string{pulumiv1.ConditionReady, pulumiv1.ConditionReconciling, pulumiv1.ConditionStalled} {
-		if c := apimeta.FindStatusCondition(st.Status.Conditions, t); c != nil {
-			msg := c.Message
-			if len(msg) > 160 {
-				msg = msg[:160] + "…"
-			}
-			parts = append(parts, fmt.Sprintf("%s=%s %s: %s", t, c.Status, c.Reason, strings.ReplaceAll(msg, "|", "\\|")))
-		}
-	}
-	if len(parts) == 0 {
-		return "no conditions"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // profileSection lists the top functions of the CPU profile with `go tool pprof -top`.

@@ -471,7 +471,7 @@ func (b *bench) runShards(ctx context.Context) error {
 		nsShards, shardSelectors[0][1], shardSelectors[1][1], par, 2*par, runtime.NumCPU(), shardLabel, shardLabel, b.cfg.CreateWorkers) +
 		table([]string{"shards", ""}, rows) + "\nPer manager:\n\n" + per
 	if readyCount < n {
-		body += "\n" + b.notReady(nsShards, names)
+		body += "\n" + b.notReady(nsShards, names, "")
 	}
 	body += fmt.Sprintf("\nThen %d Stacks of shard a (spread over its names) are relabelled `%s=b` and their Programs "+
 		"given a new `greeting` content (merge patches, one Stack after the other per client); times from each Stack's "+
@@ -484,7 +484,7 @@ func (b *bench) runShards(ctx context.Context) error {
 				late = append(late, name)
 			}
 		}
-		body += "\n" + b.notReadyAt(nsShards, late, "the new revision")
+		body += "\n" + b.notReady(nsShards, late, "the new revision")
 	}
 	b.rep.add(title, body)
 	return nil
