@@ -147,196 +147,236 @@ func benchRollout(rings int, bake time.Duration) *v1alpha1.StackRollout {
 	}
 }
 
+// rolloutRun is one run of the rollout scenario, filled in step by step.
+type rolloutRun struct {
+	n      int
+	sizes  []int
+	names  []string
+	ring   map[string]int
+	bake   time.Duration
+	ro     *v1alpha1.StackRollout
+	gen1   string
+	target string
+	// deployRows are the first deploy's figures (not the scenario's).
+	deployRows [][]string
+	change     time.Time
+	// rolled counts the Stacks Ready at target; idleErr says why the rollout was not
+	// seen Idle at target.
+	rolled  int
+	idleErr error
+	m       *measurement
+}
+
 // runRollout deploys a fleet on one shared Program without a rollout, puts a StackRollout
 // over it, changes the Program and times the change's way through the four rings, in
 // particular the rollout's own wait between a wave's last Stack Ready and the next wave's
 // first runner start.
 func (b *bench) runRollout(ctx context.Context) error {
-	n, par, bake := b.cfg.RolloutN, b.cfg.Parallelism, b.cfg.RolloutBake
-	sizes := rolloutRings(n)
-	names := make([]string, n)
-	ring := map[string]int{}
-	for i := range names {
-		names[i] = fmt.Sprintf("stack-%05d", i)
-		ring[names[i]] = ringOf(sizes, i)
+	r := &rolloutRun{n: b.cfg.RolloutN, sizes: rolloutRings(b.cfg.RolloutN), names: numbered("stack", b.cfg.RolloutN),
+		ring: map[string]int{}, bake: b.cfg.RolloutBake}
+	for i, name := range r.names {
+		r.ring[name] = ringOf(r.sizes, i)
 	}
 	stopWatch, err := b.track.watchRollouts(ctx)
 	if err != nil {
 		return err
 	}
 	defer stopWatch()
-
-	// The fleet's own first deploy, without a rollout.
-	prog := benchProgram(nsRollout, rolloutProgram)
-	t0 := time.Now()
-	if err := b.cluster.client.Create(ctx, prog); err != nil {
-		return fmt.Errorf("failed to create Program %s: %w", rolloutProgram, err)
-	}
-	if err := b.waitPrograms(ctx, []client.ObjectKey{client.ObjectKeyFromObject(prog)}); err != nil {
-		return err
-	}
-	progReady := time.Since(t0)
-	floor, steady := b.floorMedian(), b.steadyFloor()
-	deployIdeal := time.Duration(n) * floor / time.Duration(par)
-	timeout := b.cfg.FleetTimeout
-	if timeout == 0 {
-		timeout = 4*time.Duration(n)*max(floor, 5*time.Second)/time.Duration(par) + 5*time.Minute
-	}
-	files := filepath.Join(b.work, "files", nsRollout)
-	start := time.Now()
-	b.say("rollout: creating %d Stacks on one Program in rings of %v (timeout %s)", n, sizes, timeout.Round(time.Second))
-	err = b.forAll(ctx, "create", names, func(name string) error {
-		return b.cluster.client.Create(ctx, rolloutStack(name, ring[name], filepath.Join(files, name)))
-	})
-	creation := time.Since(start)
+	prog, err := b.deployRolloutFleet(ctx, r)
 	if err != nil {
 		return err
 	}
-	progress := func(ready int) {
-		b.say("rollout: first deploy: %d/%d Ready after %s; Updates: %s; manager %s", ready, n, secs(time.Since(start)),
-			mapString(b.track.phases(nsRollout)), procLine(b.mgr.pid()))
+	if err := b.startRollout(ctx, r); err != nil {
+		return err
 	}
-	gen1 := fmt.Sprintf("generation/%d", prog.Generation)
-	deployed := b.track.waitReady(ctx, nsRollout, names, gen1, timeout, 30*time.Second, progress)
+	r.m = b.measure(ctx)
+	defer r.m.release()
+	if err := b.changeRevision(ctx, r, prog); err != nil {
+		return err
+	}
+	b.waitRolledOut(ctx, r)
+	r.m.end(ctx)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	var lastDeployed time.Time
-	for _, name := range names {
-		if at, ok := b.track.readyAt(nsRollout, name, gen1); ok {
-			lastDeployed = maxTime(lastDeployed, at)
-		}
+	if err := b.cluster.client.Get(ctx, client.ObjectKeyFromObject(r.ro), r.ro); err != nil {
+		return fmt.Errorf("failed to read StackRollout %s: %w", r.ro.Name, err)
 	}
-	deployWall := lastDeployed.Sub(start)
-	deployRows := [][]string{
-		{"Stacks (one shared Program)", fmt.Sprint(n)},
-		{"rings (byLabel ring=0..3): Stacks each", fmt.Sprintf("%v", sizes)},
+	b.rep.add(fmt.Sprintf("Rollout (N=%d, 4 waves, bakeTime %s)", r.n, r.bake), b.rolloutReport(r))
+	return nil
+}
+
+// deployRolloutFleet creates the shared Program and the ringed Stacks on it, without a
+// rollout, and waits until all are Ready on its first generation: the fleet's own time,
+// reported apart, not the figure.
+func (b *bench) deployRolloutFleet(ctx context.Context, r *rolloutRun) (*pulumiv1.Program, error) {
+	prog := benchProgram(nsRollout, rolloutProgram)
+	t0 := time.Now()
+	if err := b.cluster.client.Create(ctx, prog); err != nil {
+		return nil, fmt.Errorf("failed to create Program %s: %w", rolloutProgram, err)
+	}
+	if err := b.waitPrograms(ctx, []client.ObjectKey{client.ObjectKeyFromObject(prog)}); err != nil {
+		return nil, err
+	}
+	progReady := time.Since(t0)
+	timeout := b.fleetTimeout(r.n, b.floorMedian())
+	files := filepath.Join(b.work, "files", nsRollout)
+	keys := keysOf(nsRollout, r.names)
+	b.say("rollout: creating %d Stacks on one Program in rings of %v (timeout %s)", r.n, r.sizes, timeout.Round(time.Second))
+	start, creation, err := b.createFleet(ctx, keys, func(_, name string) error {
+		return b.cluster.client.Create(ctx, rolloutStack(name, r.ring[name], filepath.Join(files, name)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.gen1 = fmt.Sprintf("generation/%d", prog.Generation)
+	deployed := b.waitReady(ctx, keys, r.gen1, start, timeout, b.fleetProgress("rollout: first deploy", nsRollout, r.n, start))
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	r.deployRows = [][]string{
+		{"Stacks (one shared Program)", fmt.Sprint(r.n)},
+		{"rings (byLabel ring=0..3): Stacks each", fmt.Sprintf("%v", r.sizes)},
 		{"Program created → Ready (before the start)", secs(progReady)},
 		{"creation of the N Stacks", secs(creation)},
 	}
-	if deployed < n {
-		deployRows = append(deployRows, []string{"start → all Ready at " + gen1, fmt.Sprintf("not reached: %d/%d after %s", deployed, n, secs(time.Since(start)))})
-		b.rep.add(fmt.Sprintf("Rollout (N=%d): first deploy (failed)", n), table([]string{"first deploy", ""}, deployRows)+"\n"+b.notReady(nsRollout, names, gen1))
-		return fmt.Errorf("%d of %d Stacks not Ready at %s", n-deployed, n, gen1)
+	if !deployed.all() {
+		r.deployRows = append(r.deployRows, []string{"start → all Ready at " + r.gen1,
+			fmt.Sprintf("not reached: %d/%d after %s", deployed.ready, r.n, secs(deployed.wall))})
+		b.rep.add(fmt.Sprintf("Rollout (N=%d): first deploy (failed)", r.n),
+			table([]string{"first deploy", ""}, r.deployRows)+"\n"+b.notReady(nsRollout, r.names, r.gen1))
+		return nil, fmt.Errorf("%d of %d Stacks not Ready at %s", r.n-deployed.ready, r.n, r.gen1)
 	}
-	deployRows = append(deployRows,
-		[]string{"start → all Ready at " + gen1, secs(deployWall)},
-		[]string{"ideal: N × floor median (CLI first update) / parallelism", fmt.Sprintf("%s (%d × %s / %d)", secs(deployIdeal), n, secs(floor), par)},
-		[]string{"wall / ideal", ratio(Ratio(deployWall, deployIdeal))},
-	)
-	b.say("rollout: first deploy: all %d Ready after %s", n, secs(deployWall))
+	r.deployRows = append(r.deployRows, []string{"start → all Ready at " + r.gen1, secs(deployed.wall)})
+	r.deployRows = append(r.deployRows, b.idealRows("ideal: N × floor median (CLI first update) / parallelism", deployed.wall, r.n, b.floorMedian())...)
+	b.say("rollout: first deploy: all %d Ready after %s", r.n, secs(deployed.wall))
+	return prog, nil
+}
 
-	// The rollout, over the Ready fleet: Idle at generation/1 once every Stack reports it.
-	ro := benchRollout(len(sizes), bake)
-	t0 = time.Now()
+// startRollout puts the StackRollout over the Ready fleet and waits until it is Idle at the
+// first generation and every Stack reports it; then what its creation set off (a reconcile
+// of every Stack) is let end before the clock starts.
+func (b *bench) startRollout(ctx context.Context, r *rolloutRun) error {
+	r.ro = benchRollout(len(r.sizes), r.bake)
+	ro := r.ro
+	t0 := time.Now()
 	if err := b.cluster.client.Create(ctx, ro); err != nil {
 		return fmt.Errorf("failed to create StackRollout %s: %w", ro.Name, err)
 	}
-	err = pollUntil(ctx, 2*time.Minute, func() (bool, error) {
+	err := pollUntil(ctx, 2*time.Minute, func() (bool, error) {
 		if err := b.cluster.client.Get(ctx, client.ObjectKeyFromObject(ro), ro); err != nil {
 			return false, err
 		}
 		st := &ro.Status
-		return st.Phase == v1alpha1.RolloutIdle && st.Stable != nil && st.Stable.Revision == gen1 && st.ObservedGeneration == ro.Generation &&
+		return st.Phase == v1alpha1.RolloutIdle && st.Stable != nil && st.Stable.Revision == r.gen1 && st.ObservedGeneration == ro.Generation &&
 			apimeta.IsStatusConditionTrue(st.Conditions, pulumiv1.ConditionReady), nil
 	})
 	if err != nil {
-		b.rep.add(fmt.Sprintf("Rollout (N=%d) (failed)", n), table([]string{"first deploy", ""}, deployRows)+
-			"\nThe StackRollout did not become Idle at "+gen1+" within 2 minutes:\n\n"+describeRollout(ro))
-		return fmt.Errorf("StackRollout %s not Idle at %s: %w", ro.Name, gen1, err)
+		b.rep.add(fmt.Sprintf("Rollout (N=%d) (failed)", r.n), table([]string{"first deploy", ""}, r.deployRows)+
+			"\nThe StackRollout did not become Idle at "+r.gen1+" within 2 minutes:\n\n"+describeRollout(ro))
+		return fmt.Errorf("StackRollout %s not Idle at %s: %w", ro.Name, r.gen1, err)
 	}
-	roIdle := time.Since(t0)
-	reporting := b.track.waitStacks(ctx, nsRollout, names, 2*time.Minute, 30*time.Second, nil, func(st *stackSeen) bool {
-		r := st.last.Status.Stackwright
-		return r != nil && r.Rollout != nil && r.Rollout.Name == rolloutName && r.Rollout.Available != nil && r.Rollout.Available.Revision == gen1
+	idle := time.Since(t0)
+	reporting := b.track.waitStacks(ctx, nsRollout, r.names, 2*time.Minute, progressEvery, nil, func(st *stackSeen) bool {
+		s := st.last.Status.Stackwright
+		return s != nil && s.Rollout != nil && s.Rollout.Name == rolloutName && s.Rollout.Available != nil && s.Rollout.Available.Revision == r.gen1
 	})
-	roReported := time.Since(t0)
-	if reporting < n {
-		return fmt.Errorf("only %d of %d Stacks report StackRollout %s 2 minutes after its creation", reporting, n, rolloutName)
+	if reporting < r.n {
+		return fmt.Errorf("only %d of %d Stacks report StackRollout %s 2 minutes after its creation", reporting, r.n, rolloutName)
 	}
-	// What the rollout's creation set off (a reconcile of every Stack) is over before the clock starts.
-	if err := waitReporting(ctx, 10*time.Second, func() {}); err != nil {
-		return err
-	}
+	r.deployRows = append(r.deployRows,
+		[]string{"StackRollout created → Idle at " + r.gen1 + " and Ready", secs(idle)},
+		[]string{"StackRollout created → every Stack reports it", secs(time.Since(t0))})
+	return pause(ctx, 10*time.Second)
+}
 
-	// The change: a new content for the greeting File, so that every Stack has a real change.
+// changeRevision gives the shared Program's greeting File a new content, so that every
+// Stack has a real change, rolled out as the Program's next generation.
+func (b *bench) changeRevision(ctx context.Context, r *rolloutRun, prog *pulumiv1.Program) error {
 	if err := b.cluster.client.Get(ctx, client.ObjectKeyFromObject(prog), prog); err != nil {
 		return fmt.Errorf("failed to read Program %s: %w", rolloutProgram, err)
 	}
-	target := fmt.Sprintf("generation/%d", prog.Generation+1)
+	r.target = fmt.Sprintf("generation/%d", prog.Generation+1)
 	greeting := prog.Program.Resources["greeting"]
-	greeting.Properties["content"] = *jsonOf("${message} (" + target + ")")
+	greeting.Properties["content"] = *jsonOf("${message} (" + r.target + ")")
 	prog.Program.Resources["greeting"] = greeting
-	rolloutIdeal := time.Duration(n) * steady / time.Duration(par)
-	rtimeout := 4*time.Duration(n)*max(steady, 5*time.Second)/time.Duration(par) + 4*time.Duration(len(sizes))*bake + 5*time.Minute
-	before := b.snap(ctx)
-	peakRSS := b.sampleRSS(ctx)
-	defer peakRSS()
-	b.say("rollout: changing Program %s to %s (timeout %s)", rolloutProgram, target, rtimeout.Round(time.Second))
-	change := time.Now()
+	b.say("rollout: changing Program %s to %s (timeout %s)", rolloutProgram, r.target, b.rolloutTimeout(r).Round(time.Second))
+	r.change = time.Now()
 	if err := b.cluster.client.Update(ctx, prog); err != nil {
 		return fmt.Errorf("failed to change Program %s: %w", rolloutProgram, err)
 	}
-	if got := fmt.Sprintf("generation/%d", prog.Generation); got != target {
-		return fmt.Errorf("program %s is at %s after the change, not %s", rolloutProgram, got, target)
+	if got := fmt.Sprintf("generation/%d", prog.Generation); got != r.target {
+		return fmt.Errorf("program %s is at %s after the change, not %s", rolloutProgram, got, r.target)
 	}
-	rprogress := func(ready int) {
-		r, _ := b.track.rollout(nsRollout, rolloutName, "", "")
+	return nil
+}
+
+// rolloutTimeout bounds the change's way through the waves: each wave's runs and its bake.
+func (b *bench) rolloutTimeout(r *rolloutRun) time.Duration {
+	return 4*time.Duration(r.n)*max(b.steadyFloor(), 5*time.Second)/time.Duration(b.cfg.Parallelism) +
+		4*time.Duration(len(r.sizes))*r.bake + 5*time.Minute
+}
+
+// waitRolledOut waits until every Stack is Ready at the target, then for the rollout to
+// record its completion, which it does right after the last Stack's Ready.
+func (b *bench) waitRolledOut(ctx context.Context, r *rolloutRun) {
+	progress := func(ready int) {
+		ro, _ := b.track.rollout(nsRollout, rolloutName, "", "")
 		where := "not seen"
-		if r != nil {
-			where = fmt.Sprintf("%s, wave %q, %d/%d updated", r.Status.Phase, r.Status.WaveName, r.Status.Updated, r.Status.Stacks)
+		if ro != nil {
+			where = fmt.Sprintf("%s, wave %q, %d/%d updated", ro.Status.Phase, ro.Status.WaveName, ro.Status.Updated, ro.Status.Stacks)
 		}
-		_, ph := b.track.updatesSince(nsRollout, change)
-		b.say("rollout: %d/%d Ready at %s after %s; rollout %s; Updates since the change: %s; manager %s", ready, n, target,
-			secs(time.Since(change)), where, mapString(ph), procLine(b.mgr.pid()))
+		_, ph := b.track.updatesSince(nsRollout, r.change)
+		b.say("rollout: %d/%d Ready at %s after %s; rollout %s; Updates since the change: %s; manager %s", ready, r.n, r.target,
+			secs(time.Since(r.change)), where, mapString(ph), procLine(b.mgr.pid()))
 	}
-	rolled := b.track.waitReady(ctx, nsRollout, names, target, rtimeout, 30*time.Second, rprogress)
-	// The rollout records its completion right after the last Stack's Ready.
-	idleErr := pollUntil(ctx, time.Minute, func() (bool, error) {
-		_, idle := b.track.rollout(nsRollout, rolloutName, target, milestoneIdle)
+	r.rolled = b.track.waitReady(ctx, nsRollout, r.names, r.target, b.rolloutTimeout(r), progressEvery, progress)
+	r.idleErr = pollUntil(ctx, time.Minute, func() (bool, error) {
+		_, idle := b.track.rollout(nsRollout, rolloutName, r.target, milestoneIdle)
 		return !idle.IsZero(), nil
 	})
-	after := b.snap(ctx)
-	peak := peakRSS()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err := b.cluster.client.Get(ctx, client.ObjectKeyFromObject(ro), ro); err != nil {
-		return fmt.Errorf("failed to read StackRollout %s: %w", ro.Name, err)
-	}
+}
 
-	// What was seen, wave by wave (the rings as labelled; the rollout's planned waves are
-	// compared below).
-	byStack := map[string][]updateSeen{}
-	for _, name := range names {
-		byStack[name] = b.track.updatesOf(nsRollout, name)
-	}
-	waves := make([]waveTimes, len(sizes))
+// rolloutUps is what the Updates after the change were, Stack by Stack.
+type rolloutUps struct {
+	// perStack counts the Stacks by their ups at the target (should be 1 each); notOne
+	// names a few that are not; others counts Updates of another revision or type.
+	perStack map[int]int
+	notOne   []string
+	others   int
+	// wallEnd is when the last Stack was seen Ready at the target.
+	wallEnd time.Time
+}
+
+// rolloutWaves reads what was seen, wave by wave (the rings as labelled; the rollout's
+// planned waves are compared in the report).
+func (b *bench) rolloutWaves(r *rolloutRun) ([]waveTimes, rolloutUps) {
+	waves := make([]waveTimes, len(r.sizes))
 	for i := range waves {
 		waves[i].ring = i
+		_, waves[i].opened = b.track.rollout(nsRollout, rolloutName, r.target, waveOpened(i))
 	}
-	var wallEnd time.Time
-	perStack := map[int]int{}
-	var notOne []string
-	otherRevs := 0
-	for _, name := range names {
-		wt := &waves[ring[name]]
+	ups := rolloutUps{perStack: map[int]int{}}
+	byStack := map[string][]updateSeen{}
+	for _, name := range r.names {
+		byStack[name] = b.track.updatesOf(nsRollout, name)
+		wt := &waves[r.ring[name]]
 		wt.stacks = append(wt.stacks, name)
-		if at, ok := b.track.readyAt(nsRollout, name, target); ok {
+		if at, ok := b.track.readyAt(nsRollout, name, r.target); ok {
 			wt.ready++
 			wt.lastReady = maxTime(wt.lastReady, at)
-			wallEnd = maxTime(wallEnd, at)
+			ups.wallEnd = maxTime(ups.wallEnd, at)
 		}
-		ups := 0
+		k := 0
 		for _, u := range byStack[name] {
-			if !u.seen.After(change) {
+			if !u.seen.After(r.change) {
 				continue
 			}
-			if u.revision != target || u.typ != v1alpha1.UpdateTypeUp {
-				otherRevs++
+			if u.revision != r.target || u.typ != v1alpha1.UpdateTypeUp {
+				ups.others++
 				continue
 			}
-			ups++
+			k++
 			wt.firstCreated = minTime(wt.firstCreated, u.seen)
 			if !u.run.IsZero() {
 				wt.firstRun = minTime(wt.firstRun, u.run)
@@ -345,34 +385,35 @@ func (b *bench) runRollout(ctx context.Context) error {
 				wt.firstStart = minTime(wt.firstStart, u.started)
 			}
 		}
-		perStack[ups]++
-		if ups != 1 && len(notOne) < 5 {
-			notOne = append(notOne, fmt.Sprintf("%s (%d)", name, ups))
+		ups.perStack[k]++
+		if k != 1 && len(ups.notOne) < 5 {
+			ups.notOne = append(ups.notOne, fmt.Sprintf("%s (%d)", name, k))
 		}
 	}
-	for i := range waves {
-		_, waves[i].opened = b.track.rollout(nsRollout, rolloutName, target, waveOpened(i))
-	}
-	_, progressing := b.track.rollout(nsRollout, rolloutName, target, milestoneProgressing)
-	_, idle := b.track.rollout(nsRollout, rolloutName, target, milestoneIdle)
 	for i := 1; i < len(waves); i++ {
 		prev := waves[i-1].lastReady
 		for _, name := range waves[i].stacks {
 			for _, u := range byStack[name] {
-				if u.revision == target && !prev.IsZero() && u.seen.Before(prev) {
+				if u.revision == r.target && !prev.IsZero() && u.seen.Before(prev) {
 					waves[i].early++
 				}
 			}
 		}
 	}
-	bounds := boundaries(waves, bake)
+	return waves, ups
+}
 
+// rolloutReport renders the scenario's section: the change's figures, per wave, per
+// boundary, and the first deploy's apart.
+func (b *bench) rolloutReport(r *rolloutRun) string {
+	waves, ups := b.rolloutWaves(r)
 	since := func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
 		}
-		return secs(t.Sub(change))
+		return secs(t.Sub(r.change))
 	}
+	steady, par := b.steadyFloor(), b.cfg.Parallelism
 	waveRows := make([][]string, 0, len(waves))
 	for _, wt := range waves {
 		dur := time.Duration(0)
@@ -386,50 +427,59 @@ func (b *bench) runRollout(ctx context.Context) error {
 			secs(dur), secs(ideal), ratio(Ratio(dur, ideal)), fmt.Sprint(wt.early)})
 	}
 	var overheads []time.Duration
-	boundRows := make([][]string, 0, len(bounds))
-	for _, bd := range bounds {
+	var boundRows [][]string
+	for _, bd := range boundaries(waves, r.bake) {
 		overheads = append(overheads, bd.overhead)
 		boundRows = append(boundRows, []string{fmt.Sprintf("%d → %d", bd.from, bd.to), secs(bd.toOpened), secs(bd.toCreated),
 			secs(bd.toRun), secs(bd.overhead)})
 	}
 	ov := Summarize(overheads)
-
 	wall := time.Duration(0)
-	all := fmt.Sprintf("not reached: %d/%d Ready at %s after %s", rolled, n, target, secs(time.Since(change)))
-	if rolled == n {
-		wall = wallEnd.Sub(change)
-		all = fmt.Sprintf("%s (%d/%d)", secs(wall), rolled, n)
+	all := fmt.Sprintf("not reached: %d/%d Ready at %s after %s", r.rolled, r.n, r.target, secs(r.m.after.at.Sub(r.change)))
+	if r.rolled == r.n {
+		wall = ups.wallEnd.Sub(r.change)
+		all = fmt.Sprintf("%s (%d/%d)", secs(wall), r.rolled, r.n)
 	}
+	_, idle := b.track.rollout(nsRollout, rolloutName, r.target, milestoneIdle)
 	idleAt := since(idle)
-	if idleErr != nil {
-		idleAt = "not seen: " + idleErr.Error()
+	if r.idleErr != nil {
+		idleAt = "not seen: " + r.idleErr.Error()
 	}
+	_, progressing := b.track.rollout(nsRollout, rolloutName, r.target, milestoneProgressing)
 	rows := [][]string{
-		{"Stacks; waves (rings 0..3)", fmt.Sprintf("%d; %v", n, sizes)},
+		{"Stacks; waves (rings 0..3)", fmt.Sprintf("%d; %v", r.n, r.sizes)},
 		{"change → rollout Progressing (seen)", since(progressing)},
 		{"change → first runner start of wave 0 (seen Running)", since(waves[0].firstRun)},
-		{"change → all Ready at " + target, all},
-		{"change → rollout Idle with stable " + target + " (seen)", idleAt},
-		{"ideal: N × floor median (CLI steady update) / parallelism", fmt.Sprintf("%s (%d × %s / %d)", secs(rolloutIdeal), n, secs(steady), par)},
-		{"wall / ideal", ratio(Ratio(wall, rolloutIdeal))},
+		{"change → all Ready at " + r.target, all},
+		{"change → rollout Idle with stable " + r.target + " (seen)", idleAt},
 	}
-	if b.floor != nil && b.floor.CLI != nil && b.floor.CLI.SteadyWide.Throughput() > 0 {
-		measured := time.Duration(float64(n) / b.floor.CLI.SteadyWide.Throughput() * float64(time.Second))
-		rows = append(rows, []string{fmt.Sprintf("wall / (N ÷ the CLI's steady-update throughput at %d at a time)", par),
-			fmt.Sprintf("%s (%s)", ratio(Ratio(wall, measured)), secs(measured))})
-	}
+	rows = append(rows, b.idealRows("ideal: N × floor median (CLI steady update) / parallelism", wall, r.n, steady)...)
+	rows = append(rows, b.steadyThroughputRows(wall, r.n)...)
 	rows = append(rows,
 		[]string{fmt.Sprintf("rollout overhead between waves: max of %d (= p99: nearest rank of %d samples)", len(overheads), len(overheads)),
 			fmt.Sprintf("%s (median %s, min %s)", secs(ov.Max), secs(ov.P50), secs(ov.Min))},
 		[]string{"sum of the overheads (wall time the waves add)", secs(sumDurations(overheads))},
-		[]string{"ups at " + target + " per Stack (should be 1 each)", countsString(perStack) + exampleString(notOne)},
-		[]string{"other Updates created after the change (other revision or type; should be 0)", fmt.Sprint(otherRevs)},
-		[]string{"manager peak RSS during the rollout (sampled 1/s)", MiB(max(peak, after.mgr.RSS))},
+		[]string{"ups at " + r.target + " per Stack (should be 1 each)", countsString(ups.perStack) + exampleString(ups.notOne)},
+		[]string{"other Updates created after the change (other revision or type; should be 0)", fmt.Sprint(ups.others)},
+		[]string{"manager peak RSS during the rollout (sampled 1/s)", MiB(r.m.peakRSS())},
 	)
-	rows = append(rows, costRows(before, after)...)
+	rows = append(rows, r.m.costRows()...)
+	body := b.rolloutIntro(r) + table([]string{"rollout", ""}, rows) +
+		"\nPer wave (times since the change):\n\n" +
+		table([]string{"ring", "Stacks", "opened", "first Update", "first Running", "first startTime", "last Ready", "duration", "ideal", "duration / ideal", "early"}, waveRows) +
+		"\nPer boundary (since the previous wave's last Stack Ready):\n\n" +
+		table([]string{"waves", "→ rollout opened the next", "→ its first Update", "→ its first Running", "overhead (− bakeTime)"}, boundRows) +
+		"\n" + plannedMatches(r.ro, waves) +
+		"\nFirst deploy (before the StackRollout existed; not the figure):\n\n" + table([]string{"first deploy", ""}, r.deployRows)
+	if r.rolled < r.n || r.idleErr != nil {
+		body += "\nThe rollout did not complete. StackRollout status at the end:\n\n" + describeRollout(r.ro) +
+			"\n" + b.notReady(nsRollout, r.names, r.target)
+	}
+	return body
+}
 
-	planned := plannedMatches(ro, waves)
-	body := fmt.Sprintf("%d Stacks on one shared Program in `%s` (the bench program; each Stack its own stack name and "+
+func (b *bench) rolloutIntro(r *rolloutRun) string {
+	return fmt.Sprintf("%d Stacks on one shared Program in `%s` (the bench program; each Stack its own stack name and "+
 		"`STACKWRIGHT_TESTING_ROOT`), labelled `app=%s` and `%s=0..3` in rings of 1%%, 9%%, 30%% and 60%% (cumulative "+
 		"1%%, 10%%, 40%%, 100%%, each rounded up, as a rollout's percentage steps are). First deployed without a "+
 		"rollout (the fleet's own time, not the figure), then a StackRollout `%s` is created (`waves.byLabel` "+
@@ -445,24 +495,7 @@ func (b *bench) runRollout(ctx context.Context) error {
 		"wave's last Stack Ready − bakeTime, split into the rollout opening the next wave, its first Update created and a "+
 		"runner starting it. *early* counts a wave's Updates created before the previous wave was all Ready (should be 0). "+
 		"With 3 boundaries, p99 is the max.\n\n",
-		n, nsRollout, rolloutApp, rolloutRingLabel, rolloutName, bake, gen1, target, par, target) +
-		table([]string{"rollout", ""}, rows) +
-		"\nPer wave (times since the change):\n\n" +
-		table([]string{"ring", "Stacks", "opened", "first Update", "first Running", "first startTime", "last Ready", "duration", "ideal", "duration / ideal", "early"}, waveRows) +
-		"\nPer boundary (since the previous wave's last Stack Ready):\n\n" +
-		table([]string{"waves", "→ rollout opened the next", "→ its first Update", "→ its first Running", "overhead (− bakeTime)"}, boundRows) +
-		"\n" + planned +
-		"\nFirst deploy (before the StackRollout existed; not the figure):\n\n" +
-		table([]string{"first deploy", ""}, append(deployRows,
-			[]string{"StackRollout created → Idle at " + gen1 + " and Ready", secs(roIdle)},
-			[]string{"StackRollout created → every Stack reports it", secs(roReported)},
-		))
-	if rolled < n || idleErr != nil {
-		body += "\nThe rollout did not complete. StackRollout status at the end:\n\n" + describeRollout(ro) +
-			"\n" + b.notReady(nsRollout, names, target)
-	}
-	b.rep.add(fmt.Sprintf("Rollout (N=%d, 4 waves, bakeTime %s)", n, bake), body)
-	return nil
+		r.n, nsRollout, rolloutApp, rolloutRingLabel, rolloutName, r.bake, r.gen1, r.target, b.cfg.Parallelism, r.target)
 }
 
 // plannedMatches compares the rollout's waves (its status, at the end) with the rings the
