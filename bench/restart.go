@@ -335,6 +335,27 @@ func pctRow(ds []time.Duration) string {
 	return fmt.Sprintf("%s / %s / %s (%d)", secs(s.P50), p99, secs(s.Max), len(ds))
 }
 
+// restartRun is one run of the restart scenario, filled in step by step.
+type restartRun struct {
+	n, total int
+	changed  []string
+	// stopAt is the SIGTERM, shutdown the old process's exit after it, start the new
+	// process's exec and up its metrics endpoint answering.
+	stopAt, start time.Time
+	shutdown, up  time.Duration
+	oldPID        int
+	logPath       string
+	log           *logWatch
+	queue         func() []queueSample
+	changeAt      map[string]time.Time
+	revs          map[string]string
+	firstChange   time.Time
+	readyChanged  int
+	// end is when Updates stopped being counted.
+	end time.Time
+	m   *measurement
+}
+
 // runRestart stops the manager of the Ready fleet, starts it again, changes a few Stacks'
 // Programs 5 s later, and times the new process until it has reconciled every Stack and
 // run the changes.
@@ -344,74 +365,87 @@ func (b *bench) runRestart(ctx context.Context) error {
 		b.rep.add(title, "Skipped: the fleet did not become Ready.\n")
 		return nil
 	}
-	n := len(b.fleetNames)
-	changed := spread(b.fleetNames, b.cfg.RestartChanges)
-	isChanged := map[string]bool{}
-	for _, name := range changed {
-		isChanged[key(nsFleet, name)] = true
-	}
+	r := &restartRun{n: len(b.fleetNames), changed: spread(b.fleetNames, b.cfg.RestartChanges)}
 	var stacks pulumiv1.StackList
 	if err := b.cluster.client.List(ctx, &stacks); err != nil {
 		return fmt.Errorf("failed to list Stacks: %w", err)
 	}
-	total := len(stacks.Items)
-
+	r.total = len(stacks.Items)
 	pre := b.snap(ctx)
-	oldPID := b.mgr.pid()
-	b.say("restart: stopping the manager (pid %d) with SIGTERM", oldPID)
-	stopAt := time.Now()
-	shutdown, err := b.stopManagerOnPurpose(2 * time.Minute)
-	if err != nil {
-		return fmt.Errorf("failed to stop the manager: %w", err)
-	}
-	logPath := b.prefix + ".manager-restarted.log"
-	b.say("restart: the manager exited after %s; starting it again (log %s)", secs(shutdown), logPath)
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	start := time.Now()
-	if err := b.startManagerAgain(ctx, logPath); err != nil {
+	if err := b.restartManager(ctx, wctx, r); err != nil {
+		return err
+	}
+	defer r.queue()
+	defer r.m.release()
+	if err := b.changeWhileCatchingUp(ctx, r); err != nil {
+		return err
+	}
+	if err := b.waitCaughtUp(ctx, r); err != nil {
+		return err
+	}
+	r.end = time.Now()
+	r.m.end(ctx)
+	// The new process's whole life so far: its counters started at zero.
+	r.m.before = snapshot{at: r.start, apiserver: pre.apiserver, etc: pre.etc}
+	b.rep.add(title, b.restartReport(r))
+	return nil
+}
+
+// restartManager stops the manager with SIGTERM, as a rollout of its Deployment does, and
+// starts it again on the same data directory and flags, with its log read and its Stack
+// queue scraped from its start.
+func (b *bench) restartManager(ctx, wctx context.Context, r *restartRun) error {
+	r.oldPID = b.mgr.pid()
+	b.say("restart: stopping the manager (pid %d) with SIGTERM", r.oldPID)
+	r.stopAt = time.Now()
+	var err error
+	if r.shutdown, err = b.stopManagerOnPurpose(2 * time.Minute); err != nil {
+		return fmt.Errorf("failed to stop the manager: %w", err)
+	}
+	r.logPath = b.prefix + ".manager-restarted.log"
+	b.say("restart: the manager exited after %s; starting it again (log %s)", secs(r.shutdown), r.logPath)
+	r.start = time.Now()
+	if err := b.startManagerAgain(ctx, r.logPath); err != nil {
 		return fmt.Errorf("failed to start the manager again: %w", err)
 	}
-	up := time.Since(start)
-	lw := tailLog(wctx, logPath, restartLogPoll)
-	stopScrape := scrapeQueue(wctx, b.mgr.metricsURL, restartScrape)
-	defer stopScrape()
-	peakRSS := b.sampleRSS(ctx)
-	defer peakRSS()
+	r.up = time.Since(r.start)
+	r.log = tailLog(wctx, r.logPath, restartLogPoll)
+	r.queue = scrapeQueue(wctx, b.mgr.metricsURL, restartScrape)
+	r.m = &measurement{b: b, of: b.manager(), sampling: b.sampleRSS(ctx)}
+	return nil
+}
 
-	// The changes, at 5 s: a new content of each changed Stack's own Program.
-	if err := waitReporting(ctx, time.Until(start.Add(restartChangeDelay)), func() {}); err != nil {
+// changeWhileCatchingUp makes the changes restartChangeDelay after the start: a new
+// content of each changed Stack's own Program, while the new process still catches up.
+func (b *bench) changeWhileCatchingUp(ctx context.Context, r *restartRun) error {
+	if err := pause(ctx, time.Until(r.start.Add(restartChangeDelay))); err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	changeAt, revs := map[string]time.Time{}, map[string]string{}
-	content := fmt.Sprintf("${message} (changed after the restart, %d)", start.Unix())
-	b.say("restart: changing the Programs of %d Stacks %s after the start", len(changed), secs(time.Since(start)))
-	firstChange := time.Now()
-	if err := b.forAll(ctx, "change", changed, func(name string) error {
-		at := time.Now()
-		rev, err := b.changeProgram(ctx, nsFleet, name, content)
-		mu.Lock()
-		changeAt[name], revs[name] = at, rev
-		mu.Unlock()
-		return err
-	}); err != nil {
-		return err
-	}
+	content := fmt.Sprintf("${message} (changed after the restart, %d)", r.start.Unix())
+	b.say("restart: changing the Programs of %d Stacks %s after the start", len(r.changed), secs(time.Since(r.start)))
+	r.firstChange = time.Now()
+	var err error
+	r.changeAt, r.revs, err = b.changePrograms(ctx, nsFleet, r.changed, content, nil)
+	return err
+}
 
-	// Every Stack reconciled (its first line in the new log), every change Ready.
-	timeout := 10*time.Minute + time.Duration(n)*100*time.Millisecond
+// waitCaughtUp waits until every change is Ready and every fleet Stack was reconciled
+// (its first line in the new log), then counts Updates restartSettle longer.
+func (b *bench) waitCaughtUp(ctx context.Context, r *restartRun) error {
+	timeout := 10*time.Minute + time.Duration(r.n)*100*time.Millisecond
 	deadline := time.Now().Add(timeout)
-	readyChanged := b.track.waitStacks(ctx, nsFleet, changed, timeout, 30*time.Second, func(k int) {
-		first, _, _, _ := lw.state()
-		b.say("restart: %d/%d changed Stacks Ready; %d/%d Stacks reconciled after %s; manager %s", k, len(changed),
-			len(first), total, secs(time.Since(start)), procLine(b.mgr.pid()))
-	}, func(st *stackSeen) bool { return st.last != nil && st.readyOn(revs[st.last.Name]) })
+	r.readyChanged = b.waitRevisions(ctx, nsFleet, r.revs, timeout, func(k int) {
+		first, _, _, _ := r.log.state()
+		b.say("restart: %d/%d changed Stacks Ready; %d/%d Stacks reconciled after %s; manager %s", k, len(r.changed),
+			len(first), r.total, secs(time.Since(r.start)), procLine(b.mgr.pid()))
+	})
 	var allReconciled bool
-	err = pollUntil(ctx, time.Until(deadline), func() (bool, error) {
-		first, _, _, lerr := lw.state()
+	err := pollUntil(ctx, time.Until(deadline), func() (bool, error) {
+		first, _, _, lerr := r.log.state()
 		if lerr != nil {
-			return false, fmt.Errorf("failed to read %s: %w", logPath, lerr)
+			return false, fmt.Errorf("failed to read %s: %w", r.logPath, lerr)
 		}
 		for _, name := range b.fleetNames {
 			if _, ok := first[key(nsFleet, name)]; !ok {
@@ -425,19 +459,64 @@ func (b *bench) runRestart(ctx context.Context) error {
 		return ctx.Err()
 	}
 	b.say("restart: %d/%d changed Stacks Ready, every fleet Stack reconciled: %t; %s more to count Updates",
-		readyChanged, len(changed), allReconciled, restartSettle)
-	if err := waitReporting(ctx, restartSettle, func() {}); err != nil {
-		return err
-	}
-	end := time.Now()
-	after := b.snap(ctx)
-	peak := peakRSS()
-	samples := stopScrape()
-	first, lines, workers, _ := lw.state()
+		r.readyChanged, len(r.changed), allReconciled, restartSettle)
+	return pause(ctx, restartSettle)
+}
 
-	// The figures.
-	var reconciledAt []time.Duration
-	var lastReconciled time.Time
+// restartChanges reads what each changed Stack's run was: rows per Stack, and the
+// latencies from its change.
+func (b *bench) restartChanges(r *restartRun) (rows [][]string, perChanged map[int]int, notOne []string, runs, created, ready []time.Duration, seen []changeRun) {
+	perChanged = map[int]int{}
+	for _, name := range r.changed {
+		c := r.changeAt[name]
+		row := []string{name, secs(c.Sub(r.start)), "-", "-", "-"}
+		first, k, ok := b.firstUpdateSince(nsFleet, name, r.stopAt)
+		perChanged[k]++
+		if k != 1 && len(notOne) < 5 {
+			notOne = append(notOne, fmt.Sprintf("%s (%d)", name, k))
+		}
+		if ok {
+			created = append(created, first.seen.Sub(c))
+			row[2] = secs(first.seen.Sub(c))
+			if !first.run.IsZero() {
+				runs = append(runs, first.run.Sub(c))
+				row[3] = secs(first.run.Sub(c))
+			}
+			seen = append(seen, changeRun{change: c, run: first.run, done: first.done})
+		}
+		if at, ok := b.track.readyAt(nsFleet, name, r.revs[name]); ok {
+			ready = append(ready, at.Sub(c))
+			row[4] = secs(at.Sub(c))
+		}
+		rows = append(rows, row)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+	return rows, perChanged, notOne, runs, created, ready, seen
+}
+
+// strayUpdates are the Updates seen from the SIGTERM to the end of Stacks not changed:
+// the engine runs the restart itself caused.
+func (b *bench) strayUpdates(r *restartRun) (stray, examples []string) {
+	isChanged := map[string]bool{}
+	for _, name := range r.changed {
+		isChanged[key(nsFleet, name)] = true
+	}
+	for _, u := range b.track.updatesIn("", r.stopAt, r.end) {
+		if isChanged[u.stack] {
+			continue
+		}
+		stray = append(stray, u.stack)
+		if len(examples) < 5 {
+			examples = append(examples, fmt.Sprintf("%s (%s, %s)", u.stack, u.typ, phaseName(u.phase)))
+		}
+	}
+	return stray, examples
+}
+
+// restartReconciled is when the new process reconciled every fleet Stack (its first log
+// line of each), or how many it never did.
+func (b *bench) restartReconciled(r *restartRun, first map[string]time.Time) (all string, since []time.Duration) {
+	var last time.Time
 	missing := 0
 	for _, name := range b.fleetNames {
 		at, ok := first[key(nsFleet, name)]
@@ -445,100 +524,77 @@ func (b *bench) runRestart(ctx context.Context) error {
 			missing++
 			continue
 		}
-		reconciledAt = append(reconciledAt, at.Sub(start))
-		lastReconciled = maxTime(lastReconciled, at)
+		since = append(since, at.Sub(r.start))
+		last = maxTime(last, at)
 	}
+	if missing > 0 {
+		return fmt.Sprintf("not reached: %d of %d fleet Stacks never reconciled in %s", missing, r.n, secs(r.end.Sub(r.start))), since
+	}
+	return secs(last.Sub(r.start)), since
+}
+
+// restartReport renders the scenario's section.
+func (b *bench) restartReport(r *restartRun) string {
+	first, lines, workers, _ := r.log.state()
+	allRec, reconciledAt := b.restartReconciled(r, first)
+	reached, drained := queueDrained(r.queue(), r.total)
 	since := func(t time.Time) string {
 		if t.IsZero() {
 			return "not seen"
 		}
-		return secs(t.Sub(start))
+		return secs(t.Sub(r.start))
 	}
-	allRec := "not reached: " + fmt.Sprintf("%d of %d fleet Stacks never reconciled in %s", missing, n, secs(end.Sub(start)))
-	if missing == 0 {
-		allRec = since(lastReconciled)
-	}
-	rt := Summarize(reconciledAt)
-	reached, drained := queueDrained(samples, total)
-
-	var runs, created, ready []time.Duration
-	var seenRuns []changeRun
-	perChanged := map[int]int{}
-	var notOne, stray, strayEx []string
-	var changeRows [][]string
-	for _, u := range b.track.updatesIn("", stopAt, end) {
-		if isChanged[u.stack] {
-			continue
-		}
-		stray = append(stray, u.stack)
-		if len(strayEx) < 5 {
-			strayEx = append(strayEx, fmt.Sprintf("%s (%s, %s)", u.stack, u.typ, phaseName(u.phase)))
-		}
-	}
-	for _, name := range changed {
-		c := changeAt[name]
-		var ups []updateSeen
-		for _, u := range b.track.updatesOf(nsFleet, name) {
-			if !u.seen.Before(stopAt) {
-				ups = append(ups, u)
-			}
-		}
-		sort.Slice(ups, func(i, j int) bool { return ups[i].seen.Before(ups[j].seen) })
-		perChanged[len(ups)]++
-		if len(ups) != 1 && len(notOne) < 5 {
-			notOne = append(notOne, fmt.Sprintf("%s (%d)", name, len(ups)))
-		}
-		row := []string{name, secs(c.Sub(start)), "-", "-", "-"}
-		if len(ups) > 0 {
-			created = append(created, ups[0].seen.Sub(c))
-			row[2] = secs(ups[0].seen.Sub(c))
-			if !ups[0].run.IsZero() {
-				runs = append(runs, ups[0].run.Sub(c))
-				row[3] = secs(ups[0].run.Sub(c))
-			}
-			seenRuns = append(seenRuns, changeRun{change: c, run: ups[0].run, done: ups[0].done})
-		}
-		if at, ok := b.track.readyAt(nsFleet, name, revs[name]); ok {
-			ready = append(ready, at.Sub(c))
-			row[4] = secs(at.Sub(c))
-		}
-		changeRows = append(changeRows, row)
-	}
-	sort.Slice(changeRows, func(i, j int) bool { return changeRows[i][0] < changeRows[j][0] })
-	dispatch := dispatchLatencies(seenRuns, b.cfg.Parallelism)
+	changeRows, perChanged, notOne, runs, created, ready, seen := b.restartChanges(r)
+	stray, strayEx := b.strayUpdates(r)
+	par := b.cfg.Parallelism
+	dispatch := dispatchLatencies(seen, par)
 	met := func(ds []time.Duration) string {
-		if len(ds) == len(changed) && Percentile(ds, 99) < restartGoal {
+		if len(ds) == len(r.changed) && Percentile(ds, 99) < restartGoal {
 			return "met"
 		}
 		return "not met"
 	}
-	goal := fmt.Sprintf("%s; less the wait for a slot the other changes held: %s", met(runs), met(dispatch))
-
 	rows := [][]string{
-		{"fleet Stacks (Ready before the restart); Stacks in the cluster", fmt.Sprintf("%d; %d", n, total)},
-		{"SIGTERM → old manager exited (pid " + fmt.Sprint(oldPID) + ")", secs(shutdown)},
-		{"new process started → its metrics endpoint answers", secs(up)},
+		{"fleet Stacks (Ready before the restart); Stacks in the cluster", fmt.Sprintf("%d; %d", r.n, r.total)},
+		{"SIGTERM → old manager exited (pid " + fmt.Sprint(r.oldPID) + ")", secs(r.shutdown)},
+		{"new process started → its metrics endpoint answers", secs(r.up)},
 		{"start → Stack controller's workers started (log read)", since(workers)},
 		{"**start → every fleet Stack reconciled** (its first `Reconciled Stack` log line, read every 100 ms)", allRec},
-		{"first reconcile since start: p50 / p90 / p99 / max", fmt.Sprintf("%s / %s / %s / %s", secs(rt.P50), secs(rt.P90), secs(rt.P99), secs(rt.Max))},
-		{fmt.Sprintf("start → `controller_runtime_reconcile_total{controller=\"stack\"}` ≥ %d (scraped 1/s)", total), since(reached)},
+		{"first reconcile since start: p50 / p90 / p99 / max", percentiles(reconciledAt, 50, 90, 99, 100)},
+		{fmt.Sprintf("start → `controller_runtime_reconcile_total{controller=\"stack\"}` ≥ %d (scraped 1/s)", r.total), since(reached)},
 		{"start → then the stack queue drained (`workqueue_depth` 0, no active worker)", since(drained)},
 		{"Stack reconciles in the new log until the end (all Stacks)", fmt.Sprintf("%d (%d Stacks)", lines, len(first))},
 		{"**engine runs caused: Updates created after the SIGTERM, not of a changed Stack** (goal 0)", fmt.Sprint(len(stray)) + exampleString(strayEx)},
-		{fmt.Sprintf("changes made (own Program's greeting content), first at start + %s", secs(firstChange.Sub(start))), fmt.Sprintf("%d (%d Ready at their new revision)", len(changed), readyChanged)},
+		{fmt.Sprintf("changes made (own Program's greeting content), first at start + %s", secs(r.firstChange.Sub(r.start))),
+			fmt.Sprintf("%d (%d Ready at their new revision)", len(r.changed), r.readyChanged)},
 		{"**change → runner start (Update seen Running)**: median / p99 / max (n)", pctRow(runs)},
-		{fmt.Sprintf("change → runner start less the wait for a slot the other changes held (%d slots): median / p99 / max (n)", b.cfg.Parallelism),
-			pctRow(dispatch)},
-		{fmt.Sprintf("goal of the issue: change → runner start p99 < %s", secs(restartGoal)), goal},
+		{fmt.Sprintf("change → runner start less the wait for a slot the other changes held (%d slots): median / p99 / max (n)", par), pctRow(dispatch)},
+		{fmt.Sprintf("goal of the issue: change → runner start p99 < %s", secs(restartGoal)),
+			fmt.Sprintf("%s; less the wait for a slot the other changes held: %s", met(runs), met(dispatch))},
 		{"change → Update created (seen): median / p99 / max (n)", pctRow(created)},
 		{"change → Stack Ready at the new revision: median / p99 / max (n)", pctRow(ready)},
 		{"Updates per changed Stack after the SIGTERM (should be 1 each)", countsString(perChanged) + exampleString(notOne)},
-		{"manager peak RSS since the start (sampled 1/s)", MiB(max(peak, after.mgr.RSS))},
+		{"manager peak RSS since the start (sampled 1/s)", MiB(r.m.peakRSS())},
 	}
-	// The new process's whole life so far: its counters started at zero.
-	born := snapshot{at: start, apiserver: pre.apiserver, etc: pre.etc}
-	rows = append(rows, costRows(born, after)...)
-	body := fmt.Sprintf("The Ready fleet's manager is stopped with SIGTERM (as a rollout of its Deployment would) and started "+
+	rows = append(rows, r.m.costRows()...)
+	body := b.restartIntro(r) + table([]string{"restart", ""}, rows) +
+		"\nPer changed Stack (times since its change; *changed at* since the start):\n\n" +
+		table([]string{"Stack", "changed at", "→ Update created", "→ Running", "→ Ready"}, changeRows)
+	if len(stray) > 0 {
+		byStack := map[string]int{}
+		for _, s := range stray {
+			byStack[s]++
+		}
+		body += fmt.Sprintf("\n%d Stacks got Updates they had no change for.\n", len(byStack))
+	}
+	if r.readyChanged < len(r.changed) {
+		body += "\n" + b.notReady(nsFleet, r.changed, "the changed revision")
+	}
+	return body
+}
+
+func (b *bench) restartIntro(r *restartRun) string {
+	return fmt.Sprintf("The Ready fleet's manager is stopped with SIGTERM (as a rollout of its Deployment would) and started "+
 		"again with the same data directory and flags (log `%s`). %s after the new process started, %d fleet Stacks, "+
 		"spread over the fleet's names, get a new content for their own Program's `greeting` File: a real change of "+
 		"desired state. Times are since the new process was started (exec), when the harness saw them. *Every Stack "+
@@ -550,24 +606,6 @@ func (b *bench) runRestart(ctx context.Context) error {
 		"its Program's patch to its Update seen Running; the changes are made at once, so with %d runner slots "+
 		"most of them wait for the others' runs: the next row takes out the wait for a slot all of whose holders were "+
 		"other changes' runs (the k-th run to start could not start before the (k−%d)-th of the earlier ones ended). The cost rows cover the new process from its start "+
-		"(its counters start at zero).\n\n", filepath.Base(logPath), restartChangeDelay, len(changed), restartSettle,
-		b.cfg.Parallelism, b.cfg.Parallelism-1) +
-		table([]string{"restart", ""}, rows) +
-		"\nPer changed Stack (times since its change; *changed at* since the start):\n\n" +
-		table([]string{"Stack", "changed at", "→ Update created", "→ Running", "→ Ready"}, changeRows)
-	if len(stray) > 0 {
-		byStack := map[string]int{}
-		for _, s := range stray {
-			byStack[s]++
-		}
-		body += fmt.Sprintf("\n%d Stacks got Updates they had no change for.\n", len(byStack))
-	}
-	if readyChanged < len(changed) {
-		body += "\n" + b.notReady(nsFleet, slices.DeleteFunc(slices.Clone(changed), func(name string) bool {
-			_, ok := b.track.readyAt(nsFleet, name, revs[name])
-			return ok
-		}), "the changed revision")
-	}
-	b.rep.add(title, body)
-	return nil
+		"(its counters start at zero).\n\n", filepath.Base(r.logPath), restartChangeDelay, len(r.changed), restartSettle,
+		b.cfg.Parallelism, b.cfg.Parallelism-1)
 }

@@ -42,8 +42,7 @@ type shard struct {
 	name, selector string
 	mgr            *managerProc
 	log            *logWatch
-	before, after  snapshot
-	peak           func() int64
+	m              *measurement
 }
 
 // shardSelectors are the two managers' complementary selectors: a Stack labelled a goes to
@@ -145,38 +144,83 @@ func shardData(work string) (string, error) {
 	return dir, nil
 }
 
+// shardsRun is one run of the shards scenario, filled in step by step.
+type shardsRun struct {
+	n      int
+	names  []string
+	of     map[string]string // Stack → its shard
+	count  map[string]int    // shard → its Stacks
+	shards []*shard
+	// pidShard names the shard of a runner's pid.
+	pidShard map[int]string
+	data     string
+	creation time.Duration
+	ready    readiness
+	// lastOf and readyOf are, per shard, its last Stack Ready and how many were.
+	lastOf  map[string]time.Time
+	readyOf map[string]int
+	// deployed are the Updates of the deploy, by name.
+	deployed map[string]bool
+}
+
 // runShards stops the scenarios' manager and runs a fleet on two managers sharded by
 // label; then moves Stacks from one shard to the other. It runs last: the scenarios'
 // manager is not started again.
 func (b *bench) runShards(ctx context.Context) error {
-	n, par := b.cfg.ShardsN, b.cfg.Parallelism
-	title := fmt.Sprintf("Shards (N=%d over two managers)", n)
+	r := &shardsRun{n: b.cfg.ShardsN, names: numbered("shard", b.cfg.ShardsN), of: map[string]string{}, count: map[string]int{}}
+	for i, name := range r.names {
+		r.of[name] = shardOf(i)
+		r.count[r.of[name]]++
+	}
 	b.say("shards: stopping the scenarios' manager (pid %d): the two shards take over", b.mgr.pid())
 	if _, err := b.stopManagerOnPurpose(2 * time.Minute); err != nil {
 		return fmt.Errorf("failed to stop the manager: %w", err)
 	}
-	data, err := shardData(b.work)
-	if err != nil {
+	var err error
+	if r.data, err = shardData(b.work); err != nil {
 		return fmt.Errorf("failed to prepare the shards' data directory: %w", err)
 	}
-
 	sctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
+	stop, err := b.startShards(sctx, fail, r)
+	defer stop()
+	if err != nil {
+		return err
+	}
+	if err := b.deployShards(ctx, sctx, r); err != nil {
+		return err
+	}
+	runRows, err := b.shardRunners(sctx, r)
+	if err != nil {
+		return err
+	}
+	mv, err := b.moveShard(sctx, r)
+	if err != nil {
+		return err
+	}
+	b.rep.add(fmt.Sprintf("Shards (N=%d over two managers)", r.n), b.shardsReport(r, runRows, mv))
+	return nil
+}
+
+// startShards starts the two managers, each on its label selector and Lease, and waits
+// until each leads and has started its Stack workers. A shard's manager that exits
+// before stop fails sctx.
+func (b *bench) startShards(sctx context.Context, fail context.CancelCauseFunc, r *shardsRun) (stop func(), err error) {
 	var stopping atomic.Bool
-	var shards []*shard
-	defer func() {
+	stop = func() {
 		stopping.Store(true)
-		for _, s := range shards {
+		for _, s := range r.shards {
+			s.m.release()
 			b.say("shards: stopping shard %s's manager (pid %d)", s.name, s.mgr.pid())
 			if err := s.mgr.stop(2 * time.Minute); err != nil {
 				b.say("shards: %v", err)
 			}
 		}
-	}()
+	}
 	for _, sel := range shardSelectors {
 		s := &shard{name: sel[0], selector: sel[1]}
 		o := b.mgrOpts
-		o.dataDir = data
+		o.dataDir = r.data
 		o.logPath = fmt.Sprintf("%s.shard-%s.manager.log", b.prefix, s.name)
 		o.extra = append(slices.Clone(b.mgrOpts.extra),
 			"--watch-namespaces="+nsShards,
@@ -187,9 +231,10 @@ func (b *bench) runShards(ctx context.Context) error {
 		)
 		b.say("shards: starting shard %s's manager (--watch-label-selector %q; log %s)", s.name, s.selector, o.logPath)
 		if s.mgr, err = startManager(sctx, o); err != nil {
-			return fmt.Errorf("failed to start shard %s's manager: %w", s.name, err)
+			return stop, fmt.Errorf("failed to start shard %s's manager: %w", s.name, err)
 		}
-		shards = append(shards, s)
+		s.m = &measurement{sampling: func() int64 { return 0 }}
+		r.shards = append(r.shards, s)
 		s.log = tailLog(sctx, o.logPath, restartLogPoll)
 		go func() {
 			select {
@@ -202,64 +247,47 @@ func (b *bench) runShards(ctx context.Context) error {
 			}
 		}()
 	}
-	// Each leads its own Lease and has started its Stack workers before the clock starts.
-	for _, s := range shards {
+	r.pidShard = map[int]string{}
+	for _, s := range r.shards {
 		err := pollUntil(sctx, 2*time.Minute, func() (bool, error) {
 			_, _, workers, err := s.log.state()
 			return !workers.IsZero(), err
 		})
 		if err != nil {
-			return fmt.Errorf("shard %s's Stack controller did not start within 2 minutes: %w", s.name, errors.Join(err, context.Cause(sctx)))
+			return stop, fmt.Errorf("shard %s's Stack controller did not start within 2 minutes: %w", s.name, errors.Join(err, context.Cause(sctx)))
 		}
+		r.pidShard[s.mgr.pid()] = s.name
 	}
-	pidShard := map[int]string{}
-	for _, s := range shards {
-		pidShard[s.mgr.pid()] = s.name
-		s.before = b.snapOf(sctx, s.mgr)
-		s.peak = sampleRSSOf(sctx, s.mgr.pid())
-		defer s.peak()
-	}
+	return stop, nil
+}
 
-	names := make([]string, n)
-	of := map[string]string{}
-	count := map[string]int{}
-	for i := range names {
-		names[i] = fmt.Sprintf("shard-%05d", i)
-		of[names[i]] = shardOf(i)
-		count[of[names[i]]]++
+// deployShards creates the fleet, every other Stack labelled for shard a, and waits until
+// all are Ready, measuring each manager meanwhile.
+func (b *bench) deployShards(ctx, sctx context.Context, r *shardsRun) error {
+	for _, s := range r.shards {
+		s.m = b.measureOf(sctx, s.mgr)
 	}
-	floor := b.floorMedian()
-	ideal := time.Duration(n) * floor / time.Duration(par)
-	timeout := b.cfg.FleetTimeout
-	if timeout == 0 {
-		timeout = 4*time.Duration(n)*max(floor, 5*time.Second)/time.Duration(par) + 5*time.Minute
-	}
-	t0 := time.Now()
-	b.say("shards: creating %d Programs and Stacks, %d labelled a and %d b (timeout %s)", n, count["a"], count["b"], timeout.Round(time.Second))
-	err = b.forAll(sctx, "create", names, func(name string) error {
-		if err := b.cluster.client.Create(sctx, programFor(nsShards, name, b.cfg.Program)); err != nil {
-			return err
-		}
-		st := benchStack(nsShards, name, name, filepath.Join(b.work, "files", nsShards, name))
-		st.Labels = map[string]string{shardLabel: of[name]}
-		st.Spec.Backend = b.ownBackend(data, nsShards, name)
-		return b.cluster.client.Create(sctx, st)
+	timeout := b.fleetTimeout(r.n, b.floorMedian())
+	b.say("shards: creating %d Programs and Stacks, %d labelled a and %d b (timeout %s)", r.n, r.count["a"], r.count["b"], timeout.Round(time.Second))
+	keys := keysOf(nsShards, r.names)
+	start, creation, err := b.createFleet(sctx, keys, func(ns, name string) error {
+		return b.createOwnStack(sctx, r.data, ns, name, map[string]string{shardLabel: r.of[name]})
 	})
-	creation := time.Since(t0)
+	r.creation = creation
 	if err != nil {
 		return errors.Join(err, context.Cause(sctx))
 	}
 	progress := func(ready int) {
 		parts := []string{}
-		for _, s := range shards {
+		for _, s := range r.shards {
 			parts = append(parts, fmt.Sprintf("shard %s %s", s.name, procLine(s.mgr.pid())))
 		}
-		b.say("shards: %d/%d Ready after %s; Updates: %s; %s", ready, n, secs(time.Since(t0)),
+		b.say("shards: %d/%d Ready after %s; Updates: %s; %s", ready, r.n, secs(time.Since(start)),
 			mapString(b.track.phases(nsShards)), strings.Join(parts, "; "))
 	}
-	readyCount := b.track.waitReady(sctx, nsShards, names, "", timeout, 30*time.Second, progress)
-	for _, s := range shards {
-		s.after = b.snapOf(sctx, s.mgr)
+	r.ready = b.waitReady(sctx, keys, "", start, timeout, progress)
+	for _, s := range r.shards {
+		s.m.end(sctx)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -267,194 +295,189 @@ func (b *bench) runShards(ctx context.Context) error {
 	if err := context.Cause(sctx); err != nil {
 		return err
 	}
-	var last time.Time
-	lastOf := map[string]time.Time{}
-	readyOf := map[string]int{}
-	var readyTimes []time.Duration
-	for _, name := range names {
+	r.lastOf, r.readyOf = map[string]time.Time{}, map[string]int{}
+	for _, name := range r.names {
 		if at, ok := b.track.readyAt(nsShards, name, ""); ok {
-			readyTimes = append(readyTimes, at.Sub(t0))
-			last = maxTime(last, at)
-			lastOf[of[name]] = maxTime(lastOf[of[name]], at)
-			readyOf[of[name]]++
+			r.lastOf[r.of[name]] = maxTime(r.lastOf[r.of[name]], at)
+			r.readyOf[r.of[name]]++
 		}
 	}
-	wall := last.Sub(t0)
+	return nil
+}
 
-	// Who ran what.
-	_, deployed, err := b.countUpdates(sctx, nsShards)
+// shardRunners checks who ran the deploy's Updates: one per Stack, each by the manager of
+// its Stack's shard (the pid in status.runner).
+func (b *bench) shardRunners(ctx context.Context, r *shardsRun) ([][]string, error) {
+	_, deployed, err := b.countUpdates(ctx, nsShards)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	firstUpdates := map[string]bool{}
+	r.deployed = map[string]bool{}
 	perStack := map[string]int{}
 	runBy := map[string]map[string]int{} // Stack's shard → runner's shard → Updates
 	var wrong, unknown []string
 	for _, u := range deployed {
-		firstUpdates[u.Name] = true
+		r.deployed[u.Name] = true
 		st := u.Spec.StackName
 		perStack[st]++
 		who := "?"
-		if pid, ok := runnerPID(u.Status.Runner); ok && pidShard[pid] != "" {
-			who = pidShard[pid]
+		if pid, ok := runnerPID(u.Status.Runner); ok && r.pidShard[pid] != "" {
+			who = r.pidShard[pid]
 		}
-		if runBy[of[st]] == nil {
-			runBy[of[st]] = map[string]int{}
+		if runBy[r.of[st]] == nil {
+			runBy[r.of[st]] = map[string]int{}
 		}
-		runBy[of[st]][who]++
+		runBy[r.of[st]][who]++
 		switch {
 		case who == "?":
 			unknown = append(unknown, fmt.Sprintf("%s (%q)", u.Name, u.Status.Runner))
-		case who != of[st]:
-			wrong = append(wrong, fmt.Sprintf("%s of %s (shard %s) run by shard %s", u.Name, st, of[st], who))
+		case who != r.of[st]:
+			wrong = append(wrong, fmt.Sprintf("%s of %s (shard %s) run by shard %s", u.Name, st, r.of[st], who))
 		}
 	}
 	counts := map[int]int{}
 	var notOne []string
-	for _, name := range names {
+	for _, name := range r.names {
 		counts[perStack[name]]++
 		if perStack[name] != 1 && len(notOne) < 5 {
 			notOne = append(notOne, fmt.Sprintf("%s (%d)", name, perStack[name]))
 		}
 	}
-
-	rt := Summarize(readyTimes)
-	allReady := fmt.Sprintf("%s (%d/%d Ready)", secs(wall), readyCount, n)
-	if readyCount < n {
-		allReady = fmt.Sprintf("not reached: %d/%d Ready after %s", readyCount, n, secs(time.Since(t0)))
-	}
 	rows := [][]string{
-		{"Stacks (each with its own Program), labelled a / b", fmt.Sprintf("%d (%d / %d)", n, count["a"], count["b"])},
-		{"creation of the 2N objects", secs(creation)},
-		{"**start → all Ready**", allReady},
-		{"Ready since start: p50 / p90 / p99 / max", fmt.Sprintf("%s / %s / %s / %s", secs(rt.P50), secs(rt.P90), secs(rt.P99), secs(rt.Max))},
-		{"ideal: N × floor median (CLI first update) / parallelism of one manager (2 cores)", fmt.Sprintf("%s (%d × %s / %d)", secs(ideal), n, secs(floor), par)},
-		{"wall / ideal", ratio(Ratio(wall, ideal))},
+		{"**Updates per Stack** (must be 1: no Stack run by both)", countsString(counts) + exampleString(notOne)},
+		{"**Updates run by the manager of the Stack's shard** (status.runner's pid)", fmt.Sprintf("%d of %d", len(deployed)-len(wrong)-len(unknown), len(deployed))},
+		{"… Updates by Stack's shard → runner's shard", runByString(runBy)},
 	}
-	if b.floor != nil && b.floor.Parallel.Throughput() > 0 {
-		measured := time.Duration(float64(n) / b.floor.Parallel.Throughput() * float64(time.Second))
-		rows = append(rows, []string{fmt.Sprintf("wall / (N ÷ engine floor throughput at %d at a time)", par),
-			fmt.Sprintf("%s (%s)", ratio(Ratio(wall, measured)), secs(measured))})
-	}
-	rows = append(rows,
-		[]string{"**Updates per Stack** (must be 1: no Stack run by both)", countsString(counts) + exampleString(notOne)},
-		[]string{"**Updates run by the manager of the Stack's shard** (status.runner's pid)", fmt.Sprintf("%d of %d", len(deployed)-len(wrong)-len(unknown), len(deployed))},
-		[]string{"… Updates by Stack's shard → runner's shard", runByString(runBy)},
-	)
 	if len(wrong) > 0 {
 		rows = append(rows, []string{"… run by the other shard", fmt.Sprintf("%d, e.g. %s", len(wrong), strings.Join(wrong[:min(3, len(wrong))], "; "))})
 	}
 	if len(unknown) > 0 {
 		rows = append(rows, []string{"… runner not one of the two managers", fmt.Sprintf("%d, e.g. %s", len(unknown), strings.Join(unknown[:min(3, len(unknown))], "; "))})
 	}
+	return rows, nil
+}
 
-	per := b.shardCostTable(shards, count, readyOf, lastOf, t0, n)
+// shardMove is what moving Stacks from shard a to b did.
+type shardMove struct {
+	moved []string
+	ready int
+	revs  map[string]string
+	rows  [][]string
+}
 
-	// The move: shardsMoved Stacks of shard a relabelled b, and their Programs changed.
+// moveShard relabels shardsMoved Stacks of shard a for b and changes their Programs; each
+// must get exactly one new Update, run by shard b, and no other Stack any.
+func (b *bench) moveShard(ctx context.Context, r *shardsRun) (*shardMove, error) {
 	var inA []string
-	for _, name := range names {
-		if of[name] == "a" {
+	for _, name := range r.names {
+		if r.of[name] == "a" {
 			inA = append(inA, name)
 		}
 	}
-	moved := spread(inA, shardsMoved)
-	isMoved := map[string]bool{}
-	for _, name := range moved {
-		isMoved[name] = true
-	}
-	var mu sync.Mutex
-	movedAt, revs := map[string]time.Time{}, map[string]string{}
+	mv := &shardMove{moved: spread(inA, shardsMoved)}
 	label := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"b"}}}`, shardLabel)
-	content := "${message} (moved to shard b)"
-	b.say("shards: relabelling %d Stacks from shard a to b and changing their Programs", len(moved))
+	b.say("shards: relabelling %d Stacks from shard a to b and changing their Programs", len(mv.moved))
 	moveStart := time.Now()
-	err = b.forAll(sctx, "move", moved, func(name string) error {
-		at := time.Now()
+	movedAt, revs, err := b.changePrograms(ctx, nsShards, mv.moved, "${message} (moved to shard b)", func(name string) error {
 		st := &pulumiv1.Stack{}
 		st.Namespace, st.Name = nsShards, name
-		if err := b.cluster.client.Patch(sctx, st, client.RawPatch(types.MergePatchType, label)); err != nil {
+		if err := b.cluster.client.Patch(ctx, st, client.RawPatch(types.MergePatchType, label)); err != nil {
 			return fmt.Errorf("failed to relabel: %w", err)
 		}
-		rev, err := b.changeProgram(sctx, nsShards, name, content)
-		mu.Lock()
-		movedAt[name], revs[name] = at, rev
-		mu.Unlock()
-		return err
+		return nil
 	})
 	if err != nil {
-		return errors.Join(err, context.Cause(sctx))
+		return nil, errors.Join(err, context.Cause(ctx))
 	}
-	movedReady := b.track.waitStacks(sctx, nsShards, moved, 10*time.Minute, 30*time.Second, func(k int) {
-		b.say("shards: %d/%d moved Stacks Ready at their new revision after %s", k, len(moved), secs(time.Since(moveStart)))
-	}, func(st *stackSeen) bool { return st.last != nil && st.readyOn(revs[st.last.Name]) })
-	if err := waitReporting(sctx, shardsSettle, func() {}); err != nil {
-		return errors.Join(err, context.Cause(sctx))
+	mv.revs = revs
+	mv.ready = b.waitRevisions(ctx, nsShards, revs, 10*time.Minute, func(k int) {
+		b.say("shards: %d/%d moved Stacks Ready at their new revision after %s", k, len(mv.moved), secs(time.Since(moveStart)))
+	})
+	if err := pause(ctx, shardsSettle); err != nil {
+		return nil, errors.Join(err, context.Cause(ctx))
 	}
-	_, all, err := b.countUpdates(sctx, nsShards)
+	_, all, err := b.countUpdates(ctx, nsShards)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	mv.rows = b.moveRows(r, mv, all, movedAt, moveStart)
+	return mv, nil
+}
+
+// moveRows reads what the move did from the Updates created since the deploy.
+func (b *bench) moveRows(r *shardsRun, mv *shardMove, all []v1alpha1.Update, movedAt map[string]time.Time, moveStart time.Time) [][]string {
+	isMoved := map[string]bool{}
+	for _, name := range mv.moved {
+		isMoved[name] = true
 	}
 	newPer := map[string][]v1alpha1.Update{}
 	others := 0
 	var otherEx []string
 	for _, u := range all {
-		if firstUpdates[u.Name] {
-			continue
-		}
-		if isMoved[u.Spec.StackName] {
+		switch {
+		case r.deployed[u.Name]:
+		case isMoved[u.Spec.StackName]:
 			newPer[u.Spec.StackName] = append(newPer[u.Spec.StackName], u)
-			continue
-		}
-		others++
-		if len(otherEx) < 3 {
-			otherEx = append(otherEx, fmt.Sprintf("%s of %s (%s)", u.Name, u.Spec.StackName, u.Spec.Type))
+		default:
+			others++
+			if len(otherEx) < 3 {
+				otherEx = append(otherEx, fmt.Sprintf("%s of %s (%s)", u.Name, u.Spec.StackName, u.Spec.Type))
+			}
 		}
 	}
 	var toReady, toRun []time.Duration
 	exactlyOneByB := 0
 	movedCounts := map[int]int{}
-	var moveIssues []string
-	var touchedByA []string
-	aLog := shards[0].log
-	for _, name := range moved {
+	var issues, touchedByA []string
+	for _, name := range mv.moved {
 		ups := newPer[name]
 		movedCounts[len(ups)]++
 		if len(ups) == 1 {
-			pid, _ := runnerPID(ups[0].Status.Runner)
-			if pidShard[pid] == "b" {
+			if pid, _ := runnerPID(ups[0].Status.Runner); r.pidShard[pid] == "b" {
 				exactlyOneByB++
-			} else if len(moveIssues) < 5 {
-				moveIssues = append(moveIssues, fmt.Sprintf("%s run by %q", name, ups[0].Status.Runner))
+			} else if len(issues) < 5 {
+				issues = append(issues, fmt.Sprintf("%s run by %q", name, ups[0].Status.Runner))
 			}
-		} else if len(moveIssues) < 5 {
-			moveIssues = append(moveIssues, fmt.Sprintf("%s: %d new Updates", name, len(ups)))
+		} else if len(issues) < 5 {
+			issues = append(issues, fmt.Sprintf("%s: %d new Updates", name, len(ups)))
 		}
-		for _, u := range b.track.updatesOf(nsShards, name) {
-			if !u.seen.Before(moveStart) && !u.run.IsZero() {
-				toRun = append(toRun, u.run.Sub(movedAt[name]))
-				break
-			}
+		if u, _, ok := b.firstUpdateSince(nsShards, name, moveStart); ok && !u.run.IsZero() {
+			toRun = append(toRun, u.run.Sub(movedAt[name]))
 		}
-		if at, ok := b.track.readyAt(nsShards, name, revs[name]); ok {
+		if at, ok := b.track.readyAt(nsShards, name, mv.revs[name]); ok {
 			toReady = append(toReady, at.Sub(movedAt[name]))
 		}
 		// Shard a logs a reconcile only of a Stack it still sees; one that left its
 		// selector is NotFound in its cache and logs nothing. Allow a reconcile in flight.
-		if at, ok := aLog.lastAt(key(nsShards, name)); ok && at.After(movedAt[name].Add(2*time.Second)) {
+		if at, ok := r.shards[0].log.lastAt(key(nsShards, name)); ok && at.After(movedAt[name].Add(2*time.Second)) {
 			touchedByA = append(touchedByA, name)
 		}
 	}
-	moveRows := [][]string{
-		{"Stacks relabelled a → b, each then given a new Program content", fmt.Sprint(len(moved))},
-		{"Ready at the new revision", fmt.Sprintf("%d/%d", movedReady, len(moved))},
-		{"**each got exactly one new Update, run by shard b's manager**", fmt.Sprintf("%d of %d%s", exactlyOneByB, len(moved), exampleString(moveIssues))},
+	return [][]string{
+		{"Stacks relabelled a → b, each then given a new Program content", fmt.Sprint(len(mv.moved))},
+		{"Ready at the new revision", fmt.Sprintf("%d/%d", mv.ready, len(mv.moved))},
+		{"**each got exactly one new Update, run by shard b's manager**", fmt.Sprintf("%d of %d%s", exactlyOneByB, len(mv.moved), exampleString(issues))},
 		{"new Updates per moved Stack", countsString(movedCounts)},
 		{"new Updates of Stacks not moved (should be 0)", fmt.Sprint(others) + exampleString(otherEx)},
 		{"moved Stacks shard a still reconciled > 2 s after their relabel (log; should be 0)", fmt.Sprint(len(touchedByA)) + exampleString(touchedByA[:min(3, len(touchedByA))])},
 		{"**relabel + change → Ready**: median / p99 / max (n)", pctRow(toReady)},
 		{"relabel + change → runner start (Update seen Running): median / p99 / max (n)", pctRow(toRun)},
 	}
+}
 
+// shardsReport renders the scenario's section.
+func (b *bench) shardsReport(r *shardsRun, runRows [][]string, mv *shardMove) string {
+	n := r.n
+	rows := [][]string{
+		{"Stacks (each with its own Program), labelled a / b", fmt.Sprintf("%d (%d / %d)", n, r.count["a"], r.count["b"])},
+		{"creation of the 2N objects", secs(r.creation)},
+		{"**start → all Ready**", r.ready.allReady()},
+		{"Ready since start: p50 / p90 / p99 / max", percentiles(r.ready.sinceStart, 50, 90, 99, 100)},
+	}
+	rows = append(rows, b.idealRows("ideal: N × floor median (CLI first update) / parallelism of one manager (2 cores)", r.ready.wall, n, b.floorMedian())...)
+	rows = append(rows, b.engineThroughputRows(r.ready.wall, n)...)
+	rows = append(rows, runRows...)
+	par := b.cfg.Parallelism
 	body := fmt.Sprintf("The scenarios' manager is stopped; two managers with the same flags take over, each with "+
 		"`--watch-namespaces=%s`, `--leader-elect`, its own `--leader-election-id` (`stackwright-bench-shard-a`, `-b`) "+
 		"and `--watch-label-selector` `%s` and `%s` (complementary: `!=` also takes Stacks without the label), and one "+
@@ -469,25 +492,24 @@ func (b *bench) runShards(ctx context.Context) error {
 		"just before the creation to all Ready. The runner of an Update is the local executor's "+
 		"`local/<host>/<pid>/<random>`: the pid names the shard.\n\n",
 		nsShards, shardSelectors[0][1], shardSelectors[1][1], par, 2*par, runtime.NumCPU(), shardLabel, shardLabel, b.cfg.CreateWorkers) +
-		table([]string{"shards", ""}, rows) + "\nPer manager:\n\n" + per
-	if readyCount < n {
-		body += "\n" + b.notReady(nsShards, names, "")
+		table([]string{"shards", ""}, rows) + "\nPer manager:\n\n" + b.shardCostTable(r)
+	if !r.ready.all() {
+		body += "\n" + b.notReady(nsShards, r.names, "")
 	}
 	body += fmt.Sprintf("\nThen %d Stacks of shard a (spread over its names) are relabelled `%s=b` and their Programs "+
 		"given a new `greeting` content (merge patches, one Stack after the other per client); times from each Stack's "+
-		"relabel. New Updates are counted %s after the last moved Stack was Ready.\n\n", len(moved), shardLabel, shardsSettle) +
-		table([]string{"move", ""}, moveRows)
-	if movedReady < len(moved) {
+		"relabel. New Updates are counted %s after the last moved Stack was Ready.\n\n", len(mv.moved), shardLabel, shardsSettle) +
+		table([]string{"move", ""}, mv.rows)
+	if mv.ready < len(mv.moved) {
 		var late []string
-		for _, name := range moved {
-			if _, ok := b.track.readyAt(nsShards, name, revs[name]); !ok {
+		for _, name := range mv.moved {
+			if _, ok := b.track.readyAt(nsShards, name, mv.revs[name]); !ok {
 				late = append(late, name)
 			}
 		}
 		body += "\n" + b.notReady(nsShards, late, "the new revision")
 	}
-	b.rep.add(title, body)
-	return nil
+	return body
 }
 
 // runByString renders Updates by Stack's shard and runner's shard, "a → a 1000, b → b 1000".
@@ -501,137 +523,127 @@ func runByString(m map[string]map[string]int) string {
 	return orNone(parts)
 }
 
+// managerCosts is what one manager spent over a span, as the shards' table compares it.
+type managerCosts struct {
+	cpu, engine              time.Duration
+	requests                 float64
+	rss, hwm                 int64
+	stackRec, upRec, progRec float64
+	methods                  map[string]float64
+}
+
+func costsOf(before, after snapshot, peak int64) managerCosts {
+	c := managerCosts{cpu: after.mgr.CPU - before.mgr.CPU, engine: after.mgr.ChildrenCPU - before.mgr.ChildrenCPU,
+		rss: max(peak, after.mgr.RSS), hwm: after.mgr.HWM, methods: map[string]float64{}}
+	if before.metricsErr == nil && after.metricsErr == nil {
+		c.requests = after.metrics.Sum("rest_client_requests_total", nil) - before.metrics.Sum("rest_client_requests_total", nil)
+		c.methods = DeltaBy(before.metrics, after.metrics, "rest_client_requests_total", "method")
+		rec := DeltaBy(before.metrics, after.metrics, "controller_runtime_reconcile_total", "controller")
+		c.stackRec, c.upRec, c.progRec = rec["stack"], rec["update"], rec["program-controller"]
+	}
+	return c
+}
+
+// add sums o into c: two managers on one machine spend the sum of their costs.
+func (c *managerCosts) add(o managerCosts) {
+	c.cpu += o.cpu
+	c.engine += o.engine
+	c.requests += o.requests
+	c.rss += o.rss
+	c.hwm += o.hwm
+	c.stackRec += o.stackRec
+	c.upRec += o.upRec
+	c.progRec += o.progRec
+	for k, v := range o.methods {
+		c.methods[k] += v
+	}
+}
+
 // shardCostTable compares the two managers, their sum and the fleet scenario's single
 // manager (per Stack, when the fleet ran).
-func (b *bench) shardCostTable(shards []*shard, count, readyOf map[string]int, lastOf map[string]time.Time, t0 time.Time, n int) string {
-	type costs struct {
-		cpu, engine     time.Duration
-		requests        float64
-		rss, hwm        int64
-		stackRec, upRec float64
-		progRec         float64
-		methods         map[string]float64
-		dur             time.Duration
-	}
-	of := func(before, after snapshot, peak int64) costs {
-		c := costs{cpu: after.mgr.CPU - before.mgr.CPU, engine: after.mgr.ChildrenCPU - before.mgr.ChildrenCPU,
-			rss: max(peak, after.mgr.RSS), hwm: after.mgr.HWM, dur: after.at.Sub(before.at)}
-		if before.metricsErr == nil && after.metricsErr == nil {
-			c.requests = after.metrics.Sum("rest_client_requests_total", nil) - before.metrics.Sum("rest_client_requests_total", nil)
-			c.methods = DeltaBy(before.metrics, after.metrics, "rest_client_requests_total", "method")
-			rec := DeltaBy(before.metrics, after.metrics, "controller_runtime_reconcile_total", "controller")
-			c.stackRec, c.upRec, c.progRec = rec["stack"], rec["update"], rec["program-controller"]
-		}
-		return c
-	}
-	var cs []costs
-	var sum costs
-	sum.methods = map[string]float64{}
-	for _, s := range shards {
-		c := of(s.before, s.after, s.peak())
-		cs = append(cs, c)
-		sum.cpu += c.cpu
-		sum.engine += c.engine
-		sum.requests += c.requests
-		sum.rss += c.rss
-		sum.hwm += c.hwm
-		sum.stackRec += c.stackRec
-		sum.upRec += c.upRec
-		sum.progRec += c.progRec
-		for k, v := range c.methods {
-			sum.methods[k] += v
-		}
-	}
-	var fleet *costs
-	if fc := b.fleetCost; fc != nil {
-		c := of(fc.before, fc.after, 0)
-		fleet = &c
-	}
-	perStack := func(v float64, stacks int) string { return fmt.Sprintf("%.2f", v/float64(max(1, stacks))) }
-	methods := func(m map[string]float64) string {
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
-		}
-		return orNone(parts)
-	}
+func (b *bench) shardCostTable(r *shardsRun) string {
+	var cs []managerCosts
+	sum := managerCosts{methods: map[string]float64{}}
 	header := []string{""}
-	for _, s := range shards {
+	for _, s := range r.shards {
+		cs = append(cs, costsOf(s.m.before, s.m.after, s.m.peak))
+		sum.add(cs[len(cs)-1])
 		header = append(header, fmt.Sprintf("shard %s (`%s`)", s.name, s.selector))
 	}
 	header = append(header, "a + b")
-	if fleet != nil {
-		header = append(header, fmt.Sprintf("fleet scenario, one manager (N=%d)", b.fleetCost.n), "a + b per Stack / fleet per Stack")
+	fc := b.fleetCost
+	var fleet managerCosts
+	if fc != nil {
+		fleet = costsOf(fc.before, fc.after, 0)
+		header = append(header, fmt.Sprintf("fleet scenario, one manager (N=%d)", fc.n), "a + b per Stack / fleet per Stack")
 	}
-	row := func(name string, f func(c costs, stacks int) string, cmp func(c costs) float64) []string {
-		r := []string{name}
+	perStack := func(v float64, stacks int) string { return fmt.Sprintf("%.2f", v/float64(max(1, stacks))) }
+	row := func(name string, f func(c managerCosts, stacks int) string, cmp func(c managerCosts) float64) []string {
+		out := []string{name}
 		for i, c := range cs {
-			r = append(r, f(c, count[shards[i].name]))
+			out = append(out, f(c, r.count[r.shards[i].name]))
 		}
-		r = append(r, f(sum, n))
-		if fleet != nil {
-			r = append(r, f(*fleet, b.fleetCost.n))
+		out = append(out, f(sum, r.n))
+		if fc != nil {
+			out = append(out, f(fleet, fc.n), "")
 			if cmp != nil {
-				r = append(r, fmt.Sprintf("%.2f×", (cmp(sum)/float64(n))/(cmp(*fleet)/float64(b.fleetCost.n))))
-			} else {
-				r = append(r, "")
+				out[len(out)-1] = fmt.Sprintf("%.2f×", (cmp(sum)/float64(r.n))/(cmp(fleet)/float64(fc.n)))
 			}
 		}
-		return r
+		return out
 	}
 	rows := [][]string{
-		func() []string {
-			r := []string{"Stacks; Ready"}
-			for _, s := range shards {
-				r = append(r, fmt.Sprintf("%d; %d", count[s.name], readyOf[s.name]))
-			}
-			tot := 0
-			for _, v := range readyOf {
-				tot += v
-			}
-			r = append(r, fmt.Sprintf("%d; %d", n, tot))
-			if fleet != nil {
-				r = append(r, fmt.Sprint(b.fleetCost.n), "")
-			}
-			return r
-		}(),
-		func() []string {
-			r := []string{"start → its last Stack Ready"}
-			var last time.Time
-			for _, s := range shards {
-				r = append(r, secs(lastOf[s.name].Sub(t0)))
-				last = maxTime(last, lastOf[s.name])
-			}
-			r = append(r, secs(last.Sub(t0)))
-			if fleet != nil {
-				r = append(r, secs(b.fleetCost.wall), fmt.Sprintf("%.2f×", (last.Sub(t0).Seconds()/float64(n))/(b.fleetCost.wall.Seconds()/float64(b.fleetCost.n))))
-			}
-			return r
-		}(),
-		row("manager CPU (utime+stime)", func(c costs, k int) string {
+		b.shardReadyRow(r),
+		b.shardLastReadyRow(r),
+		row("manager CPU (utime+stime)", func(c managerCosts, k int) string {
 			return fmt.Sprintf("%.1f s (%.0f ms/Stack)", c.cpu.Seconds(), float64(c.cpu.Milliseconds())/float64(max(1, k)))
-		}, func(c costs) float64 { return c.cpu.Seconds() }),
-		row("engine CPU (reaped children)", func(c costs, k int) string {
+		}, func(c managerCosts) float64 { return c.cpu.Seconds() }),
+		row("engine CPU (reaped children)", func(c managerCosts, k int) string {
 			return fmt.Sprintf("%.1f s (%s s/Stack)", c.engine.Seconds(), perStack(c.engine.Seconds(), k))
-		}, func(c costs) float64 { return c.engine.Seconds() }),
-		row("API requests (`rest_client_requests_total`)", func(c costs, k int) string {
+		}, func(c managerCosts) float64 { return c.engine.Seconds() }),
+		row("API requests (`rest_client_requests_total`)", func(c managerCosts, k int) string {
 			return fmt.Sprintf("%.0f (%s/Stack)", c.requests, perStack(c.requests, k))
-		}, func(c costs) float64 { return c.requests }),
-		row("… by method", func(c costs, _ int) string { return methods(c.methods) }, nil),
-		row("reconciles: stack / update / program", func(c costs, k int) string {
+		}, func(c managerCosts) float64 { return c.requests }),
+		row("… by method", func(c managerCosts, _ int) string { return deltaString(c.methods) }, nil),
+		row("reconciles: stack / update / program", func(c managerCosts, k int) string {
 			return fmt.Sprintf("%.0f / %.0f / %.0f (%s / %s / %s per Stack)", c.stackRec, c.upRec, c.progRec,
 				perStack(c.stackRec, k), perStack(c.upRec, k), perStack(c.progRec, k))
-		}, func(c costs) float64 { return c.stackRec + c.upRec + c.progRec }),
-		row("peak RSS (sampled 1/s; a + b: the sum)", func(c costs, _ int) string { return MiB(c.rss) }, nil),
-		row("VmHWM at the end", func(c costs, _ int) string { return MiB(c.hwm) }, nil),
+		}, func(c managerCosts) float64 { return c.stackRec + c.upRec + c.progRec }),
+		row("peak RSS (sampled 1/s; a + b: the sum)", func(c managerCosts, _ int) string { return MiB(c.rss) }, nil),
+		row("VmHWM at the end", func(c managerCosts, _ int) string { return MiB(c.hwm) }, nil),
 	}
 	out := table(header, rows)
-	if fleet == nil {
-		out += "\nThe fleet scenario did not run (or did not become Ready) in this run: no single-manager figures to compare with. " +
+	if fc == nil {
+		return out + "\nThe fleet scenario did not run (or did not become Ready) in this run: no single-manager figures to compare with. " +
 			"Run `BENCH_SCENARIOS=floor,fleet,shards` for them.\n"
-	} else {
-		out += "\nThe fleet scenario's figures are its manager's from just before the fleet's creation to the scenario's end " +
-			"(its CPU profile included). The last column compares per-Stack figures: the fleets differ in size.\n"
+	}
+	return out + "\nThe fleet scenario's figures are its manager's from just before the fleet's creation to the scenario's end " +
+		"(its CPU profile included). The last column compares per-Stack figures: the fleets differ in size.\n"
+}
+
+func (b *bench) shardReadyRow(r *shardsRun) []string {
+	out := []string{"Stacks; Ready"}
+	for _, s := range r.shards {
+		out = append(out, fmt.Sprintf("%d; %d", r.count[s.name], r.readyOf[s.name]))
+	}
+	out = append(out, fmt.Sprintf("%d; %d", r.n, r.ready.ready))
+	if b.fleetCost != nil {
+		out = append(out, fmt.Sprint(b.fleetCost.n), "")
+	}
+	return out
+}
+
+func (b *bench) shardLastReadyRow(r *shardsRun) []string {
+	out := []string{"start → its last Stack Ready"}
+	t0 := r.ready.start
+	var last time.Time
+	for _, s := range r.shards {
+		out = append(out, secs(r.lastOf[s.name].Sub(t0)))
+		last = maxTime(last, r.lastOf[s.name])
+	}
+	out = append(out, secs(last.Sub(t0)))
+	if fc := b.fleetCost; fc != nil {
+		out = append(out, secs(fc.wall), fmt.Sprintf("%.2f×", (last.Sub(t0).Seconds()/float64(r.n))/(fc.wall.Seconds()/float64(fc.n))))
 	}
 	return out
 }
