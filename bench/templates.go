@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -131,188 +129,113 @@ func benchInstance(ns, name string) *unstructured.Unstructured {
 
 // armResult is what one arm of the templates scenario measured.
 type armResult struct {
-	creation, wall time.Duration
-	ready          int
-	readyTimes     []time.Duration
-	runs           int
-	runPhases      map[string]int
-	peakRSS        int64
-	before, after  snapshot
+	creation  time.Duration
+	ready     readiness
+	runs      int
+	runPhases map[string]int
+	m         *measurement
+}
+
+// templateSetup are the times of the work before each arm's start.
+type templateSetup struct {
+	plainPrograms, deleted, program, established, ready, accepted time.Duration
+	// templateCreated is when the StackTemplate was created, which its times are since.
+	templateCreated time.Time
 }
 
 // runTemplates measures the same N apps twice, on the same program and over the same ten
 // tenant namespaces: first as plain Stacks, then, once those are deleted, as instances of
 // one StackTemplate, and compares the times to all Ready.
 func (b *bench) runTemplates(ctx context.Context) error {
-	n, par := b.cfg.N, b.cfg.Parallelism
+	n := b.cfg.N
 	apps := templateApps(n)
-	floor := b.floorMedian()
-	ideal := time.Duration(n) * floor / time.Duration(par)
-	timeout := b.cfg.FleetTimeout
-	if timeout == 0 {
-		timeout = 4*time.Duration(n)*max(floor, 5*time.Second)/time.Duration(par) + 5*time.Minute
-	}
-
-	plain, programs, err := b.plainArm(ctx, apps, timeout)
+	timeout := b.fleetTimeout(n, b.floorMedian())
+	var setup templateSetup
+	plain, err := b.plainArm(ctx, apps, timeout, &setup)
 	if err != nil {
 		return err
 	}
-	deleted, err := b.deletePlainArm(ctx, apps)
+	if setup.deleted, err = b.deletePlainArm(ctx, apps); err != nil {
+		return err
+	}
+	dc, err := b.setUpTemplate(ctx, &setup)
 	if err != nil {
 		return err
 	}
-	tmpl, setup, lag, err := b.templateArm(ctx, apps, timeout)
-	setup.plainPrograms = programs
+	stopWatch, err := b.track.watchInstances(ctx, templateGVR.GroupVersion().WithKind(templateKind))
 	if err != nil {
 		return err
 	}
-
-	reached := func(a *armResult) string {
-		if a.ready < n {
-			return fmt.Sprintf("not reached: %d/%d Ready after %s", a.ready, n, secs(a.wall))
-		}
-		return fmt.Sprintf("%s (%d/%d)", secs(a.wall), a.ready, n)
+	defer stopWatch()
+	if err := b.acceptInstances(ctx, dc, &setup); err != nil {
+		return err
 	}
-	pct := func(a *armResult) string {
-		s := Summarize(a.readyTimes)
-		return fmt.Sprintf("%s / %s / %s", secs(s.P50), secs(s.P90), secs(s.Max))
+	tmpl, err := b.templateArm(ctx, dc, apps, timeout)
+	if err != nil {
+		return err
 	}
-	requests := func(a *armResult) float64 {
-		if a.before.metricsErr != nil || a.after.metricsErr != nil {
-			return 0
-		}
-		return a.after.metrics.Sum("rest_client_requests_total", nil) - a.before.metrics.Sum("rest_client_requests_total", nil)
+	lag, err := b.instanceLag(ctx)
+	if err != nil {
+		return err
 	}
-	deltas := func(a *armResult, metric, label string) string {
-		if a.before.metricsErr != nil || a.after.metricsErr != nil {
-			return "metrics unavailable"
-		}
-		d := DeltaBy(a.before.metrics, a.after.metrics, metric, label)
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(d)) {
-			parts = append(parts, fmt.Sprintf("%s %.0f", k, d[k]))
-		}
-		return orNone(parts)
-	}
-	cpu := func(a *armResult) time.Duration { return a.after.mgr.CPU - a.before.mgr.CPU }
-	engineCPU := func(a *armResult) time.Duration { return a.after.mgr.ChildrenCPU - a.before.mgr.ChildrenCPU }
-	peak := func(a *armResult) int64 { return max(a.peakRSS, a.after.mgr.RSS) }
-	idealRatio := func(a *armResult) string { return ratio(Ratio(a.wall, ideal)) }
-	rows := [][]string{
-		{"objects created at the start", fmt.Sprintf("%d Stacks", n), fmt.Sprintf("%d instances", n), ""},
-		{"creation of the N objects", secs(plain.creation), secs(tmpl.creation), ""},
-		{"start → all Ready", reached(plain), reached(tmpl), ratio(Ratio(tmpl.wall, plain.wall))},
-		{"Ready since start: p50 / p90 / max", pct(plain), pct(tmpl),
-			ratio(Ratio(Percentile(tmpl.readyTimes, 50), Percentile(plain.readyTimes, 50))) + " (p50)"},
-		{"ideal: N × floor median (CLI first update) / parallelism",
-			fmt.Sprintf("%s (%d × %s / %d)", secs(ideal), n, secs(floor), par), secs(ideal), ""},
-		{"wall / ideal", idealRatio(plain), idealRatio(tmpl), ""},
-		{"engine runs started (Updates)", fmt.Sprintf("%d (%s)", plain.runs, mapString(plain.runPhases)),
-			fmt.Sprintf("%d (%s)", tmpl.runs, mapString(tmpl.runPhases)), ""},
-		{"manager API requests (rest_client_requests_total)", fmt.Sprintf("%.0f", requests(plain)), fmt.Sprintf("%.0f", requests(tmpl)),
-			ratio(requests(tmpl) / requests(plain))},
-		{"… by method", deltas(plain, "rest_client_requests_total", "method"), deltas(tmpl, "rest_client_requests_total", "method"), ""},
-		{"reconciles by controller", deltas(plain, "controller_runtime_reconcile_total", "controller"),
-			deltas(tmpl, "controller_runtime_reconcile_total", "controller"), ""},
-		{"manager CPU (utime+stime)", secs(cpu(plain)), secs(cpu(tmpl)), ratio(Ratio(cpu(tmpl), cpu(plain)))},
-		{"engine CPU (manager's reaped children)", secs(engineCPU(plain)), secs(engineCPU(tmpl)), ratio(Ratio(engineCPU(tmpl), engineCPU(plain)))},
-		{"manager peak RSS (sampled 1/s)", MiB(peak(plain)), MiB(peak(tmpl)), ""},
-		{"instance Ready after its Stack Ready: p50 / max", "-", lag, ""},
-	}
-	setupRows := [][]string{
-		{"plain arm: its " + fmt.Sprint(templateTenants) + " Programs created → Ready (before its start)", secs(setup.plainPrograms)},
-		{"plain arm deleted (Stacks gone, no destroy) after all Ready", secs(deleted)},
-		{"template arm: its Program created → Ready", secs(setup.program)},
-		{"StackTemplate created → CustomResourceDefinition " + templatePlural + "." + templateGroup + " Established", secs(setup.established)},
-		{"StackTemplate created → StackTemplate Ready", secs(setup.ready)},
-		{"StackTemplate created → a first instance accepted (server-side dry run; the API server's first write of a new kind)", secs(setup.accepted)},
-	}
-	body := fmt.Sprintf("The same N apps, twice, one arm after the other, over the same %d tenant namespaces (N/%d each), on "+
-		"the same program (the bench program with its two files below `${pulumi.stack}/`, since every instance of a template "+
-		"has the same `STACKWRIGHT_TESTING_ROOT`), with the same stack names (`%s.<namespace>.<name>`) and config. "+
-		"*plain*: a Program in each tenant namespace, created and Ready beforehand, then N Stacks on them created at once. "+
-		"Once all are Ready, they are deleted (no destroy) with their Updates, as a garbage collector would. "+
-		"*templates*: one Program in `%s` and one StackTemplate (`%s`, kind `%s`) whose `spec.stack` references it, "+
-		"set up beforehand (timed apart, below, with a server-side dry-run create that pays the API server's first write of "+
-		"the new kind); then N instances created at once, timed until each instance's own `Ready` "+
-		"condition is True for its generation. Both arms are created by %d concurrent clients and timed from the first create; "+
-		"no namespace has a share limit (`--max-concurrent-updates-per-namespace 0`). "+
-		"`--max-concurrent-updates %d`; the manager runs with `--template-api-groups=%s`. "+
-		"The last column is templates / plain.\n\n",
-		templateTenants, templateTenants, templateStack, nsPlatform, templateName, templateKind, b.cfg.CreateWorkers, par, templateGroup) +
-		table([]string{"", "plain Stacks", "template instances", "templates / plain"}, rows) +
-		"\nNot in the instances' time:\n\n" + table([]string{"setup", ""}, setupRows)
-	b.rep.add(fmt.Sprintf("Templates (N=%d instances vs N plain Stacks, %d namespaces)", n, templateTenants), body)
+	b.rep.add(fmt.Sprintf("Templates (N=%d instances vs N plain Stacks, %d namespaces)", n, templateTenants),
+		b.templatesReport(plain, tmpl, setup, lag))
 	return nil
 }
 
-// templateSetup are the times of the work before each arm's start.
-type templateSetup struct {
-	plainPrograms, program, established, ready, accepted time.Duration
+// arm creates the N apps of one arm at once with create and waits until wait says all
+// are Ready, measuring the manager meanwhile; its engine runs are the Updates seen in
+// runsIn since the start.
+func (b *bench) arm(ctx context.Context, what string, apps []string, create func(ns, name string) error,
+	wait func(start time.Time) readiness, runsIn ...string,
+) (*armResult, error) {
+	a := &armResult{m: b.measure(ctx), runPhases: map[string]int{}}
+	defer a.m.release()
+	var start time.Time
+	var err error
+	if start, a.creation, err = b.createFleet(ctx, apps, create); err != nil {
+		return nil, err
+	}
+	a.ready = wait(start)
+	a.m.end(ctx)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	for _, ns := range runsIn {
+		for _, u := range b.track.updatesIn(ns, start, time.Now()) {
+			a.runs++
+			a.runPhases[phaseName(u.phase)]++
+		}
+	}
+	b.say("templates: %s: %d/%d Ready after %s", what, a.ready.ready, len(apps), secs(a.ready.wall))
+	return a, nil
 }
 
 // plainArm creates a Program in each tenant namespace, then the N Stacks at once, and waits
 // until all are Ready.
-func (b *bench) plainArm(ctx context.Context, apps []string, timeout time.Duration) (a *armResult, programs time.Duration, err error) {
+func (b *bench) plainArm(ctx context.Context, apps []string, timeout time.Duration, setup *templateSetup) (*armResult, error) {
 	files := filepath.Join(b.work, "files", "templates-plain")
 	t0 := time.Now()
 	var keys []client.ObjectKey
 	for _, ns := range tenantNamespaces() {
 		p := sharedProgram(ns, templateProgram)
 		if err := b.cluster.client.Create(ctx, p); err != nil {
-			return nil, 0, fmt.Errorf("failed to create Program %s/%s: %w", ns, p.Name, err)
+			return nil, fmt.Errorf("failed to create Program %s/%s: %w", ns, p.Name, err)
 		}
 		keys = append(keys, client.ObjectKeyFromObject(p))
 	}
 	if err := b.waitPrograms(ctx, keys); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	programs = time.Since(t0)
-
-	a = &armResult{}
-	a.before = b.snap(ctx)
-	peak := b.sampleRSS(ctx)
-	defer peak()
-	start := time.Now()
+	setup.plainPrograms = time.Since(t0)
 	b.say("templates: plain arm: creating %d Stacks over %d namespaces (timeout %s)", len(apps), templateTenants, timeout.Round(time.Second))
-	err = b.forAll(ctx, "create", apps, func(k string) error {
-		ns, name, _ := strings.Cut(k, "/")
+	return b.arm(ctx, "plain arm", apps, func(ns, name string) error {
 		return b.cluster.client.Create(ctx, plainStack(ns, name, files))
-	})
-	a.creation = time.Since(start)
-	if err != nil {
-		return nil, 0, err
-	}
-	progress := func(ready int) {
-		b.say("templates: plain arm: %d/%d Ready after %s; manager %s", ready, len(apps), secs(time.Since(start)), procLine(b.mgr.pid()))
-	}
-	a.ready = b.track.waitKeys(ctx, apps, timeout, 30*time.Second, progress, func(st *stackSeen) bool { return st.readyOn("") })
-	a.wall = time.Since(start)
-	a.after = b.snap(ctx)
-	a.peakRSS = peak()
-	if ctx.Err() != nil {
-		return nil, 0, ctx.Err()
-	}
-	var last time.Time
-	for _, k := range apps {
-		ns, name, _ := strings.Cut(k, "/")
-		if at, ok := b.track.readyAt(ns, name, ""); ok {
-			a.readyTimes = append(a.readyTimes, at.Sub(start))
-			last = maxTime(last, at)
-		}
-	}
-	if a.ready == len(apps) {
-		a.wall = last.Sub(start)
-	}
-	a.runPhases = map[string]int{}
-	for _, ns := range tenantNamespaces() {
-		for _, u := range b.track.updatesIn(ns, start, time.Now()) {
-			a.runs++
-			a.runPhases[phaseName(u.phase)]++
-		}
-	}
-	b.say("templates: plain arm: %d/%d Ready after %s", a.ready, len(apps), secs(a.wall))
-	return a, programs, nil
+	}, func(start time.Time) readiness {
+		return b.waitReady(ctx, apps, "", start, timeout, func(ready int) {
+			b.say("templates: plain arm: %d/%d Ready after %s; manager %s", ready, len(apps), secs(time.Since(start)), procLine(b.mgr.pid()))
+		})
+	}, tenantNamespaces()...)
 }
 
 // deletePlainArm deletes the plain arm's Stacks (they have no destroyOnFinalize, so no
@@ -361,34 +284,34 @@ func (b *bench) deletePlainArm(ctx context.Context, apps []string) (time.Duratio
 	}
 	// What the deletions set off in the manager (Program and Update reconciles, cache
 	// events) should be over before the next arm's clock starts.
-	if err := waitReporting(ctx, 10*time.Second, func() {}); err != nil {
+	if err := pause(ctx, 10*time.Second); err != nil {
 		return 0, err
 	}
 	return took, nil
 }
 
-// templateArm sets up the platform namespace's Program and the StackTemplate, then creates
-// the N instances at once and waits until every instance is Ready. lag is the instances'
-// Ready after their Stacks' Ready, p50 / max.
-func (b *bench) templateArm(ctx context.Context, apps []string, timeout time.Duration) (a *armResult, setup templateSetup, lag string, err error) {
+// setUpTemplate creates the platform namespace's Program and the StackTemplate, and waits
+// until its kind is served and the template Ready: none of it is in the instances' time.
+func (b *bench) setUpTemplate(ctx context.Context, setup *templateSetup) (dynamic.Interface, error) {
 	t0 := time.Now()
 	prog := sharedProgram(nsPlatform, templateProgram)
 	if err := b.cluster.client.Create(ctx, prog); err != nil {
-		return nil, setup, "", fmt.Errorf("failed to create Program %s/%s: %w", nsPlatform, prog.Name, err)
+		return nil, fmt.Errorf("failed to create Program %s/%s: %w", nsPlatform, prog.Name, err)
 	}
 	if err := b.waitPrograms(ctx, []client.ObjectKey{client.ObjectKeyFromObject(prog)}); err != nil {
-		return nil, setup, "", err
+		return nil, err
 	}
 	setup.program = time.Since(t0)
 
 	tmpl := benchTemplate(filepath.Join(b.work, "files", "templates-instances"))
 	t0 = time.Now()
+	setup.templateCreated = t0
 	if err := b.cluster.client.Create(ctx, tmpl); err != nil {
-		return nil, setup, "", fmt.Errorf("failed to create StackTemplate %s: %w", tmpl.Name, err)
+		return nil, fmt.Errorf("failed to create StackTemplate %s: %w", tmpl.Name, err)
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	crdKey := client.ObjectKey{Name: templatePlural + "." + templateGroup}
-	err = pollUntil(ctx, time.Minute, func() (bool, error) {
+	err := pollUntil(ctx, time.Minute, func() (bool, error) {
 		if err := b.cluster.client.Get(ctx, crdKey, crd); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -400,7 +323,7 @@ func (b *bench) templateArm(ctx context.Context, apps []string, timeout time.Dur
 		return false, nil
 	})
 	if err != nil {
-		return nil, setup, "", fmt.Errorf("failed to wait for CustomResourceDefinition %s: %w", crdKey.Name, err)
+		return nil, fmt.Errorf("failed to wait for CustomResourceDefinition %s: %w", crdKey.Name, err)
 	}
 	setup.established = time.Since(t0)
 	err = pollUntil(ctx, time.Minute, func() (bool, error) {
@@ -410,82 +333,116 @@ func (b *bench) templateArm(ctx context.Context, apps []string, timeout time.Dur
 		return apimeta.IsStatusConditionTrue(tmpl.Status.Conditions, pulumiv1.ConditionReady), nil
 	})
 	if err != nil {
-		return nil, setup, "", fmt.Errorf("failed to wait for StackTemplate %s to be Ready (conditions %v): %w", tmpl.Name, tmpl.Status.Conditions, err)
+		return nil, fmt.Errorf("failed to wait for StackTemplate %s to be Ready (conditions %v): %w", tmpl.Name, tmpl.Status.Conditions, err)
 	}
 	setup.ready = time.Since(t0)
 	b.say("templates: StackTemplate %s Ready after %s (CustomResourceDefinition Established after %s)", tmpl.Name, secs(setup.ready), secs(setup.established))
-
 	dc, err := dynamic.NewForConfig(b.cluster.cfg)
 	if err != nil {
-		return nil, setup, "", fmt.Errorf("failed to create dynamic client: %w", err)
+		return nil, fmt.Errorf("failed to create dynamic client: %w", err)
 	}
-	stopWatch, err := b.track.watchInstances(ctx, templateGVR.GroupVersion().WithKind(templateKind))
-	if err != nil {
-		return nil, setup, "", err
-	}
-	defer stopWatch()
+	return dc, nil
+}
 
-	// The API server's first write of a new kind waits about 2 s (seen on every run), which
-	// a tenant creating an instance any time later never sees: a dry run pays it here.
+// acceptInstances waits until the API server accepts an instance (a server-side dry run):
+// its first write of a new kind waits about 2 s (seen on every run), which a tenant
+// creating an instance any time later never sees.
+func (b *bench) acceptInstances(ctx context.Context, dc dynamic.Interface, setup *templateSetup) error {
 	tenant := tenantNamespaces()[0]
 	var refused error
-	err = pollUntil(ctx, time.Minute, func() (bool, error) {
+	err := pollUntil(ctx, time.Minute, func() (bool, error) {
 		probe := benchInstance(tenant, "probe")
 		_, refused = dc.Resource(templateGVR).Namespace(tenant).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return refused == nil, nil
 	})
 	if err != nil {
-		return nil, setup, "", fmt.Errorf("failed to have a dry-run instance accepted: %w", errors.Join(err, refused))
+		return fmt.Errorf("failed to have a dry-run instance accepted: %w", errors.Join(err, refused))
 	}
-	setup.accepted = time.Since(t0)
+	setup.accepted = time.Since(setup.templateCreated)
+	return nil
+}
 
-	a = &armResult{}
-	a.before = b.snap(ctx)
-	peak := b.sampleRSS(ctx)
-	defer peak()
-	start := time.Now()
+// templateArm creates the N instances at once and waits until every instance is Ready.
+func (b *bench) templateArm(ctx context.Context, dc dynamic.Interface, apps []string, timeout time.Duration) (*armResult, error) {
 	b.say("templates: template arm: creating %d instances over %d namespaces (timeout %s)", len(apps), templateTenants, timeout.Round(time.Second))
-	err = b.forAll(ctx, "create", apps, func(k string) error {
-		ns, name, _ := strings.Cut(k, "/")
+	return b.arm(ctx, "template arm", apps, func(ns, name string) error {
 		_, err := dc.Resource(templateGVR).Namespace(ns).Create(ctx, benchInstance(ns, name), metav1.CreateOptions{})
 		return err
-	})
-	a.creation = time.Since(start)
-	if err != nil {
-		return nil, setup, "", err
-	}
-	progress := func(ready int) {
-		b.say("templates: template arm: %d/%d instances Ready after %s; Updates: %s; manager %s", ready, len(apps),
-			secs(time.Since(start)), mapString(b.track.phases(nsPlatform)), procLine(b.mgr.pid()))
-	}
-	a.ready = b.track.waitInstances(ctx, apps, timeout, 30*time.Second, progress)
-	a.wall = time.Since(start)
-	a.after = b.snap(ctx)
-	a.peakRSS = peak()
-	if ctx.Err() != nil {
-		return nil, setup, "", ctx.Err()
-	}
-	var last time.Time
-	for _, k := range apps {
-		if at, ok := b.track.instanceReadyAt(k); ok {
-			a.readyTimes = append(a.readyTimes, at.Sub(start))
-			last = maxTime(last, at)
+	}, func(start time.Time) readiness {
+		return b.waitInstancesReady(ctx, apps, start, timeout, func(ready int) {
+			b.say("templates: template arm: %d/%d instances Ready after %s; Updates: %s; manager %s", ready, len(apps),
+				secs(time.Since(start)), mapString(b.track.phases(nsPlatform)), procLine(b.mgr.pid()))
+		})
+	}, nsPlatform)
+}
+
+// templatesReport renders the scenario's section: the arms side by side, the setup apart.
+func (b *bench) templatesReport(plain, tmpl *armResult, setup templateSetup, lag string) string {
+	n, floor := b.cfg.N, b.floorMedian()
+	ideal := time.Duration(n) * floor / time.Duration(b.cfg.Parallelism)
+	requests := func(a *armResult) float64 {
+		if a.m.before.metricsErr != nil || a.m.after.metricsErr != nil {
+			return 0
 		}
+		return a.m.after.metrics.Sum("rest_client_requests_total", nil) - a.m.before.metrics.Sum("rest_client_requests_total", nil)
 	}
-	if a.ready == len(apps) {
-		a.wall = last.Sub(start)
+	deltas := func(a *armResult, metric, label string) string {
+		if a.m.before.metricsErr != nil || a.m.after.metricsErr != nil {
+			return "metrics unavailable"
+		}
+		return deltaString(DeltaBy(a.m.before.metrics, a.m.after.metrics, metric, label))
 	}
-	a.runPhases = map[string]int{}
-	for _, u := range b.track.updatesIn(nsPlatform, start, time.Now()) {
-		a.runs++
-		a.runPhases[phaseName(u.phase)]++
+	cpu := func(a *armResult) time.Duration { return a.m.after.mgr.CPU - a.m.before.mgr.CPU }
+	engineCPU := func(a *armResult) time.Duration { return a.m.after.mgr.ChildrenCPU - a.m.before.mgr.ChildrenCPU }
+	both := func(name string, f func(a *armResult) string, cmp string) []string {
+		return []string{name, f(plain), f(tmpl), cmp}
 	}
-	lag, err = b.instanceLag(ctx)
-	if err != nil {
-		return nil, setup, "", err
+	rows := [][]string{
+		{"objects created at the start", fmt.Sprintf("%d Stacks", n), fmt.Sprintf("%d instances", n), ""},
+		both("creation of the N objects", func(a *armResult) string { return secs(a.creation) }, ""),
+		both("start → all Ready", func(a *armResult) string { return a.ready.allReady() }, ratio(Ratio(tmpl.ready.wall, plain.ready.wall))),
+		both("Ready since start: p50 / p90 / max", func(a *armResult) string { return percentiles(a.ready.sinceStart, 50, 90, 100) },
+			ratio(Ratio(Percentile(tmpl.ready.sinceStart, 50), Percentile(plain.ready.sinceStart, 50)))+" (p50)"),
+		{"ideal: N × floor median (CLI first update) / parallelism",
+			fmt.Sprintf("%s (%d × %s / %d)", secs(ideal), n, secs(floor), b.cfg.Parallelism), secs(ideal), ""},
+		both("wall / ideal", func(a *armResult) string { return ratio(Ratio(a.ready.wall, ideal)) }, ""),
+		both("engine runs started (Updates)", func(a *armResult) string { return fmt.Sprintf("%d (%s)", a.runs, mapString(a.runPhases)) }, ""),
+		both("manager API requests (rest_client_requests_total)", func(a *armResult) string { return fmt.Sprintf("%.0f", requests(a)) },
+			ratio(requests(tmpl)/requests(plain))),
+		both("… by method", func(a *armResult) string { return deltas(a, "rest_client_requests_total", "method") }, ""),
+		both("reconciles by controller", func(a *armResult) string { return deltas(a, "controller_runtime_reconcile_total", "controller") }, ""),
+		both("manager CPU (utime+stime)", func(a *armResult) string { return secs(cpu(a)) }, ratio(Ratio(cpu(tmpl), cpu(plain)))),
+		both("engine CPU (manager's reaped children)", func(a *armResult) string { return secs(engineCPU(a)) },
+			ratio(Ratio(engineCPU(tmpl), engineCPU(plain)))),
+		both("manager peak RSS (sampled 1/s)", func(a *armResult) string { return MiB(a.m.peakRSS()) }, ""),
+		{"instance Ready after its Stack Ready: p50 / max", "-", lag, ""},
 	}
-	b.say("templates: template arm: %d/%d instances Ready after %s", a.ready, len(apps), secs(a.wall))
-	return a, setup, lag, nil
+	setupRows := [][]string{
+		{"plain arm: its " + fmt.Sprint(templateTenants) + " Programs created → Ready (before its start)", secs(setup.plainPrograms)},
+		{"plain arm deleted (Stacks gone, no destroy) after all Ready", secs(setup.deleted)},
+		{"template arm: its Program created → Ready", secs(setup.program)},
+		{"StackTemplate created → CustomResourceDefinition " + templatePlural + "." + templateGroup + " Established", secs(setup.established)},
+		{"StackTemplate created → StackTemplate Ready", secs(setup.ready)},
+		{"StackTemplate created → a first instance accepted (server-side dry run; the API server's first write of a new kind)", secs(setup.accepted)},
+	}
+	return b.templatesIntro() + table([]string{"", "plain Stacks", "template instances", "templates / plain"}, rows) +
+		"\nNot in the instances' time:\n\n" + table([]string{"setup", ""}, setupRows)
+}
+
+func (b *bench) templatesIntro() string {
+	return fmt.Sprintf("The same N apps, twice, one arm after the other, over the same %d tenant namespaces (N/%d each), on "+
+		"the same program (the bench program with its two files below `${pulumi.stack}/`, since every instance of a template "+
+		"has the same `STACKWRIGHT_TESTING_ROOT`), with the same stack names (`%s.<namespace>.<name>`) and config. "+
+		"*plain*: a Program in each tenant namespace, created and Ready beforehand, then N Stacks on them created at once. "+
+		"Once all are Ready, they are deleted (no destroy) with their Updates, as a garbage collector would. "+
+		"*templates*: one Program in `%s` and one StackTemplate (`%s`, kind `%s`) whose `spec.stack` references it, "+
+		"set up beforehand (timed apart, below, with a server-side dry-run create that pays the API server's first write of "+
+		"the new kind); then N instances created at once, timed until each instance's own `Ready` "+
+		"condition is True for its generation. Both arms are created by %d concurrent clients and timed from the first create; "+
+		"no namespace has a share limit (`--max-concurrent-updates-per-namespace 0`). "+
+		"`--max-concurrent-updates %d`; the manager runs with `--template-api-groups=%s`. "+
+		"The last column is templates / plain.\n\n",
+		templateTenants, templateTenants, templateStack, nsPlatform, templateName, templateKind, b.cfg.CreateWorkers, b.cfg.Parallelism, templateGroup)
 }
 
 // instanceLag is how long after its Stack an instance was seen Ready (the status mirroring
