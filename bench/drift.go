@@ -20,53 +20,84 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
+// driftRun is one run of the drift scenario, filled in step by step.
+type driftRun struct {
+	names []string
+	sched cron.Schedule
+	// settled, toReady and toQuiet are the settling after the schedules were set;
+	// settling its Updates.
+	settled          int
+	toReady, toQuiet time.Duration
+	settling         []updateSeen
+	// The measurement: the window from start to end, drained until m's end.
+	start, end time.Time
+	slots      []time.Time
+	m          *measurement
+}
+
 // runDrift gives the first DriftN Stacks of the Ready fleet a drift schedule and counts,
 // for DriftWindow, the checks the schedules start and what they cost.
 func (b *bench) runDrift(ctx context.Context) error {
-	n, par, window := b.cfg.DriftN, b.cfg.Parallelism, b.cfg.DriftWindow
 	sched, err := (&pulumiv1.DriftSchedule{Cron: b.cfg.DriftCron}).Parse()
 	if err != nil {
 		return fmt.Errorf("failed to parse the drift cron: %w", err)
 	}
-	names := b.fleetNames[:n]
+	r := &driftRun{names: b.fleetNames[:b.cfg.DriftN], sched: sched}
+	n := len(r.names)
 	if !b.fleetReady {
 		b.say("drift: the fleet is not all Ready; scheduling anyway")
 	}
-	timeout := b.cfg.FleetTimeout
-	if timeout == 0 {
-		timeout = 4*time.Duration(n)*max(b.floorMedian(), 5*time.Second)/time.Duration(par) + 5*time.Minute
-	}
-
+	timeout := b.fleetTimeout(n, b.floorMedian())
 	b.say("drift: scheduling `%s` on %d Stacks (each runs one up for the spec change first)", b.cfg.DriftCron, n)
 	patched := time.Now()
-	gens, err := b.patchDrift(ctx, names, &pulumiv1.DriftDetectionSpec{Schedules: []pulumiv1.DriftSchedule{{Cron: b.cfg.DriftCron}}})
+	gens, err := b.patchDrift(ctx, r.names, &pulumiv1.DriftDetectionSpec{Schedules: []pulumiv1.DriftSchedule{{Cron: b.cfg.DriftCron}}})
 	if err != nil {
 		return err
 	}
-	settled, toReady, toQuiet := b.waitSettled(ctx, "drift: schedules set", names, gens, timeout)
+	r.settled, r.toReady, r.toQuiet = b.waitSettled(ctx, "drift: schedules set", r.names, gens, timeout)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	settling := b.track.updatesIn(nsFleet, patched, time.Now())
-	if settled < n {
-		b.say("drift: %d/%d Stacks settled after %s; measuring anyway", settled, n, secs(toReady+toQuiet))
+	r.settling = b.track.updatesIn(nsFleet, patched, time.Now())
+	if r.settled < n {
+		b.say("drift: %d/%d Stacks settled after %s; measuring anyway", r.settled, n, secs(r.toReady+r.toQuiet))
 	}
+	if err := b.countChecks(ctx, r); err != nil {
+		return err
+	}
+	b.rep.add(fmt.Sprintf("Drift detection (%d Stacks, `%s`, %s window)", n, b.cfg.DriftCron, b.cfg.DriftWindow), b.driftReport(r))
+	if !b.cfg.has(ScenarioGit) {
+		return nil
+	}
+	// Left in place, the schedules would start checks during the git fleet, on its runners.
+	b.say("drift: removing the schedules before the git fleet")
+	if gens, err = b.patchDrift(ctx, r.names, nil); err != nil {
+		return err
+	}
+	if settled, toReady, toQuiet := b.waitSettled(ctx, "drift: schedules removed", r.names, gens, timeout); settled < n && ctx.Err() == nil {
+		b.rep.add("Drift detection: schedules not all removed", fmt.Sprintf("After the schedules were removed, %d/%d Stacks "+
+			"were Ready on the new generation, with no drift check in flight, after %s: the git fleet below shares the runners "+
+			"with the rest.\n", settled, n, secs(toReady+toQuiet)))
+	}
+	return ctx.Err()
+}
 
-	before := b.snap(ctx)
-	start := before.at
-	end := start.Add(window)
-	slots := cronSlots(sched, start, end)
-	due := n * len(slots)
-	// Checks started in the window are waited for after it, for at most another window and
-	// never into the next slot, whose checks are not due in the window.
-	drainUntil := end.Add(window)
-	if next := sched.Next(end); !next.IsZero() && next.Add(-time.Second).Before(drainUntil) {
+// countChecks measures the window, then waits for the checks started in it to finish,
+// for at most another window and never into the next slot, whose checks are not due in
+// the window.
+func (b *bench) countChecks(ctx context.Context, r *driftRun) error {
+	window := b.cfg.DriftWindow
+	r.m = b.measure(ctx)
+	defer r.m.release()
+	r.start = r.m.before.at
+	r.end = r.start.Add(window)
+	r.slots = cronSlots(r.sched, r.start, r.end)
+	drainUntil := r.end.Add(window)
+	if next := r.sched.Next(r.end); !next.IsZero() && next.Add(-time.Second).Before(drainUntil) {
 		drainUntil = next.Add(-time.Second)
 	}
-	peakRSS := b.sampleRSS(ctx)
-	defer peakRSS()
 	inFlight := func() (started, finished int) {
-		for _, u := range b.track.updatesIn(nsFleet, start, time.Now()) {
+		for _, u := range b.track.updatesIn(nsFleet, r.start, time.Now()) {
 			if u.typ == v1alpha1.UpdateTypeDrift {
 				started++
 				if !u.done.IsZero() {
@@ -76,11 +107,11 @@ func (b *bench) runDrift(ctx context.Context) error {
 		}
 		return started, finished
 	}
-	b.say("drift: counting checks for %s (%d slots, %d checks due)", window, len(slots), due)
+	b.say("drift: counting checks for %s (%d slots, %d checks due)", window, len(r.slots), len(r.names)*len(r.slots))
 	if err := waitReporting(ctx, window, func() {
 		started, finished := inFlight()
 		b.say("drift: %s elapsed; checks started %d, finished %d; manager %s",
-			time.Since(start).Round(time.Second), started, finished, procLine(b.mgr.pid()))
+			time.Since(r.start).Round(time.Second), started, finished, procLine(b.mgr.pid()))
 	}); err != nil {
 		return err
 	}
@@ -94,44 +125,52 @@ func (b *bench) runDrift(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
-	after := b.snap(ctx)
-	peak := peakRSS()
-	span := after.at.Sub(before.at)
+	r.m.end(ctx)
+	return nil
+}
 
-	// Counted from the watch, not listed: the manager prunes finished checks.
-	var (
-		checks, succeeded, failed int
-		durations, turnarounds    []time.Duration
-		others                    []updateSeen
-		checked                   = map[string]bool{}
-		failedReasons             = map[string]int{}
-	)
-	for _, u := range b.track.updatesIn("", start, after.at) {
+// driftChecks is what the checks of the measured span were, counted from the watch, not
+// listed: the manager prunes finished checks.
+type driftChecks struct {
+	started, succeeded, failed int
+	durations, turnarounds     []time.Duration
+	others                     []updateSeen
+	checked                    map[string]bool
+	failedReasons              map[string]int
+}
+
+func (b *bench) driftChecks(r *driftRun) driftChecks {
+	c := driftChecks{checked: map[string]bool{}, failedReasons: map[string]int{}}
+	for _, u := range b.track.updatesIn("", r.start, r.m.after.at) {
 		if u.typ != v1alpha1.UpdateTypeDrift {
-			others = append(others, u)
+			c.others = append(c.others, u)
 			continue
 		}
-		checks++
-		if u.done.IsZero() || u.done.After(after.at) {
+		c.started++
+		if u.done.IsZero() || u.done.After(r.m.after.at) {
 			continue
 		}
 		if u.phase == v1alpha1.UpdatePhaseFailed {
-			failed++
+			c.failed++
 			reason := u.reason
 			if reason == "" {
 				reason = "?"
 			}
-			failedReasons[reason]++
+			c.failedReasons[reason]++
 		} else {
-			succeeded++
+			c.succeeded++
 		}
-		checked[u.stack] = true
+		c.checked[u.stack] = true
 		if !u.started.IsZero() && !u.ended.IsZero() {
-			durations = append(durations, u.ended.Sub(u.started))
+			c.durations = append(c.durations, u.ended.Sub(u.started))
 		}
-		turnarounds = append(turnarounds, u.done.Sub(u.seen))
+		c.turnarounds = append(c.turnarounds, u.done.Sub(u.seen))
 	}
-	done := succeeded + failed
+	return c
+}
+
+// driftConditions counts the scheduled Stacks' DriftDetected conditions at the end.
+func (b *bench) driftConditions(names []string) string {
 	conds := map[string]int{}
 	for _, name := range names {
 		state := "no condition"
@@ -142,11 +181,19 @@ func (b *bench) runDrift(ctx context.Context) error {
 		}
 		conds[state]++
 	}
-	condText := fmt.Sprintf("True %d, False %d, Unknown %d",
+	text := fmt.Sprintf("True %d, False %d, Unknown %d",
 		conds[string(metav1.ConditionTrue)], conds[string(metav1.ConditionFalse)], conds[string(metav1.ConditionUnknown)])
 	if c := conds["no condition"]; c > 0 {
-		condText += fmt.Sprintf(", no condition %d", c)
+		text += fmt.Sprintf(", no condition %d", c)
 	}
+	return text
+}
+
+// driftReport renders the scenario's section.
+func (b *bench) driftReport(r *driftRun) string {
+	c := b.driftChecks(r)
+	n, span, m := len(r.names), r.m.after.at.Sub(r.m.before.at), r.m
+	done, due := c.succeeded+c.failed, n*len(r.slots)
 	perCheck := func(d time.Duration) string {
 		if done == 0 {
 			return "-"
@@ -157,67 +204,46 @@ func (b *bench) runDrift(ctx context.Context) error {
 	if due > 0 {
 		doneOfDue = fmt.Sprintf("%.2f (%d / %d)", float64(done)/float64(due), done, due)
 	}
-	dist := func(ds []time.Duration) string {
-		s := Summarize(ds)
-		return fmt.Sprintf("%s / %s / %s", secs(s.P50), secs(s.P90), secs(s.Max))
-	}
 	otherText := "0"
-	if len(others) > 0 {
-		otherText = fmt.Sprintf("%d (%s)", len(others), strings.Join(typePhases(others), ", "))
+	if len(c.others) > 0 {
+		otherText = fmt.Sprintf("%d (%s)", len(c.others), strings.Join(typePhases(c.others), ", "))
 	}
-	mgrCPU := after.mgr.CPU - before.mgr.CPU
+	mgrCPU := m.after.mgr.CPU - m.before.mgr.CPU
 	rows := [][]string{
 		{"Stacks with a drift schedule", fmt.Sprintf("%d of the fleet's %d", n, len(b.fleetNames))},
-		{"schedule set → all Ready on the new generation (settling, not measured)", fmt.Sprintf("%s (%d/%d)", secs(toReady), settled, n)},
-		{"… then until no drift check was in flight", secs(toQuiet)},
-		{"Updates while settling, by type and phase", orNone(typePhases(settling))},
-		{"measured", fmt.Sprintf("%s window from %s, then %s until the checks it started had finished", window,
-			start.Format("15:04:05"), secs(after.at.Sub(end)))},
-		{"schedule slots in the window", slotString(slots)},
+		{"schedule set → all Ready on the new generation (settling, not measured)", fmt.Sprintf("%s (%d/%d)", secs(r.toReady), r.settled, n)},
+		{"… then until no drift check was in flight", secs(r.toQuiet)},
+		{"Updates while settling, by type and phase", orNone(typePhases(r.settling))},
+		{"measured", fmt.Sprintf("%s window from %s, then %s until the checks it started had finished", b.cfg.DriftWindow,
+			r.start.Format("15:04:05"), secs(m.after.at.Sub(r.end)))},
+		{"schedule slots in the window", slotString(r.slots)},
 		{"checks due (Stacks × slots)", fmt.Sprint(due)},
-		{"drift checks started (Updates of type drift)", fmt.Sprint(checks)},
-		{"drift checks finished: succeeded / failed", fmt.Sprintf("%d / %d", succeeded, failed)},
-		{"drift checks not finished at the end", fmt.Sprint(checks - done)},
+		{"drift checks started (Updates of type drift)", fmt.Sprint(c.started)},
+		{"drift checks finished: succeeded / failed", fmt.Sprintf("%d / %d", c.succeeded, c.failed)},
+		{"drift checks not finished at the end", fmt.Sprint(c.started - done)},
 		{"checks finished / due", doneOfDue},
-		{"Stacks checked at least once", fmt.Sprintf("%d/%d", len(checked), n)},
+		{"Stacks checked at least once", fmt.Sprintf("%d/%d", len(c.checked), n)},
 		{"checks finished per minute", fmt.Sprintf("%.1f", float64(done)/span.Minutes())},
-		{"check duration (status startTime → endTime, 1 s resolution): median / p90 / max", dist(durations)},
-		{"check Update created → finished (with the wait for a runner): median / p90 / max", dist(turnarounds)},
+		{"check duration (status startTime → endTime, 1 s resolution): median / p90 / max", percentiles(c.durations, 50, 90, 100)},
+		{"check Update created → finished (with the wait for a runner): median / p90 / max", percentiles(c.turnarounds, 50, 90, 100)},
 		{"engine runs of other types (should be 0)", otherText},
-		{"DriftDetected of the scheduled Stacks at the end", condText},
+		{"DriftDetected of the scheduled Stacks at the end", b.driftConditions(r.names)},
 		{"manager CPU per minute", fmt.Sprintf("%.2f s", mgrCPU.Seconds()/span.Minutes())},
 		{"manager CPU per finished check", perCheck(mgrCPU)},
-		{"engine CPU per finished check", perCheck(after.mgr.ChildrenCPU - before.mgr.ChildrenCPU)},
-		{"manager peak RSS during the measurement (sampled 1/s)", MiB(max(peak, after.mgr.RSS))},
+		{"engine CPU per finished check", perCheck(m.after.mgr.ChildrenCPU - m.before.mgr.ChildrenCPU)},
+		{"manager peak RSS during the measurement (sampled 1/s)", MiB(m.peakRSS())},
 	}
-	if len(failedReasons) > 0 {
-		rows = append(rows, []string{"failed checks by reason", mapString(failedReasons)})
+	if len(c.failedReasons) > 0 {
+		rows = append(rows, []string{"failed checks by reason", mapString(c.failedReasons)})
 	}
-	rows = append(rows, costRows(before, after)...)
-	body := fmt.Sprintf("The first %d Stacks of the Ready fleet get `spec.driftDetection.schedules: [{cron: \"%s\"}]`. "+
+	rows = append(rows, m.costRows()...)
+	return fmt.Sprintf("The first %d Stacks of the Ready fleet get `spec.driftDetection.schedules: [{cron: \"%s\"}]`. "+
 		"The spec change makes each run one ordinary `up` first; that settling is timed on its own. The measurement starts "+
 		"when all are Ready on the new generation with no drift check in flight, lasts the window, and goes on until the "+
 		"checks started in it have finished (never into the next slot); every count and cost is over that span. A slot is "+
 		"due in the window if it falls after its start and not after its end. Checks share `--max-concurrent-updates %d` "+
-		"with updates; the manager's CPU includes what the whole fleet costs idle (see Idle).\n\n", n, b.cfg.DriftCron, par) +
+		"with updates; the manager's CPU includes what the whole fleet costs idle (see Idle).\n\n", n, b.cfg.DriftCron, b.cfg.Parallelism) +
 		table([]string{"drift detection", ""}, rows)
-	b.rep.add(fmt.Sprintf("Drift detection (%d Stacks, `%s`, %s window)", n, b.cfg.DriftCron, window), body)
-
-	if !b.cfg.has(ScenarioGit) {
-		return nil
-	}
-	// Left in place, the schedules would start checks during the git fleet, on its runners.
-	b.say("drift: removing the schedules before the git fleet")
-	gens, err = b.patchDrift(ctx, names, nil)
-	if err != nil {
-		return err
-	}
-	if settled, toReady, toQuiet := b.waitSettled(ctx, "drift: schedules removed", names, gens, timeout); settled < n && ctx.Err() == nil {
-		b.rep.add("Drift detection: schedules not all removed", fmt.Sprintf("After the schedules were removed, %d/%d Stacks "+
-			"were Ready on the new generation, with no drift check in flight, after %s: the git fleet below shares the runners "+
-			"with the rest.\n", settled, n, secs(toReady+toQuiet)))
-	}
-	return ctx.Err()
 }
 
 // patchDrift sets spec.driftDetection of the named fleet Stacks, or removes it when spec is
@@ -295,11 +321,7 @@ func slotString(slots []time.Time) string {
 func typePhases(ups []updateSeen) []string {
 	m := map[string]int{}
 	for _, u := range ups {
-		p := u.phase
-		if p == "" {
-			p = v1alpha1.UpdatePhasePending
-		}
-		m[fmt.Sprintf("%s %s", u.typ, p)]++
+		m[fmt.Sprintf("%s %s", u.typ, phaseName(u.phase))]++
 	}
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
