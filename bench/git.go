@@ -122,36 +122,87 @@ func (r *gitRepo) commit(rev string) (string, error) {
 	return r.git(r.src, "rev-parse", "HEAD")
 }
 
+// gitRun is one run of the git scenario, filled in step by step.
+type gitRun struct {
+	repo *gitRepo
+	srv  *gitServer
+	url  string
+	sha1 string
+	// probe is the probe Stack's apply → Ready, cProbe the server's counts after it.
+	probe  time.Duration
+	cProbe [3]int64
+	n      int
+	names  []string
+	// first and second are the fleet Ready on the first and on the pushed commit; c0, c1
+	// and c2 the server's counts before the fleet, after first and after second.
+	first, second readiness
+	c0, c1, c2    [3]int64
+	// The manager's RSS before the fleet, idle on the first commit, idle on the second.
+	empty, idle, settled int64
+	m                    *measurement
+}
+
 // runGit runs the git fleet when the manager serves git Stacks, and says why not otherwise.
 func (b *bench) runGit(ctx context.Context) error {
+	r, err := b.serveGit()
+	if err != nil || r == nil {
+		return err
+	}
+	defer r.srv.stop()
+	if ok, err := b.probeGit(ctx, r); !ok || err != nil {
+		return err
+	}
+	if err := b.deployGit(ctx, r); err != nil {
+		return err
+	}
+	// The idle figure: the fleet Ready, nothing to do, the first burst's garbage collected
+	// and returned to the OS as the Go runtime does by itself.
+	if r.idle, err = b.settledRSS(ctx, "git: all Ready"); err != nil {
+		return err
+	}
+	if err := b.pushGit(ctx, r); err != nil {
+		return err
+	}
+	if r.settled, err = b.settledRSS(ctx, "git: all Ready on the pushed commit"); err != nil {
+		return err
+	}
+	b.rep.add(fmt.Sprintf("Git fleet (N=%d)", r.n), b.gitReport(r))
+	return nil
+}
+
+// serveGit makes the repository with its first commit and serves it; nil (and the
+// report saying why) when it cannot be served.
+func (b *bench) serveGit() (*gitRun, error) {
 	root := filepath.Join(b.work, "git")
 	repo, err := newGitRepo(root)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sha1, err := repo.commit("v1")
-	if err != nil {
-		return err
+	r := &gitRun{repo: repo, n: b.cfg.GitN, names: numbered("git", b.cfg.GitN)}
+	if r.sha1, err = repo.commit("v1"); err != nil {
+		return nil, err
 	}
-	srv, err := startGitServer(filepath.Join(root, "repos"))
-	if err != nil {
+	if r.srv, err = startGitServer(filepath.Join(root, "repos")); err != nil {
 		b.rep.add("Git fleet (skipped)", "Could not serve a repository: "+err.Error())
-		return nil
+		return nil, nil
 	}
-	defer srv.stop()
-	url := srv.url + "/fleet.git"
+	r.url = r.srv.url + "/fleet.git"
+	return r, nil
+}
 
-	// Does this manager serve git Stacks at all? Apply one and see.
-	probe := gitStack(nsGit, "git-probe", "probe", url, "main", filepath.Join(b.work, "files", nsGit, "probe"), b.cfg.GitResync)
+// probeGit applies one git Stack to see whether this manager serves git Stacks at all;
+// if not, the report says so and the scenario is skipped.
+func (b *bench) probeGit(ctx context.Context, r *gitRun) (bool, error) {
+	probe := gitStack(nsGit, "git-probe", "probe", r.url, "main", filepath.Join(b.work, "files", nsGit, "probe"), b.cfg.GitResync)
 	t0 := time.Now()
 	if err := b.cluster.client.Create(ctx, probe); err != nil {
-		return fmt.Errorf("failed to create git probe Stack: %w", err)
+		return false, fmt.Errorf("failed to create git probe Stack: %w", err)
 	}
 	st, ok := b.track.waitStack(ctx, nsGit, probe.Name, 5*time.Minute, func(s *pulumiv1.Stack) bool {
 		return isReady(s) || apimeta.IsStatusConditionTrue(s.Status.Conditions, pulumiv1.ConditionStalled)
 	})
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	if !ok || !isReady(st) {
 		verdict := "did not become Ready within 5 minutes"
@@ -160,115 +211,101 @@ func (b *bench) runGit(ctx context.Context) error {
 		}
 		b.rep.add("Git fleet (skipped)", fmt.Sprintf("A probe Stack (`projectRepo: %s`, `branch: main`) %s, so this manager does not "+
 			"(yet) serve git Stacks and the git fleet was not run. Its state: %s. Requests at the git server: %s.\n",
-			url, verdict, describeStack(st), countString(srv.counts())))
-		return nil
+			r.url, verdict, describeStack(st), countString(r.srv.counts())))
+		return false, nil
 	}
-	probeLatency := time.Since(t0)
-	cProbe := srv.counts()
-	b.say("git: the manager serves git Stacks (probe Ready after %s); running the git fleet of %d", secs(probeLatency), b.cfg.GitN)
+	r.probe = time.Since(t0)
+	r.cProbe = r.srv.counts()
+	b.say("git: the manager serves git Stacks (probe Ready after %s); running the git fleet of %d", secs(r.probe), r.n)
+	return true, nil
+}
 
-	n, par := b.cfg.GitN, b.cfg.Parallelism
-	floor := b.floorMedian()
-	timeout := b.cfg.FleetTimeout
-	if timeout == 0 {
-		timeout = 4*time.Duration(n)*max(floor, 5*time.Second)/time.Duration(par) + 5*time.Minute
-	}
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("git-%05d", i)
-	}
-	c0 := srv.counts()
-	empty := b.rss()
-	start := time.Now()
-	if err := b.forAll(ctx, "create", names, func(name string) error {
-		return b.cluster.client.Create(ctx, gitStack(nsGit, name, name, url, "main", filepath.Join(b.work, "files", nsGit, name), b.cfg.GitResync))
-	}); err != nil {
-		return err
-	}
-	ready1 := b.track.waitReady(ctx, nsGit, names, sha1[:12], timeout, 30*time.Second, func(ready int) {
-		b.say("git: %d/%d Ready on the first commit after %s; server %s", ready, n, secs(time.Since(start)), countString(srv.counts()))
+// deployGit creates the git fleet at once and waits until all are Ready on the first commit.
+func (b *bench) deployGit(ctx context.Context, r *gitRun) error {
+	r.c0 = r.srv.counts()
+	r.empty = b.rss()
+	keys := keysOf(nsGit, r.names)
+	start, _, err := b.createFleet(ctx, keys, func(ns, name string) error {
+		return b.cluster.client.Create(ctx, gitStack(ns, name, name, r.url, "main", filepath.Join(b.work, "files", ns, name), b.cfg.GitResync))
 	})
-	first := time.Since(start)
-	c1 := srv.counts()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-
-	// The idle figure: the fleet Ready, nothing to do, the first burst's garbage collected
-	// and returned to the OS as the Go runtime does by itself.
-	b.say("git: all Ready; leaving the fleet alone for %s before reading the manager's RSS", b.cfg.GitSettle)
-	if err := waitReporting(ctx, b.cfg.GitSettle, b.sayRSS); err != nil {
+	if err != nil {
 		return err
 	}
-	idle := b.rss()
+	r.first = b.waitReady(ctx, keys, r.sha1[:12], start, b.fleetTimeout(r.n, b.floorMedian()), func(ready int) {
+		b.say("git: %d/%d Ready on the first commit after %s; server %s", ready, r.n, secs(time.Since(start)), countString(r.srv.counts()))
+	})
+	r.c1 = r.srv.counts()
+	return ctx.Err()
+}
 
-	// One push; every Stack must notice it and deploy it.
-	before := b.snap(ctx)
-	peakRSS := b.sampleRSS(ctx)
-	sha2, err := repo.commit("v2")
+// pushGit pushes one commit, which every Stack must notice and deploy, and waits until all
+// are Ready on it, measuring the manager meanwhile.
+func (b *bench) pushGit(ctx context.Context, r *gitRun) error {
+	r.m = b.measure(ctx)
+	defer r.m.release()
+	sha2, err := r.repo.commit("v2")
 	if err != nil {
 		return err
 	}
 	pushed := time.Now()
 	b.say("git: pushed %s", sha2[:12])
-	ready2 := b.track.waitReady(ctx, nsGit, names, sha2[:12], timeout, 30*time.Second, func(ready int) {
-		b.say("git: %d/%d Ready on the pushed commit after %s; server %s", ready, n, secs(time.Since(pushed)), countString(srv.counts()))
+	r.second = b.waitReady(ctx, keysOf(nsGit, r.names), sha2[:12], pushed, b.fleetTimeout(r.n, b.floorMedian()), func(ready int) {
+		b.say("git: %d/%d Ready on the pushed commit after %s; server %s", ready, r.n, secs(time.Since(pushed)), countString(r.srv.counts()))
 	})
-	after := b.snap(ctx)
-	peak := peakRSS()
-	c2 := srv.counts()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	b.say("git: all Ready on the pushed commit; leaving the fleet alone for %s before reading the manager's RSS", b.cfg.GitSettle)
+	r.m.end(ctx)
+	r.c2 = r.srv.counts()
+	return ctx.Err()
+}
+
+// settledRSS leaves the manager alone for GitSettle and reads its RSS.
+func (b *bench) settledRSS(ctx context.Context, what string) (int64, error) {
+	b.say("%s; leaving the fleet alone for %s before reading the manager's RSS", what, b.cfg.GitSettle)
 	if err := waitReporting(ctx, b.cfg.GitSettle, b.sayRSS); err != nil {
-		return err
+		return 0, err
 	}
-	settled := b.rss()
-	var times []time.Duration
-	for _, name := range names {
-		if at, ok := b.track.readyAt(nsGit, name, sha2[:12]); ok {
-			times = append(times, at.Sub(pushed))
-		}
-	}
-	rt := Summarize(times)
-	runs, runPhases := b.track.updatesSince(nsGit, pushed)
+	return b.rss(), nil
+}
+
+// gitReport renders the scenario's section.
+func (b *bench) gitReport(r *gitRun) string {
+	n := r.n
+	rt := Summarize(r.second.sinceStart)
+	runs, runPhases := b.track.updatesSince(nsGit, r.second.start)
 	resync := "product default"
 	if b.cfg.GitResync > 0 {
 		resync = fmt.Sprintf("%d s", b.cfg.GitResync)
 	}
-	ideal := time.Duration(n) * floor / time.Duration(par)
+	ideal := time.Duration(n) * b.floorMedian() / time.Duration(b.cfg.Parallelism)
 	rows := [][]string{
 		{"Stacks on one branch of one repository", fmt.Sprint(n)},
 		{"resyncFrequencySeconds", resync},
-		{"probe Stack apply → Ready", secs(probeLatency)},
-		{"probe: ref listings / fetches / other requests at the server", countString(cProbe)},
-		{"first commit: start → all Ready", fmt.Sprintf("%s (%d/%d)", secs(first), ready1, n)},
-		{"first commit: ref listings / fetches / other requests at the server", countString(sub(c1, c0))},
-		{"push → all Ready on the new commit", fmt.Sprintf("%s (%d/%d)", secs(rt.Max), ready2, n)},
+		{"probe Stack apply → Ready", secs(r.probe)},
+		{"probe: ref listings / fetches / other requests at the server", countString(r.cProbe)},
+		{"first commit: start → all Ready", fmt.Sprintf("%s (%d/%d)", secs(r.first.wall), r.first.ready, n)},
+		{"first commit: ref listings / fetches / other requests at the server", countString(sub(r.c1, r.c0))},
+		{"push → all Ready on the new commit", fmt.Sprintf("%s (%d/%d)", secs(rt.Max), r.second.ready, n)},
 		{"push → first Stack Ready (poll delay + one run)", secs(rt.Min)},
 		{"push → Ready: p50 / p90 / p99", fmt.Sprintf("%s / %s / %s", secs(rt.P50), secs(rt.P90), secs(rt.P99))},
 		{"ideal after the push: N × floor median (CLI first update) / parallelism", secs(ideal)},
 		{"push → all Ready / ideal", ratio(Ratio(rt.Max, ideal))},
 		{"engine runs started after the push (Updates)", fmt.Sprintf("%d (%s)", runs, mapString(runPhases))},
-		{"after the push: ref listings / fetches / other requests", countString(sub(c2, c1))},
+		{"after the push: ref listings / fetches / other requests", countString(sub(r.c2, r.c1))},
 	}
-	rows = append(rows, costRows(before, after)...)
+	rows = append(rows, r.m.costRows()...)
 	settle := secs(b.cfg.GitSettle)
 	rows = append(rows,
-		[]string{"manager RSS before the git fleet was created", MiB(empty)},
-		[]string{"manager RSS idle: all Ready on the first commit, " + settle + " later", MiB(idle)},
-		[]string{"manager peak RSS from the push to all Ready (sampled 1/s)", MiB(max(peak, after.mgr.RSS))},
-		[]string{"manager RSS idle again: all Ready on the pushed commit, " + settle + " later", MiB(settled)},
-		[]string{"RSS idle again / RSS idle", ratio(float64(settled) / float64(max(idle, 1)))},
+		[]string{"manager RSS before the git fleet was created", MiB(r.empty)},
+		[]string{"manager RSS idle: all Ready on the first commit, " + settle + " later", MiB(r.idle)},
+		[]string{"manager peak RSS from the push to all Ready (sampled 1/s)", MiB(r.m.peakRSS())},
+		[]string{"manager RSS idle again: all Ready on the pushed commit, " + settle + " later", MiB(r.settled)},
+		[]string{"RSS idle again / RSS idle", ratio(float64(r.settled) / float64(max(r.idle, 1)))},
 	)
 	body := "N Stacks track `main` of one local repository served over smart HTTP by git-http-backend (net/http/cgi, " +
 		"127.0.0.1); after all are Ready on the first commit, one commit is pushed.\n\n" + table([]string{"git fleet", ""}, rows)
-	if ready2 < n {
-		body += "\n" + b.notReady(nsGit, names, "")
+	if !r.second.all() {
+		body += "\n" + b.notReady(nsGit, r.names, "")
 	}
-	b.rep.add(fmt.Sprintf("Git fleet (N=%d)", n), body)
-	return nil
+	return body
 }
 
 func sub(a, b [3]int64) [3]int64 { return [3]int64{a[0] - b[0], a[1] - b[1], a[2] - b[2]} }
