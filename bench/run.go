@@ -127,7 +127,48 @@ type Config struct {
 	Out io.Writer
 }
 
+// defaults fills in what the caller left zero and refuses what cannot run, before
+// anything starts.
 func (c *Config) defaults() error {
+	if err := c.pathDefaults(); err != nil {
+		return err
+	}
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = DefaultScenarios
+	}
+	if err := c.checkScenarios(); err != nil {
+		return err
+	}
+	if c.Program == "" {
+		c.Program = ProgramFiles
+	}
+	if !slices.Contains(ProgramShapes, c.Program) {
+		return fmt.Errorf("unknown program %q: want one of %v", c.Program, ProgramShapes)
+	}
+	if c.FleetBackend == "" {
+		c.FleetBackend = FleetBackendNamespace
+	}
+	if c.FleetBackend != FleetBackendNamespace && c.FleetBackend != FleetBackendStack {
+		return fmt.Errorf("unknown fleet backend %q: want %s or %s", c.FleetBackend, FleetBackendNamespace, FleetBackendStack)
+	}
+	c.sizeDefaults()
+	if c.has(ScenarioShards) && c.ShardsN < 2 {
+		return errors.New("the shards scenario needs at least 2 Stacks (one per shard)")
+	}
+	if c.has(ScenarioRollout) && (c.RolloutN < len(rolloutSteps) || c.RolloutBake < 0) {
+		return fmt.Errorf("the rollout scenario needs at least %d Stacks (one per ring) and a bake time not negative", len(rolloutSteps))
+	}
+	if c.N < 1 || c.FloorRuns < 1 || c.LatencyRuns < 1 || c.Parallelism < 1 || c.CreateWorkers < 1 {
+		return errors.New("n, floor runs, latency runs, parallelism and create workers must be at least 1")
+	}
+	if c.Out == nil {
+		c.Out = os.Stdout
+	}
+	return nil
+}
+
+// pathDefaults makes the paths absolute, inside the checkout unless given.
+func (c *Config) pathDefaults() error {
 	if c.Root == "" {
 		r, err := repo.Root()
 		if err != nil {
@@ -151,82 +192,58 @@ func (c *Config) defaults() error {
 		}
 		*p = abs
 	}
-	if len(c.Scenarios) == 0 {
-		c.Scenarios = DefaultScenarios
-	}
+	return nil
+}
+
+// checkScenarios refuses unknown scenarios and those named without the fleet they need.
+func (c *Config) checkScenarios() error {
 	for _, s := range c.Scenarios {
 		if !slices.Contains(AllScenarios, s) {
 			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(AllScenarios, ","))
 		}
 	}
-	if c.has(ScenarioIdle) && !c.has(ScenarioFleet) {
-		return errors.New("scenario idle watches the fleet: add fleet")
-	}
-	if c.has(ScenarioResync) && !c.has(ScenarioFleet) {
-		return errors.New("scenario resync re-runs the fleet: add fleet")
-	}
-	if c.has(ScenarioRestart) && !c.has(ScenarioFleet) {
-		return errors.New("scenario restart restarts the manager of the fleet: add fleet")
-	}
-	if c.Program == "" {
-		c.Program = ProgramFiles
-	}
-	if !slices.Contains(ProgramShapes, c.Program) {
-		return fmt.Errorf("unknown program %q: want one of %v", c.Program, ProgramShapes)
-	}
-	if c.FleetBackend == "" {
-		c.FleetBackend = FleetBackendNamespace
-	}
-	if c.FleetBackend != FleetBackendNamespace && c.FleetBackend != FleetBackendStack {
-		return fmt.Errorf("unknown fleet backend %q: want %s or %s", c.FleetBackend, FleetBackendNamespace, FleetBackendStack)
-	}
-	if c.RestartChanges <= 0 {
-		c.RestartChanges = 20
-	}
-	if c.ShardsN <= 0 {
-		c.ShardsN = 2000
-	}
-	if c.has(ScenarioShards) && c.ShardsN < 2 {
-		return errors.New("the shards scenario needs at least 2 Stacks (one per shard)")
-	}
-	if c.has(ScenarioDrift) {
-		if !c.has(ScenarioFleet) {
-			return errors.New("scenario drift schedules checks on the fleet: add fleet")
+	for _, need := range []struct{ scenario, why string }{
+		{ScenarioIdle, "scenario idle watches the fleet: add fleet"},
+		{ScenarioResync, "scenario resync re-runs the fleet: add fleet"},
+		{ScenarioRestart, "scenario restart restarts the manager of the fleet: add fleet"},
+		{ScenarioDrift, "scenario drift schedules checks on the fleet: add fleet"},
+	} {
+		if c.has(need.scenario) && !c.has(ScenarioFleet) {
+			return errors.New(need.why)
 		}
-		// Refused here rather than after the fleet has been built.
-		if _, err := (&pulumiv1.DriftSchedule{Cron: c.DriftCron}).Parse(); err != nil {
-			return fmt.Errorf("failed to parse the drift cron: %w", err)
-		}
-		if c.DriftN < 1 || c.DriftWindow <= 0 {
-			return errors.New("drift n must be at least 1 and the drift window positive")
-		}
-		c.DriftN = min(c.DriftN, c.N)
 	}
-	if c.GitN == 0 {
-		c.GitN = c.N
+	if !c.has(ScenarioDrift) {
+		return nil
 	}
+	// Refused here rather than after the fleet has been built.
+	if _, err := (&pulumiv1.DriftSchedule{Cron: c.DriftCron}).Parse(); err != nil {
+		return fmt.Errorf("failed to parse the drift cron: %w", err)
+	}
+	if c.DriftN < 1 || c.DriftWindow <= 0 {
+		return errors.New("drift n must be at least 1 and the drift window positive")
+	}
+	c.DriftN = min(c.DriftN, c.N)
+	return nil
+}
+
+// sizeDefaults sizes what the caller left zero.
+func (c *Config) sizeDefaults() {
+	def := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	def(&c.RestartChanges, 20)
+	def(&c.ShardsN, 2000)
+	def(&c.GitN, c.N)
+	def(&c.SecretsN, 10000)
+	def(&c.RolloutN, c.N)
 	if c.GitSettle <= 0 {
 		c.GitSettle = 2 * time.Minute
-	}
-	if c.SecretsN <= 0 {
-		c.SecretsN = 10000
-	}
-	if c.RolloutN <= 0 {
-		c.RolloutN = c.N
-	}
-	if c.has(ScenarioRollout) && (c.RolloutN < len(rolloutSteps) || c.RolloutBake < 0) {
-		return fmt.Errorf("the rollout scenario needs at least %d Stacks (one per ring) and a bake time not negative", len(rolloutSteps))
 	}
 	if c.RunnerDeadline <= 0 {
 		c.RunnerDeadline = 15 * time.Second
 	}
-	if c.N < 1 || c.FloorRuns < 1 || c.LatencyRuns < 1 || c.Parallelism < 1 || c.CreateWorkers < 1 {
-		return errors.New("n, floor runs, latency runs, parallelism and create workers must be at least 1")
-	}
-	if c.Out == nil {
-		c.Out = os.Stdout
-	}
-	return nil
 }
 
 func (c *Config) has(s string) bool { return slices.Contains(c.Scenarios, s) }
@@ -262,15 +279,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err := cfg.defaults(); err != nil {
 		return err
 	}
-	for _, b := range []string{"kube-apiserver", "etcd", "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"} {
-		if err := repo.RequireBinaries(cfg.Bin, b); err != nil {
-			return err
-		}
-	}
-	if err := repo.RequireBinaries(filepath.Dir(cfg.Manager), filepath.Base(cfg.Manager)); err != nil {
-		return fmt.Errorf("%w (and `make build` for %s)", err, cfg.Manager)
-	}
-	if err := os.MkdirAll(cfg.Results, 0o755); err != nil {
+	if err := cfg.requireTools(); err != nil {
 		return err
 	}
 	// The harness's own watches log only errors (the manager's log is its own file).
@@ -278,22 +287,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	b := &bench{cfg: cfg}
 	started := time.Now()
 	b.prefix = resultsPrefix(cfg.Results, started, cfg.N)
-	b.work, err = os.MkdirTemp("", "stackwright-bench-")
-	if err != nil {
+	if b.work, err = os.MkdirTemp("", "stackwright-bench-"); err != nil {
 		return err
 	}
-	defer func() {
-		if cfg.KeepWork {
-			fmt.Fprintf(cfg.Out, "bench: work directory kept: %s\n", b.work)
-		} else {
-			_ = os.RemoveAll(b.work)
-		}
-	}()
+	defer b.removeWork()
 	b.say("work directory %s; results %s.md", b.work, b.prefix)
-
 	b.say("starting control plane from %s", cfg.Bin)
-	b.cluster, err = startCluster(cfg.Bin, cfg.CRDs, b.work)
-	if err != nil {
+	if b.cluster, err = startCluster(cfg.Bin, cfg.CRDs, b.work); err != nil {
 		return err
 	}
 	defer func() {
@@ -302,24 +302,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			err = serr
 		}
 	}()
-	extra := []string{"--runner-deadline", cfg.RunnerDeadline.String()}
-	if cfg.has(ScenarioTemplates) {
-		// Only then: serving templates adds controllers and a tenant lookup per queued
-		// Update, which the other scenarios' figures were never measured with.
-		extra = append(extra, "--template-api-groups="+templateGroup)
-	}
-	b.say("starting manager %s (log %s.manager.log)", cfg.Manager, b.prefix)
-	b.mgrOpts = managerOptions{
-		binary:     cfg.Manager,
-		pulumiBin:  cfg.Bin,
-		dataDir:    filepath.Join(b.work, "data"),
-		kubeconfig: b.cluster.kubeconfig,
-		logPath:    b.prefix + ".manager.log",
-		parallel:   cfg.Parallelism,
-		extra:      append(extra, cfg.ManagerArgs...),
-	}
-	b.mgr, err = startManager(ctx, b.mgrOpts)
-	if err != nil {
+	if err := b.startScenariosManager(ctx); err != nil {
 		return err
 	}
 	defer func() {
@@ -328,66 +311,126 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			err = serr
 		}
 	}()
-	// Should the manager die, every scenario stops waiting for it (a manager stopped on
-	// purpose is waited for: restart starts another).
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	go func() {
-		for {
-			m := b.manager()
+	go b.failOnManagerExit(ctx, cancelRun)
+	if err := b.startTracking(ctx); err != nil {
+		return err
+	}
+	eng, err := newFloorEnv(cfg.Bin, filepath.Join(b.work, "floor"), cfg.Program)
+	if err != nil {
+		return err
+	}
+	b.rep = &report{path: b.prefix + ".md", out: cfg.Out, header: b.header(started, describeMachine(cfg.Root), eng.eng.Version())}
+	if err := b.rep.writeLocked(); err != nil {
+		return err
+	}
+	if err := b.runScenarios(ctx, eng); err != nil {
+		return err
+	}
+	b.rep.add("Run", table([]string{"", ""}, [][]string{
+		{"total wall time", secs(time.Since(started))},
+		{"load average at the end (1, 5, 15 min)", loadAvg()},
+		{"manager log", filepath.Base(b.prefix) + ".manager.log"},
+	}))
+	b.say("results written to %s.md", b.prefix)
+	return nil
+}
+
+// requireTools checks the binaries a run needs before anything starts, and makes the
+// results directory.
+func (c *Config) requireTools() error {
+	for _, b := range []string{"kube-apiserver", "etcd", "pulumi", "pulumi-language-yaml", "pulumi-resource-stackwright-testing"} {
+		if err := repo.RequireBinaries(c.Bin, b); err != nil {
+			return err
+		}
+	}
+	if err := repo.RequireBinaries(filepath.Dir(c.Manager), filepath.Base(c.Manager)); err != nil {
+		return fmt.Errorf("%w (and `make build` for %s)", err, c.Manager)
+	}
+	return os.MkdirAll(c.Results, 0o755)
+}
+
+func (b *bench) removeWork() {
+	if b.cfg.KeepWork {
+		fmt.Fprintf(b.cfg.Out, "bench: work directory kept: %s\n", b.work)
+		return
+	}
+	_ = os.RemoveAll(b.work)
+}
+
+// startScenariosManager starts the manager every scenario runs against.
+func (b *bench) startScenariosManager(ctx context.Context) error {
+	extra := []string{"--runner-deadline", b.cfg.RunnerDeadline.String()}
+	if b.cfg.has(ScenarioTemplates) {
+		// Only then: serving templates adds controllers and a tenant lookup per queued
+		// Update, which the other scenarios' figures were never measured with.
+		extra = append(extra, "--template-api-groups="+templateGroup)
+	}
+	b.say("starting manager %s (log %s.manager.log)", b.cfg.Manager, b.prefix)
+	b.mgrOpts = managerOptions{
+		binary:     b.cfg.Manager,
+		pulumiBin:  b.cfg.Bin,
+		dataDir:    filepath.Join(b.work, "data"),
+		kubeconfig: b.cluster.kubeconfig,
+		logPath:    b.prefix + ".manager.log",
+		parallel:   b.cfg.Parallelism,
+		extra:      append(extra, b.cfg.ManagerArgs...),
+	}
+	var err error
+	b.mgr, err = startManager(ctx, b.mgrOpts)
+	return err
+}
+
+// failOnManagerExit cancels the run should the manager die, so that every scenario stops
+// waiting for it; a manager stopped on purpose is waited for (restart starts another).
+func (b *bench) failOnManagerExit(ctx context.Context, cancelRun context.CancelCauseFunc) {
+	for {
+		m := b.manager()
+		select {
+		case <-m.done:
+		case <-ctx.Done():
+			return
+		}
+		if next := b.awaitReplacement(m); next != nil {
 			select {
-			case <-m.done:
+			case <-next:
+				continue
 			case <-ctx.Done():
 				return
 			}
-			if next := b.awaitReplacement(m); next != nil {
-				select {
-				case <-next:
-					continue
-				case <-ctx.Done():
-					return
-				}
-			}
-			cancelRun(fmt.Errorf("manager exited unexpectedly (%w); see %s:\n%s",
-				m.exitErr(), m.logPath, tailFile(m.logPath, 3000)))
-			return
 		}
-	}()
-	tctx, cancelTrack := context.WithCancel(ctx)
-	defer cancelTrack()
+		cancelRun(fmt.Errorf("manager exited unexpectedly (%w); see %s:\n%s",
+			m.exitErr(), m.logPath, tailFile(m.logPath, 3000)))
+		return
+	}
+}
+
+// startTracking creates the scenarios' namespaces and starts the tracker on them, until
+// ctx ends.
+func (b *bench) startTracking(ctx context.Context) error {
 	watched := []string{nsLatency, nsFleet, nsGit, nsFaulty}
-	if cfg.has(ScenarioTemplates) {
+	if b.cfg.has(ScenarioTemplates) {
 		watched = append(append(watched, nsPlatform), tenantNamespaces()...)
 	}
-	if cfg.has(ScenarioSecrets) {
-		watched = append(watched, nsSecrets)
-	}
-	if cfg.has(ScenarioRollout) {
-		watched = append(watched, nsRollout)
-	}
-	if cfg.has(ScenarioShards) {
-		watched = append(watched, nsShards)
+	for s, ns := range map[string]string{ScenarioSecrets: nsSecrets, ScenarioRollout: nsRollout, ScenarioShards: nsShards} {
+		if b.cfg.has(s) {
+			watched = append(watched, ns)
+		}
 	}
 	for _, ns := range watched {
 		if err := b.cluster.client.Create(ctx, namespace(ns)); err != nil {
 			return fmt.Errorf("failed to create namespace %s: %w", ns, err)
 		}
 	}
-	b.track, err = startTracker(tctx, b.cluster.cfg, b.cluster.scheme, watched...)
-	if err != nil {
-		return err
-	}
+	var err error
+	b.track, err = startTracker(ctx, b.cluster.cfg, b.cluster.scheme, watched...)
+	return err
+}
 
-	eng, err := newFloorEnv(cfg.Bin, filepath.Join(b.work, "floor"), cfg.Program)
-	if err != nil {
-		return err
-	}
-	m := describeMachine(cfg.Root)
-	b.rep = &report{path: b.prefix + ".md", out: cfg.Out, header: b.header(started, m, eng.eng.Version())}
-	if err := b.rep.writeLocked(); err != nil {
-		return err
-	}
-
+// runScenarios runs the configured scenarios in order; a failed one is reported and ends
+// the run.
+func (b *bench) runScenarios(ctx context.Context, eng *floorEnv) error {
 	steps := []struct {
 		name string
 		run  func(context.Context) error
@@ -407,7 +450,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		{ScenarioShards, b.runShards},
 	}
 	for _, s := range steps {
-		if !cfg.has(s.name) {
+		if !b.cfg.has(s.name) {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -422,12 +465,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			return fmt.Errorf("scenario %s: %w", s.name, err)
 		}
 	}
-	b.rep.add("Run", table([]string{"", ""}, [][]string{
-		{"total wall time", secs(time.Since(started))},
-		{"load average at the end (1, 5, 15 min)", loadAvg()},
-		{"manager log", filepath.Base(b.prefix) + ".manager.log"},
-	}))
-	b.say("results written to %s.md", b.prefix)
 	return nil
 }
 
