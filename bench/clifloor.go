@@ -65,9 +65,63 @@ func (b cliBatch) Throughput() float64 {
 	return float64(len(b.Runs)) / b.Wall.Seconds()
 }
 
+// cliRunner runs the CLI floor's operations, the CLI's and the engine's, on one project,
+// counting pulumi processes through a shim.
+type cliRunner struct {
+	ctx     context.Context
+	counter *pulumicount.Counter
+	// cli runs the pulumi CLI; viaEngine an update through internal/engine, exists being
+	// what the Stack controller tells the engine once an update succeeded.
+	cli       func(args ...string) error
+	viaEngine func(stack string, exists bool) error
+}
+
+const setMessage = "message=" + greetingMessage
+
 // runCLIFloor measures the CLI floor and internal/engine's same operations, n of each, and
 // the CLI's steady update on width stacks at once, n on each.
 func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n, width int) (*cliFloor, error) {
+	r, err := f.newCLIRunner(ctx, realBin)
+	if err != nil {
+		return nil, err
+	}
+	cli := r.cli
+	// One stack of each path exists before the steady-state runs; creating it is not counted.
+	if err := r.newStack("cli-steady"); err != nil {
+		return nil, err
+	}
+	if err := r.viaEngine("engine-steady", false); err != nil {
+		return nil, err
+	}
+	out := &cliFloor{Width: width}
+	batches := []struct {
+		into *cliBatch
+		run  func(i int) error
+	}{
+		{&out.Steady, func(int) error { return cli("up", "--skip-preview", "--yes", "-s", "cli-steady") }},
+		{&out.First, func(i int) error { return r.newStack(fmt.Sprintf("cli-first-%d", i)) }},
+		{&out.EngineSteady, func(int) error { return r.viaEngine("engine-steady", true) }},
+		{&out.EngineFirst, func(i int) error { return r.viaEngine(fmt.Sprintf("engine-first-%d", i), false) }},
+	}
+	for _, b := range batches {
+		if err := r.batch(n, b.into, b.run); err != nil {
+			return nil, err
+		}
+	}
+	stacks := []string{"cli-steady"}
+	for i := 1; i < width; i++ {
+		name := fmt.Sprintf("cli-steady-%d", i)
+		if err := r.newStack(name); err != nil {
+			return nil, err
+		}
+		stacks = append(stacks, name)
+	}
+	r.wide(n, stacks, &out.SteadyWide)
+	return out, ctx.Err()
+}
+
+// newCLIRunner writes the bench project and sets up the counted CLI and engine on it.
+func (f *floorEnv) newCLIRunner(ctx context.Context, realBin string) (*cliRunner, error) {
 	dir := filepath.Join(f.dir, "cli")
 	counter, err := pulumicount.New(realBin, dir)
 	if err != nil {
@@ -77,112 +131,83 @@ func (f *floorEnv) runCLIFloor(ctx context.Context, realBin string, n, width int
 	if err != nil {
 		return nil, fmt.Errorf("failed to set up the counted engine: %w", err)
 	}
-	msg, _ := json.Marshal(greetingMessage)
 	work := filepath.Join(dir, "work")
 	if err := writeBenchProject(work, f.shape); err != nil {
 		return nil, err
 	}
+	msg, _ := json.Marshal(greetingMessage)
 	env := f.runEnv("cli")
-	cli := f.pulumiCLI(ctx, counter.Bin, work, dir)
-	// exists is what the Stack controller tells the engine once an update succeeded.
-	viaEngine := func(stack string, exists bool) error {
-		tail := engine.NewTail(8192)
-		_, err := eng.Run(ctx, engine.Request{
-			Operation: engine.OpUp, WorkDir: work, Stack: stack, CreateStack: true, StackExists: exists,
-			Config: map[string]engine.ConfigValue{"message": {Value: msg}}, Env: env, Log: tail,
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %s\n%s", stack, engine.Message(err), tail.String())
-		}
-		return nil
-	}
-	setMessage := "message=" + greetingMessage
+	return &cliRunner{ctx: ctx, counter: counter, cli: f.pulumiCLI(ctx, counter.Bin, work, dir),
+		viaEngine: func(stack string, exists bool) error {
+			tail := engine.NewTail(8192)
+			_, err := eng.Run(ctx, engine.Request{
+				Operation: engine.OpUp, WorkDir: work, Stack: stack, CreateStack: true, StackExists: exists,
+				Config: map[string]engine.ConfigValue{"message": {Value: msg}}, Env: env, Log: tail,
+			})
+			if err != nil {
+				return fmt.Errorf("%s: %s\n%s", stack, engine.Message(err), tail.String())
+			}
+			return nil
+		}}, nil
+}
 
-	out := &cliFloor{}
-	// One stack of each path exists before the steady-state runs; creating it is not counted.
-	if err := cli("stack", "init", "cli-steady"); err != nil {
-		return nil, err
+// newStack is a new stack's first update with the fewest CLI calls.
+func (r *cliRunner) newStack(name string) error {
+	if err := r.cli("stack", "init", name); err != nil {
+		return err
 	}
-	if err := cli("up", "--skip-preview", "--yes", "-s", "cli-steady", "-c", setMessage); err != nil {
-		return nil, err
-	}
-	if err := viaEngine("engine-steady", false); err != nil {
-		return nil, err
-	}
-	batches := []struct {
-		into *cliBatch
-		run  func(i int) error
-	}{
-		{&out.Steady, func(int) error { return cli("up", "--skip-preview", "--yes", "-s", "cli-steady") }},
-		{&out.First, func(i int) error {
-			name := fmt.Sprintf("cli-first-%d", i)
-			if err := cli("stack", "init", name); err != nil {
-				return err
-			}
-			return cli("up", "--skip-preview", "--yes", "-s", name, "-c", setMessage)
-		}},
-		{&out.EngineSteady, func(int) error { return viaEngine("engine-steady", true) }},
-		{&out.EngineFirst, func(i int) error { return viaEngine(fmt.Sprintf("engine-first-%d", i), false) }},
-	}
-	for _, b := range batches {
-		starts, cpu, t0 := counter.Count(), childrenCPU()+selfCPU(), time.Now()
-		for i := range n {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			t0 := time.Now()
-			b.into.Attempts++
-			if err := b.run(i); err != nil {
-				if b.into.FirstErr == "" {
-					b.into.FirstErr = err.Error()
-				}
-				continue
-			}
-			b.into.Runs = append(b.into.Runs, time.Since(t0))
-		}
-		b.into.CPU, b.into.Processes = childrenCPU()+selfCPU()-cpu, counter.Count()-starts
-		b.into.Wall = time.Since(t0)
-	}
+	return r.cli("up", "--skip-preview", "--yes", "-s", name, "-c", setMessage)
+}
 
-	out.Width = width
-	stacks := []string{"cli-steady"}
-	for i := 1; i < width; i++ {
-		name := fmt.Sprintf("cli-steady-%d", i)
-		if err := cli("stack", "init", name); err != nil {
-			return nil, err
+// batch runs run n times, one after the other, into b.
+func (r *cliRunner) batch(n int, b *cliBatch, run func(i int) error) error {
+	starts, cpu, t0 := r.counter.Count(), childrenCPU()+selfCPU(), time.Now()
+	for i := range n {
+		if r.ctx.Err() != nil {
+			return r.ctx.Err()
 		}
-		if err := cli("up", "--skip-preview", "--yes", "-s", name, "-c", setMessage); err != nil {
-			return nil, err
+		t := time.Now()
+		b.Attempts++
+		if err := run(i); err != nil {
+			if b.FirstErr == "" {
+				b.FirstErr = err.Error()
+			}
+			continue
 		}
-		stacks = append(stacks, name)
+		b.Runs = append(b.Runs, time.Since(t))
 	}
-	wide := &out.SteadyWide
+	b.CPU, b.Processes = childrenCPU()+selfCPU()-cpu, r.counter.Count()-starts
+	b.Wall = time.Since(t0)
+	return nil
+}
+
+// wide runs the CLI's steady update on every stack at once, n times each, into b.
+func (r *cliRunner) wide(n int, stacks []string, b *cliBatch) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	starts, cpu, t0 := counter.Count(), childrenCPU()+selfCPU(), time.Now()
+	starts, cpu, t0 := r.counter.Count(), childrenCPU()+selfCPU(), time.Now()
 	for _, stack := range stacks {
 		wg.Go(func() {
 			for range n {
-				if ctx.Err() != nil {
+				if r.ctx.Err() != nil {
 					return
 				}
 				t := time.Now()
-				err := cli("up", "--skip-preview", "--yes", "-s", stack)
+				err := r.cli("up", "--skip-preview", "--yes", "-s", stack)
 				mu.Lock()
-				wide.Attempts++
-				if err != nil && wide.FirstErr == "" {
-					wide.FirstErr = err.Error()
+				b.Attempts++
+				if err != nil && b.FirstErr == "" {
+					b.FirstErr = err.Error()
 				} else if err == nil {
-					wide.Runs = append(wide.Runs, time.Since(t))
+					b.Runs = append(b.Runs, time.Since(t))
 				}
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	wide.Wall = time.Since(t0)
-	wide.CPU, wide.Processes = childrenCPU()+selfCPU()-cpu, counter.Count()-starts
-	return out, ctx.Err()
+	b.Wall = time.Since(t0)
+	b.CPU, b.Processes = childrenCPU()+selfCPU()-cpu, r.counter.Count()-starts
 }
 
 // pulumiCLI returns a function that runs the pulumi of bin in work, as a person would on
