@@ -70,25 +70,20 @@ func (b *bench) runFaulty(ctx context.Context) error {
 		return fmt.Errorf("faulty needs the fleet scenario's all-good time: run fleet first and let it finish")
 	}
 	n := b.cfg.N
-	names := make([]string, n)
+	names := numbered("faulty", n)
+	fault := map[string]string{}
 	var good, bad []string
-	for i := range names {
-		names[i] = fmt.Sprintf("faulty-%05d", i)
-		if faultOf(i) == "" {
-			good = append(good, names[i])
+	for i, name := range names {
+		if fault[name] = faultOf(i); fault[name] == "" {
+			good = append(good, name)
 		} else {
-			bad = append(bad, names[i])
+			bad = append(bad, name)
 		}
 	}
 	timeout := max(4*b.fleetWall, 5*time.Minute)
-	t0 := time.Now()
 	b.say("faulty: creating %d Programs and Stacks, %d of them bad (timeout %s)", n, len(bad), timeout.Round(time.Second))
-	err := b.forAll(ctx, "create", names, func(name string) error {
-		var i int
-		if _, err := fmt.Sscanf(name, "faulty-%05d", &i); err != nil {
-			return err
-		}
-		p, st := faultyObjects(nsFaulty, name, filepath.Join(b.work, "files", nsFaulty, name), faultOf(i))
+	start, _, err := b.createFleet(ctx, keysOf(nsFaulty, names), func(ns, name string) error {
+		p, st := faultyObjects(ns, name, filepath.Join(b.work, "files", ns, name), fault[name])
 		if err := b.cluster.client.Create(ctx, p); err != nil {
 			return err
 		}
@@ -97,32 +92,19 @@ func (b *bench) runFaulty(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	progress := func(ready int) {
-		b.say("faulty: %d/%d good Stacks Ready after %s; Updates: %s", ready, len(good), secs(time.Since(t0)), mapString(b.track.phases(nsFaulty)))
-	}
-	readyCount := b.track.waitReady(ctx, nsFaulty, good, "", timeout, 30*time.Second, progress)
+	r := b.waitReady(ctx, keysOf(nsFaulty, good), "", start, timeout, func(ready int) {
+		b.say("faulty: %d/%d good Stacks Ready after %s; Updates: %s", ready, len(good), secs(time.Since(start)), mapString(b.track.phases(nsFaulty)))
+	})
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	var last time.Time
-	for _, name := range good {
-		if at, ok := b.track.readyAt(nsFaulty, name, ""); ok && at.After(last) {
-			last = at
-		}
-	}
-	wall := last.Sub(t0)
-	allReady := fmt.Sprintf("%s (%d/%d Ready)", secs(wall), readyCount, len(good))
-	if readyCount < len(good) {
-		wall = time.Since(t0)
-		allReady = fmt.Sprintf("not reached: %d/%d Ready after %s", readyCount, len(good), secs(wall))
-	}
 	rows := [][]string{
 		{"Stacks", fmt.Sprintf("%d: %d good, %d bad", n, len(good), len(bad))},
-		{"start → every good Stack Ready", allReady},
+		{"start → every good Stack Ready", r.allReady()},
 		{"the all-good fleet of the same N (fleet scenario): start → all Ready", secs(b.fleetWall)},
-		{"good Stacks' time / all-good fleet's time", ratio(Ratio(wall, b.fleetWall))},
+		{"good Stacks' time / all-good fleet's time", ratio(Ratio(r.wall, b.fleetWall))},
 	}
-	said, err := b.badStacksSay(ctx, bad)
+	said, err := b.badStacksSay(ctx, bad, fault)
 	if err != nil {
 		return err
 	}
@@ -135,7 +117,7 @@ func (b *bench) runFaulty(ctx context.Context) error {
 
 // badStacksSay tabulates, per fault, the Ready condition the bad Stacks show once the good
 // ones are Ready: its status and reason, how many say so, and one message.
-func (b *bench) badStacksSay(ctx context.Context, bad []string) (string, error) {
+func (b *bench) badStacksSay(ctx context.Context, bad []string, fault map[string]string) (string, error) {
 	type seen struct {
 		count   int
 		example string
@@ -143,10 +125,6 @@ func (b *bench) badStacksSay(ctx context.Context, bad []string) (string, error) 
 	byFault := map[string]map[string]*seen{}
 	silent := 0
 	for _, name := range bad {
-		var i int
-		if _, err := fmt.Sscanf(name, "faulty-%05d", &i); err != nil {
-			return "", err
-		}
 		st := &pulumiv1.Stack{}
 		if err := b.cluster.client.Get(ctx, client.ObjectKey{Namespace: nsFaulty, Name: name}, st); err != nil {
 			return "", err
@@ -162,7 +140,7 @@ func (b *bench) badStacksSay(ctx context.Context, bad []string) (string, error) 
 		if msg == "" {
 			silent++
 		}
-		f := faultOf(i)
+		f := fault[name]
 		if byFault[f] == nil {
 			byFault[f] = map[string]*seen{}
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -579,31 +578,16 @@ func costRows(before, after snapshot) [][]string {
 	reqs := after.metrics.Sum("rest_client_requests_total", nil) - before.metrics.Sum("rest_client_requests_total", nil)
 	rows = append(rows, []string{"manager API requests (rest_client_requests_total)",
 		fmt.Sprintf("%.0f (%.2f/s)", reqs, reqs/d.Seconds())})
-	byMethod := DeltaBy(before.metrics, after.metrics, "rest_client_requests_total", "method")
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(byMethod)) {
-		parts = append(parts, fmt.Sprintf("%s %.0f", k, byMethod[k]))
+	delta := func(metric, label string) map[string]float64 {
+		return DeltaBy(before.metrics, after.metrics, metric, label)
 	}
-	rows = append(rows, []string{"… by method", orNone(parts)})
-	byCode := DeltaBy(before.metrics, after.metrics, "rest_client_requests_total", "code")
-	parts = parts[:0]
-	for _, k := range slices.Sorted(maps.Keys(byCode)) {
-		parts = append(parts, fmt.Sprintf("%s %.0f", k, byCode[k]))
-	}
-	rows = append(rows, []string{"… by code", orNone(parts)})
-	rec := DeltaBy(before.metrics, after.metrics, "controller_runtime_reconcile_total", "controller")
-	parts = parts[:0]
-	for _, k := range slices.Sorted(maps.Keys(rec)) {
-		parts = append(parts, fmt.Sprintf("%s %.0f", k, rec[k]))
-	}
-	rows = append(rows, []string{"reconciles by controller", orNone(parts)})
-	errs := DeltaBy(before.metrics, after.metrics, "controller_runtime_reconcile_errors_total", "controller")
-	parts = parts[:0]
-	for _, k := range slices.Sorted(maps.Keys(errs)) {
-		parts = append(parts, fmt.Sprintf("%s %.0f", k, errs[k]))
-	}
-	if len(parts) > 0 {
-		rows = append(rows, []string{"reconcile errors by controller", strings.Join(parts, ", ")})
+	rows = append(rows,
+		[]string{"… by method", deltaString(delta("rest_client_requests_total", "method"))},
+		[]string{"… by code", deltaString(delta("rest_client_requests_total", "code"))},
+		[]string{"reconciles by controller", deltaString(delta("controller_runtime_reconcile_total", "controller"))},
+	)
+	if errs := delta("controller_runtime_reconcile_errors_total", "controller"); len(errs) > 0 {
+		rows = append(rows, []string{"reconcile errors by controller", deltaString(errs)})
 	}
 	return rows
 }
