@@ -89,7 +89,7 @@ type Config struct {
 	DriftWindow time.Duration
 	// ProfileSeconds is the length of the CPU profile taken during the fleet.
 	ProfileSeconds int
-	// FleetTimeout bounds the wait for the fleet (0: 4 × the ideal time + 5 min).
+	// FleetTimeout bounds the wait for the fleet (0: 4 × the ideal time, at least 5 s a run, + 5 min).
 	FleetTimeout time.Duration
 	// CreateWorkers create the fleet's objects concurrently.
 	CreateWorkers int

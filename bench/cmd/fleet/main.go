@@ -55,7 +55,7 @@ func run() error {
 	fs.Int64Var(&cfg.GitResync, "git-resync", int64(envInt("BENCH_GIT_RESYNC", 0)), "resyncFrequencySeconds of the git Stacks; 0 leaves the product default (BENCH_GIT_RESYNC).")
 	fs.DurationVar(&cfg.GitSettle, "git-settle", envDuration("BENCH_GIT_SETTLE", 2*time.Minute), "How long the git fleet is left alone before the manager's RSS is read, after each commit is Ready (BENCH_GIT_SETTLE).")
 	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", envInt("BENCH_PROFILE_SECONDS", 30), "Length of the manager CPU profile taken during the fleet (BENCH_PROFILE_SECONDS).")
-	fs.DurationVar(&cfg.FleetTimeout, "fleet-timeout", envDuration("BENCH_FLEET_TIMEOUT", 0), "Longest wait for a fleet; 0 is 4 × the ideal time + 5 min (BENCH_FLEET_TIMEOUT).")
+	fs.DurationVar(&cfg.FleetTimeout, "fleet-timeout", envDuration("BENCH_FLEET_TIMEOUT", 0), "Longest wait for a fleet; 0 is 4 × the ideal time (at least 5 s a run) + 5 min (BENCH_FLEET_TIMEOUT).")
 	fs.DurationVar(&cfg.RunnerDeadline, "runner-deadline", envDuration("BENCH_RUNNER_DEADLINE", 15*time.Second), "The manager's --runner-deadline (BENCH_RUNNER_DEADLINE).")
 	fs.IntVar(&cfg.CreateWorkers, "create-workers", envInt("BENCH_CREATE_WORKERS", 8), "Concurrent clients creating the fleet (BENCH_CREATE_WORKERS).")
 	fs.StringVar(&cfg.Results, "results", os.Getenv("BENCH_RESULTS"), "Results directory (default bench/results; BENCH_RESULTS).")
