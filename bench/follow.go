@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,4 +76,48 @@ func (m Milestones) Spans(runs []string, phases [][2]string) map[[2]string][]tim
 		}
 	}
 	return out
+}
+
+// Timeline is Milestones that watches fill concurrently: FollowAll the kinds into an
+// observer that Marks them, then read the spans.
+type Timeline struct {
+	mu   sync.Mutex
+	seen Milestones
+}
+
+// NewTimeline returns an empty timeline.
+func NewTimeline() *Timeline { return &Timeline{seen: Milestones{}} }
+
+// Mark records that run reached milestone at, unless it was seen before. An object that
+// names no run (one without the label that says whose it is) has run "" and is ignored.
+func (t *Timeline) Mark(run, milestone string, at time.Time) {
+	if run == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seen.Mark(run, milestone, at)
+}
+
+// At returns when run was first seen reaching milestone.
+func (t *Timeline) At(run, milestone string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.seen[run][milestone]
+	return at, ok
+}
+
+// Spans is Milestones.Spans of what was seen so far.
+func (t *Timeline) Spans(runs []string, phases [][2]string) map[[2]string][]time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.seen.Spans(runs, phases)
+}
+
+// FollowAll follows the kind of each list in namespace until ctx ends, each in a watch of
+// its own, calling seen as Follow does.
+func FollowAll(ctx context.Context, c client.WithWatch, namespace string, seen func(client.Object, time.Time), lists ...client.ObjectList) {
+	for _, list := range lists {
+		go Follow(ctx, c, namespace, list, seen)
+	}
 }

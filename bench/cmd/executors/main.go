@@ -103,7 +103,7 @@ func measure(ctx context.Context, c client.WithWatch, executor string, runs, fle
 		name := fmt.Sprintf("single-%d", i)
 		singles = append(singles, name)
 		start := time.Now()
-		tl.mark(name, msApplied, start)
+		tl.Mark(name, msApplied, start)
 		if _, err := bench.KubectlApply(ns, stackYAML(name, stateDir(executor, ns))); err != nil {
 			return r, err
 		}
@@ -120,7 +120,7 @@ func measure(ctx context.Context, c client.WithWatch, executor string, runs, fle
 	}
 	start := time.Now()
 	for _, n := range names {
-		tl.mark(n, msApplied, start)
+		tl.Mark(n, msApplied, start)
 	}
 	if _, err := bench.KubectlApply(ns, strings.Join(docs, "---\n")); err != nil {
 		return r, err

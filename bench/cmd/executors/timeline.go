@@ -52,63 +52,52 @@ var phases = [][2]string{
 
 // timeline records when the milestones of each Stack's first Update are first seen.
 type timeline struct {
-	mu    sync.Mutex
-	seen  bench.Milestones  // Stack name → milestone → first seen
-	first map[string]string // Stack name → its first Update's name
+	*bench.Timeline // Stack name → milestone → first seen
+	mu              sync.Mutex
+	first           map[string]string // Stack name → its first Update's name
 }
 
 func newTimeline() *timeline {
-	return &timeline{seen: bench.Milestones{}, first: map[string]string{}}
-}
-
-func (t *timeline) mark(stack, milestone string, at time.Time) {
-	if stack == "" {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.seen.Mark(stack, milestone, at)
+	return &timeline{Timeline: bench.NewTimeline(), first: map[string]string{}}
 }
 
 // watch follows the namespace's Stacks, Updates, Jobs and Pods until ctx ends.
 func (t *timeline) watch(ctx context.Context, c client.WithWatch, ns string) {
-	for _, list := range []client.ObjectList{&pulumiv1.StackList{}, &v1alpha1.UpdateList{}, &batchv1.JobList{}, &corev1.PodList{}} {
-		go bench.Follow(ctx, c, ns, list, t.observe)
-	}
+	bench.FollowAll(ctx, c, ns, t.observe, &pulumiv1.StackList{}, &v1alpha1.UpdateList{}, &batchv1.JobList{}, &corev1.PodList{})
 }
 
 func (t *timeline) observe(obj client.Object, now time.Time) {
 	switch o := obj.(type) {
 	case *pulumiv1.Stack:
 		if apimeta.IsStatusConditionTrue(o.Status.Conditions, pulumiv1.ConditionReady) {
-			t.mark(o.Name, msStackReady, now)
+			t.Mark(o.Name, msStackReady, now)
 		}
 	case *v1alpha1.Update:
 		stack := o.Spec.StackName
 		if !t.firstUpdate(stack, o.Name) {
 			return
 		}
-		t.mark(stack, msUpdateCreated, now)
+		t.Mark(stack, msUpdateCreated, now)
 		if o.Status.Phase != "" && o.Status.Phase != v1alpha1.UpdatePhasePending {
-			t.mark(stack, msClaimed, now)
+			t.Mark(stack, msClaimed, now)
 		}
 		if o.Status.Finished() {
-			t.mark(stack, msUpdateFinished, now)
+			t.Mark(stack, msUpdateFinished, now)
 		}
 	case *batchv1.Job:
-		t.mark(o.Labels[v1alpha1.StackLabel], msJobCreated, now)
+		t.Mark(o.Labels[v1alpha1.StackLabel], msJobCreated, now)
 	case *corev1.Pod:
 		stack := o.Labels[v1alpha1.StackLabel]
-		t.mark(stack, msPodCreated, now)
+		t.Mark(stack, msPodCreated, now)
 		if o.Spec.NodeName != "" {
-			t.mark(stack, msPodScheduled, now)
+			t.Mark(stack, msPodScheduled, now)
 		}
 		for _, cs := range o.Status.ContainerStatuses {
 			if cs.State.Running != nil || cs.State.Terminated != nil {
-				t.mark(stack, msRunnerStarted, now)
+				t.Mark(stack, msRunnerStarted, now)
 			}
 			if cs.State.Terminated != nil {
-				t.mark(stack, msRunnerCompleted, now)
+				t.Mark(stack, msRunnerCompleted, now)
 			}
 		}
 	}
@@ -130,11 +119,9 @@ func (t *timeline) firstUpdate(stack, update string) bool {
 // is precise where waitReady polls; polled is when waitReady saw them all, the answer
 // when the watch missed one.
 func (t *timeline) since(start, polled time.Time, stacks ...string) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	var last time.Time
 	for _, s := range stacks {
-		at, ok := t.seen[s][msStackReady]
+		at, ok := t.At(s, msStackReady)
 		if !ok || at.After(polled) {
 			return polled.Sub(start)
 		}
@@ -146,11 +133,7 @@ func (t *timeline) since(start, polled time.Time, stacks ...string) time.Duratio
 }
 
 // spans returns, for each phase, its durations over the given Stacks.
-func (t *timeline) spans(runs []string) map[[2]string][]time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.seen.Spans(runs, phases)
-}
+func (t *timeline) spans(runs []string) map[[2]string][]time.Duration { return t.Spans(runs, phases) }
 
 // renderPhases is a table of the phases' medians and p90s over each executor's single runs.
 func renderPhases(rs []result) string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -32,53 +31,35 @@ var phases = [][2]string{
 }
 
 // timeline records when each Update's milestones are first seen, keyed by Update name.
-type timeline struct {
-	mu   sync.Mutex
-	seen bench.Milestones
-}
+type timeline struct{ *bench.Timeline }
 
-func newTimeline() *timeline { return &timeline{seen: bench.Milestones{}} }
-
-func (t *timeline) mark(update, milestone string, at time.Time) {
-	if update == "" {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.seen.Mark(update, milestone, at)
-}
+func newTimeline() *timeline { return &timeline{bench.NewTimeline()} }
 
 // applied records when the change that made update was applied (known only once the
 // Update is).
-func (t *timeline) applied(update string, at time.Time) { t.mark(update, msApplied, at) }
+func (t *timeline) applied(update string, at time.Time) { t.Mark(update, msApplied, at) }
 
 func (t *timeline) watch(ctx context.Context, c client.WithWatch, namespace string) {
-	for _, list := range []client.ObjectList{&v1alpha1.UpdateList{}, &batchv1.JobList{}, &corev1.PodList{}} {
-		go bench.Follow(ctx, c, namespace, list, t.observe)
-	}
+	bench.FollowAll(ctx, c, namespace, t.observe, &v1alpha1.UpdateList{}, &batchv1.JobList{}, &corev1.PodList{})
 }
 
 func (t *timeline) observe(obj client.Object, now time.Time) {
 	switch o := obj.(type) {
 	case *v1alpha1.Update:
-		t.mark(o.Name, msUpdateCreated, now)
+		t.Mark(o.Name, msUpdateCreated, now)
 		if o.Status.Finished() {
-			t.mark(o.Name, msUpdateFinished, now)
+			t.Mark(o.Name, msUpdateFinished, now)
 		}
 	case *batchv1.Job:
-		t.mark(o.Labels[job.LabelUpdate], msJobCreated, now)
+		t.Mark(o.Labels[job.LabelUpdate], msJobCreated, now)
 	case *corev1.Pod:
 		for _, cs := range o.Status.ContainerStatuses {
 			if cs.State.Running != nil || cs.State.Terminated != nil {
-				t.mark(o.Labels[job.LabelUpdate], msRunnerStarted, now)
+				t.Mark(o.Labels[job.LabelUpdate], msRunnerStarted, now)
 			}
 		}
 	}
 }
 
 // spans returns, for each phase, its durations over the given Updates.
-func (t *timeline) spans(runs []string) map[[2]string][]time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.seen.Spans(runs, phases)
-}
+func (t *timeline) spans(runs []string) map[[2]string][]time.Duration { return t.Spans(runs, phases) }
