@@ -57,3 +57,12 @@ func KubectlApply(namespace, doc string) (string, error) {
 	}
 	return Bin("kubectl", "apply", "-n", namespace, "-f", f.Name())
 }
+
+// Uninstall removes the chart a cluster benchmark installed: the Stacks of ns first, while
+// their manager still runs, so that their finalizers are handled (deleting the namespace
+// after the uninstall left them stuck), then the release and its namespace.
+func Uninstall(ns string) {
+	_, _ = Bin("kubectl", "delete", "stacks", "--all", "-n", ns, "--wait", "--timeout=10m")
+	_, _ = Bin("helm", "uninstall", "stackwright", "-n", "stackwright-system", "--wait", "--timeout=5m")
+	_, _ = Bin("kubectl", "delete", "namespace", "stackwright-system", "--wait", "--timeout=3m")
+}

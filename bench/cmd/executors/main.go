@@ -81,13 +81,7 @@ func measure(ctx context.Context, c client.WithWatch, executor string, runs, fle
 		"--set", "watchNamespaces={"+ns+"}"); err != nil {
 		return r, err
 	}
-	defer func() {
-		// The Stacks go while their manager still runs, so that their finalizers are
-		// handled; deleting the namespace after the uninstall left them stuck.
-		_, _ = bench.Bin("kubectl", "delete", "stacks", "--all", "-n", ns, "--wait", "--timeout=10m")
-		_, _ = bench.Bin("helm", "uninstall", "stackwright", "-n", "stackwright-system", "--wait", "--timeout=5m")
-		_, _ = bench.Bin("kubectl", "delete", "namespace", "stackwright-system", "--wait", "--timeout=3m")
-	}()
+	defer bench.Uninstall(ns)
 	// Leader election and caches: the first Stack must not pay for them.
 	time.Sleep(20 * time.Second)
 

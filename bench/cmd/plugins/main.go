@@ -55,77 +55,107 @@ func run(changes int, out string) error {
 		return err
 	}
 	ctx := context.Background()
-	backend, stopS3, err := startS3(ctx, c)
+	backend, size, uninstall, err := install(ctx, c)
+	defer uninstall()
 	if err != nil {
 		return err
 	}
-	defer stopS3()
-	if _, err := bench.Bin("kubectl", "create", "namespace", ns); err != nil {
+	// Leader election and caches: the first Update must not pay for them.
+	time.Sleep(20 * time.Second)
+	r, err := measureChanges(ctx, c, backend, changes)
+	if err != nil {
 		return err
 	}
-	defer func() { _, _ = bench.Bin("kubectl", "delete", "namespace", ns, "--wait", "--timeout=5m") }()
+	r.bundleBytes = size
+	if r.floor, err = floor(changes); err != nil {
+		return err
+	}
+	report := render(r)
+	fmt.Print(report)
+	path := filepath.Join(out, time.Now().UTC().Format("2006-01-02")+"-plugins.md")
+	return os.WriteFile(path, []byte(report), 0o644)
+}
+
+// install serves the state from versitygw and a fresh plugin bundle from a registry, and
+// installs the chart with the Job executor on them; uninstall (always to be called)
+// removes what was set up, last first.
+func install(ctx context.Context, c client.WithWatch) (backend string, bundleBytes int64, uninstall func(), err error) {
+	var undo []func()
+	uninstall = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	backend, stopS3, err := startS3(ctx, c)
+	if err != nil {
+		return "", 0, uninstall, err
+	}
+	undo = append(undo, stopS3)
+	if _, err := bench.Bin("kubectl", "create", "namespace", ns); err != nil {
+		return "", 0, uninstall, err
+	}
+	undo = append(undo, func() { _, _ = bench.Bin("kubectl", "delete", "namespace", ns, "--wait", "--timeout=5m") })
 	// A plugin bundle no node has pulled yet, made as a platform team makes one and pushed
 	// to a registry the node pulls from: the first Update is the first on a fresh node.
 	bundle, size, stopRegistry, err := freshBundle()
 	if err != nil {
-		return err
+		return "", 0, uninstall, err
 	}
-	defer stopRegistry()
+	undo = append(undo, stopRegistry)
 	values := filepath.Join(os.TempDir(), "bench-plugins-values.yaml")
 	if err := os.WriteFile(values, []byte("executor: job\nwatchNamespaces: ["+ns+"]\nextraArgs: [\"--plugin-bundle=kubernetes="+bundle+"\"]\n"), 0o600); err != nil {
-		return err
+		return "", 0, uninstall, err
 	}
-	defer os.Remove(values)
+	undo = append(undo, func() { _ = os.Remove(values) })
 	// The release's images (nothing here carries test code), with that bundle instead of
 	// the release's own plugins image.
 	if _, err := bench.Bin("helm", "install", "stackwright", "charts/stackwright", "-n", "stackwright-system", "--create-namespace",
 		"--wait", "--timeout=5m", "-f", values); err != nil {
-		return err
+		return "", 0, uninstall, err
 	}
-	defer func() {
-		_, _ = bench.Bin("kubectl", "delete", "stacks", "--all", "-n", ns, "--wait", "--timeout=10m")
-		_, _ = bench.Bin("helm", "uninstall", "stackwright", "-n", "stackwright-system", "--wait", "--timeout=5m")
-		_, _ = bench.Bin("kubectl", "delete", "namespace", "stackwright-system", "--wait", "--timeout=3m")
-	}()
-	// Leader election and caches: the first Update must not pay for them.
-	time.Sleep(20 * time.Second)
+	undo = append(undo, func() { bench.Uninstall(ns) })
+	return backend, size, uninstall, nil
+}
 
+// measureChanges applies the Stack, then changes its Program one change after the other,
+// timing each from the apply to Ready after a new Update and counting the bytes the
+// node's content store gained.
+func measureChanges(ctx context.Context, c client.WithWatch, backend string, changes int) (result, error) {
 	tl := newTimeline()
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	tl.watch(wctx, c, ns)
-
-	r := result{changes: changes, bundleBytes: size}
+	r := result{changes: changes}
 	fresh, err := cluster.ContentDigests(ctx, cluster.DefaultOptions())
 	if err != nil {
-		return err
+		return r, err
 	}
 	start := time.Now()
 	if _, err := bench.KubectlApply(ns, rbacYAML+"---\n"+secretsYAML+"---\n"+programYAML(0)+"---\n"+stackYAML(backend)); err != nil {
-		return err
+		return r, err
 	}
 	first, err := waitUpdated(ctx, c, "")
 	if err != nil {
-		return err
+		return r, err
 	}
 	r.first = time.Since(start)
 	tl.applied(first, start)
 	before, err := cluster.ContentDigests(ctx, cluster.DefaultOptions())
 	if err != nil {
-		return err
+		return r, err
 	}
 	if r.firstFetched, err = fetchedSince(ctx, fresh, before); err != nil {
-		return err
+		return r, err
 	}
 	prev := first
 	for i := 1; i <= changes; i++ {
 		start := time.Now()
 		if _, err := bench.KubectlApply(ns, programYAML(i)); err != nil {
-			return err
+			return r, err
 		}
 		u, err := waitUpdated(ctx, c, prev)
 		if err != nil {
-			return err
+			return r, err
 		}
 		r.total = append(r.total, time.Since(start))
 		tl.applied(u, start)
@@ -136,20 +166,14 @@ func run(changes int, out string) error {
 	time.Sleep(3 * time.Second)
 	after, err := cluster.ContentDigests(ctx, cluster.DefaultOptions())
 	if err != nil {
-		return err
+		return r, err
 	}
 	if r.fetched, err = fetchedSince(ctx, before, after); err != nil {
-		return err
+		return r, err
 	}
 	r.phases = tl.spans(r.updates)
 	r.firstPhases = tl.spans([]string{first})
-	if r.floor, err = floor(changes); err != nil {
-		return err
-	}
-	report := render(r)
-	fmt.Print(report)
-	path := filepath.Join(out, time.Now().UTC().Format("2006-01-02")+"-plugins.md")
-	return os.WriteFile(path, []byte(report), 0o644)
+	return r, nil
 }
 
 type result struct {
