@@ -144,11 +144,17 @@ type gitRun struct {
 
 // runGit runs the git fleet when the manager serves git Stacks, and says why not otherwise.
 func (b *bench) runGit(ctx context.Context) error {
-	r, err := b.serveGit()
-	if err != nil || r == nil {
+	r, err := b.gitRepo()
+	if err != nil {
 		return err
 	}
-	defer r.srv.stop()
+	srv, err := startGitServer(filepath.Join(b.work, "git", "repos"))
+	if err != nil {
+		b.rep.add("Git fleet (skipped)", "Could not serve a repository: "+err.Error())
+		return nil
+	}
+	defer srv.stop()
+	r.srv, r.url = srv, srv.url+"/fleet.git"
 	if ok, err := b.probeGit(ctx, r); !ok || err != nil {
 		return err
 	}
@@ -170,9 +176,8 @@ func (b *bench) runGit(ctx context.Context) error {
 	return nil
 }
 
-// serveGit makes the repository with its first commit and serves it; nil (and the
-// report saying why) when it cannot be served.
-func (b *bench) serveGit() (*gitRun, error) {
+// gitRepo makes the repository the git fleet tracks, with its first commit.
+func (b *bench) gitRepo() (*gitRun, error) {
 	root := filepath.Join(b.work, "git")
 	repo, err := newGitRepo(root)
 	if err != nil {
@@ -182,11 +187,6 @@ func (b *bench) serveGit() (*gitRun, error) {
 	if r.sha1, err = repo.commit("v1"); err != nil {
 		return nil, err
 	}
-	if r.srv, err = startGitServer(filepath.Join(root, "repos")); err != nil {
-		b.rep.add("Git fleet (skipped)", "Could not serve a repository: "+err.Error())
-		return nil, nil
-	}
-	r.url = r.srv.url + "/fleet.git"
 	return r, nil
 }
 
