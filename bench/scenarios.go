@@ -151,9 +151,10 @@ func (b *bench) latencyReport(samples []latencySample) string {
 		return out
 	}
 	floor, steady := b.floorMedian(), b.steadyFloor()
+	// against < 0: a phase no floor compares with.
 	row := func(name string, ds []time.Duration, against time.Duration, of string) []string {
 		r := []string{name, percentiles(ds, 50), percentiles(ds, 90), percentiles(ds, 100), ""}
-		if against != 0 || of != "" {
+		if against >= 0 {
 			r[4] = ratio(Ratio(Percentile(ds, 50), against)) + of
 		}
 		return r
@@ -170,10 +171,10 @@ func (b *bench) latencyReport(samples []latencySample) string {
 		len(samples), secs(floor)) +
 		table([]string{"", "median", "p90", "max", "median / floor median"}, [][]string{
 			row("apply → Ready", col(func(s latencySample) time.Duration { return s.total }), floor, ""),
-			row("apply → Update created", col(func(s latencySample) time.Duration { return s.toUpdate }), 0, ""),
-			row("Update created → Running", col(func(s latencySample) time.Duration { return s.toRunning }), 0, ""),
+			row("apply → Update created", col(func(s latencySample) time.Duration { return s.toUpdate }), -1, ""),
+			row("Update created → Running", col(func(s latencySample) time.Duration { return s.toRunning }), -1, ""),
 			row("Running → finished (engine run in the manager)", col(func(s latencySample) time.Duration { return s.running }), floor, ""),
-			row("finished → Stack Ready", col(func(s latencySample) time.Duration { return s.toReady }), 0, ""),
+			row("finished → Stack Ready", col(func(s latencySample) time.Duration { return s.toReady }), -1, ""),
 			row("re-run (reconcile request, config unchanged) → Ready", col(func(s latencySample) time.Duration { return s.rerun }),
 				steady, " of the CLI's steady update ("+secs(steady)+")"),
 		})
