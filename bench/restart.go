@@ -463,35 +463,43 @@ func (b *bench) waitCaughtUp(ctx context.Context, r *restartRun) error {
 	return pause(ctx, restartSettle)
 }
 
-// restartChanges reads what each changed Stack's run was: rows per Stack, and the
-// latencies from its change.
-func (b *bench) restartChanges(r *restartRun) (rows [][]string, perChanged map[int]int, notOne []string, runs, created, ready []time.Duration, seen []changeRun) {
-	perChanged = map[int]int{}
+// changeFigures are what the changed Stacks' runs were, each timed from its change.
+type changeFigures struct {
+	rows                    [][]string // one per Stack
+	perStack                map[int]int
+	notOne                  []string
+	toRun, created, toReady []time.Duration
+	runs                    []changeRun
+}
+
+// restartChanges reads the first Update of each changed Stack since the SIGTERM.
+func (b *bench) restartChanges(r *restartRun) changeFigures {
+	f := changeFigures{perStack: map[int]int{}}
 	for _, name := range r.changed {
 		c := r.changeAt[name]
 		row := []string{name, secs(c.Sub(r.start)), "-", "-", "-"}
 		first, k, ok := b.firstUpdateSince(nsFleet, name, r.stopAt)
-		perChanged[k]++
-		if k != 1 && len(notOne) < 5 {
-			notOne = append(notOne, fmt.Sprintf("%s (%d)", name, k))
+		f.perStack[k]++
+		if k != 1 && len(f.notOne) < 5 {
+			f.notOne = append(f.notOne, fmt.Sprintf("%s (%d)", name, k))
 		}
 		if ok {
-			created = append(created, first.seen.Sub(c))
+			f.created = append(f.created, first.seen.Sub(c))
 			row[2] = secs(first.seen.Sub(c))
 			if !first.run.IsZero() {
-				runs = append(runs, first.run.Sub(c))
+				f.toRun = append(f.toRun, first.run.Sub(c))
 				row[3] = secs(first.run.Sub(c))
 			}
-			seen = append(seen, changeRun{change: c, run: first.run, done: first.done})
+			f.runs = append(f.runs, changeRun{change: c, run: first.run, done: first.done})
 		}
 		if at, ok := b.track.readyAt(nsFleet, name, r.revs[name]); ok {
-			ready = append(ready, at.Sub(c))
+			f.toReady = append(f.toReady, at.Sub(c))
 			row[4] = secs(at.Sub(c))
 		}
-		rows = append(rows, row)
+		f.rows = append(f.rows, row)
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
-	return rows, perChanged, notOne, runs, created, ready, seen
+	sort.Slice(f.rows, func(i, j int) bool { return f.rows[i][0] < f.rows[j][0] })
+	return f
 }
 
 // strayUpdates are the Updates seen from the SIGTERM to the end of Stacks not changed:
@@ -544,10 +552,10 @@ func (b *bench) restartReport(r *restartRun) string {
 		}
 		return secs(t.Sub(r.start))
 	}
-	changeRows, perChanged, notOne, runs, created, ready, seen := b.restartChanges(r)
+	ch := b.restartChanges(r)
 	stray, strayEx := b.strayUpdates(r)
 	par := b.cfg.Parallelism
-	dispatch := dispatchLatencies(seen, par)
+	dispatch := dispatchLatencies(ch.runs, par)
 	met := func(ds []time.Duration) string {
 		if len(ds) == len(r.changed) && Percentile(ds, 99) < restartGoal {
 			return "met"
@@ -567,19 +575,19 @@ func (b *bench) restartReport(r *restartRun) string {
 		{"**engine runs caused: Updates created after the SIGTERM, not of a changed Stack** (goal 0)", fmt.Sprint(len(stray)) + exampleString(strayEx)},
 		{fmt.Sprintf("changes made (own Program's greeting content), first at start + %s", secs(r.firstChange.Sub(r.start))),
 			fmt.Sprintf("%d (%d Ready at their new revision)", len(r.changed), r.readyChanged)},
-		{"**change → runner start (Update seen Running)**: median / p99 / max (n)", pctRow(runs)},
+		{"**change → runner start (Update seen Running)**: median / p99 / max (n)", pctRow(ch.toRun)},
 		{fmt.Sprintf("change → runner start less the wait for a slot the other changes held (%d slots): median / p99 / max (n)", par), pctRow(dispatch)},
 		{fmt.Sprintf("goal of the issue: change → runner start p99 < %s", secs(restartGoal)),
-			fmt.Sprintf("%s; less the wait for a slot the other changes held: %s", met(runs), met(dispatch))},
-		{"change → Update created (seen): median / p99 / max (n)", pctRow(created)},
-		{"change → Stack Ready at the new revision: median / p99 / max (n)", pctRow(ready)},
-		{"Updates per changed Stack after the SIGTERM (should be 1 each)", countsString(perChanged) + exampleString(notOne)},
+			fmt.Sprintf("%s; less the wait for a slot the other changes held: %s", met(ch.toRun), met(dispatch))},
+		{"change → Update created (seen): median / p99 / max (n)", pctRow(ch.created)},
+		{"change → Stack Ready at the new revision: median / p99 / max (n)", pctRow(ch.toReady)},
+		{"Updates per changed Stack after the SIGTERM (should be 1 each)", countsString(ch.perStack) + exampleString(ch.notOne)},
 		{"manager peak RSS since the start (sampled 1/s)", MiB(r.m.peakRSS())},
 	}
 	rows = append(rows, r.m.costRows()...)
 	body := b.restartIntro(r) + table([]string{"restart", ""}, rows) +
 		"\nPer changed Stack (times since its change; *changed at* since the start):\n\n" +
-		table([]string{"Stack", "changed at", "→ Update created", "→ Running", "→ Ready"}, changeRows)
+		table([]string{"Stack", "changed at", "→ Update created", "→ Running", "→ Ready"}, ch.rows)
 	if len(stray) > 0 {
 		byStack := map[string]int{}
 		for _, s := range stray {
