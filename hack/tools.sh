@@ -202,8 +202,15 @@ prepare() {
 	pulumi-kubernetes)
 		# The two files the provider's main package embeds, from its module's own (for the
 		# machine's platform even when cross-compiling: gen runs here).
+		# `go list -m` names a module's directory only once it is downloaded: on a machine
+		# with an empty module cache it prints nothing, so download it first.
 		local mod
+		(cd "$root/$2" && go mod download github.com/pulumi/pulumi-kubernetes/provider/v4)
 		mod=$(cd "$root/$2" && go list -m -f '{{.Dir}}' github.com/pulumi/pulumi-kubernetes/provider/v4)
+		if [ -z "$mod" ]; then
+			echo "tools: the module github.com/pulumi/pulumi-kubernetes/provider/v4 was not downloaded" >&2
+			exit 1
+		fi
 		(cd "$root/$2" && GOOS='' GOARCH='' go run ./gen "$mod" "$k8s_provider_version" ./cmd/pulumi-resource-kubernetes)
 		;;
 	esac
