@@ -85,7 +85,7 @@ func newProgramManager(e *kubetest.Env, dir string, c cache.Options) (ctrl.Manag
 	start := time.Now()
 	r := &program.Reconciler{Client: mgr.GetClient(), Store: st, Now: func() time.Time {
 		return start.Add(time.Duration(ticks.Add(1)) * time.Second)
-	}}
+	}, Recorder: &announcingRecorder{EventRecorder: mgr.GetEventRecorder(program.ControllerName), reader: mgr.GetAPIReader()}}
 	if err := r.SetupWithManager(context.Background(), mgr, controller.Options{}); err != nil {
 		return nil, nil, fmt.Errorf("failed to set up Program controller: %w", err)
 	}
