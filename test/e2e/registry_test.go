@@ -144,6 +144,8 @@ func TestInstall_FromRegistry(t *testing.T) {
 		// The seeds' in-cluster NGINX, with the Kubernetes provider of the release's
 		// plugins image (no image here carries test code).
 		testSeedNginx(t, c, ns, s3.bucket(t, ns, "seed"), r1.Plugins.Ref)
+		// PKO's own example of a Kubernetes-provider program, on the same images.
+		testPKONginx(t, c, ns, s3.bucket(t, ns, "pko-nginx"))
 
 		// A new manager Pod takes over: nothing is re-applied.
 		before := updates(g, c, ns)

@@ -110,6 +110,80 @@ func TestServer_Requests_OnlyTheUpdatesOwnRunner(t *testing.T) {
 	s.g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning), "a forged result was recorded")
 }
 
+// A Pod the tenant makes with a controller reference to its own runner Job passes for that
+// runner (docs/operations.md, what still does not hold): the API server records no creator.
+// It is held to what that runner could do, which the tenant's program can do anyway: its own
+// Update's artifact and result, nothing of another Update or another namespace's.
+func TestServer_Requests_ImpostorWithControllerRefStaysInItsUpdate(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	other := newScenario(t)
+	running := func(s *scenario, name string) v1alpha1.Update {
+		s.filesStack(name, map[string]string{skipAnnotation: "true"})
+		var u v1alpha1.Update
+		s.Eventually(func(g Gomega) {
+			ups := s.updates()
+			g.Expect(ups).To(HaveLen(1))
+			u = ups[0]
+			g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning))
+			g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: job.JobName(u.Name)}, &batchv1.Job{})).To(Succeed())
+		})
+		return u
+	}
+	u := running(s, "own")
+	victim := running(other, "victim")
+	var j batchv1.Job
+	s.g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: s.Namespace, Name: job.JobName(u.Name)}, &j)).To(Succeed())
+	impostor := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            "impostor-with-owner",
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&j, batchv1.SchemeGroupVersion.WithKind("Job"))},
+		},
+		Spec: corev1.PodSpec{ServiceAccountName: j.Spec.Template.Spec.ServiceAccountName, Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+	}
+	s.Create(impostor)
+	token, err := boundToken(t.Context(), kubelet.cs, impostor, job.TokenAudience)
+	s.g.Expect(err).NotTo(HaveOccurred())
+
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test checks the server's answers, not its identity
+	for _, tc := range []struct {
+		name, method, path string
+		body               string
+		want               int
+	}{
+		{name: "its own artifact", method: http.MethodGet, path: "/v1/artifacts/" + u.Spec.ArtifactDigest, want: http.StatusOK},
+		{name: "another namespace's artifact", method: http.MethodGet, path: "/v1/artifacts/" + victim.Spec.ArtifactDigest, want: http.StatusForbidden},
+		{
+			name: "another namespace's result", method: http.MethodPost, path: "/v1/results/" + other.Namespace + "/" + victim.Name,
+			body: `{"updateUID":"` + string(victim.UID) + `","status":{"phase":"Succeeded"}}`, want: http.StatusForbidden,
+		},
+		{
+			name: "a result under its path for the other Update's UID", method: http.MethodPost, path: "/v1/results/" + s.Namespace + "/" + u.Name,
+			body: `{"updateUID":"` + string(victim.UID) + `","status":{"phase":"Succeeded"}}`, want: http.StatusConflict,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), tc.method, apiURL+tc.path, bytes.NewReader([]byte(tc.body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+	s.g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(&victim), &victim)).To(Succeed())
+	s.g.Expect(victim.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning), "another namespace's Update took a forged result")
+	s.g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(&u), &u)).To(Succeed())
+	s.g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning), "a result for another UID was recorded")
+}
+
 func TestExecutor_LostRunner_JobDeletedFailsUpdateAndStackRetries(t *testing.T) {
 	t.Parallel()
 	s := newScenario(t)
