@@ -118,6 +118,7 @@ func testPKONginx(t *testing.T, c client.Client, ns, backend string) {
 		g.Expect(d.Status.ReadyReplicas).To(Equal(int32(1)))
 	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(ns))
 	NewWithT(t).Expect(name).To(HavePrefix("nginx-"), "Pulumi auto-names the Deployment after its resource")
+	t.Logf("PKO's nginx_k8s.yaml: Deployment %s available, commit %s", name, commit)
 
 	// destroyOnFinalize: deleting the Stack removes the Deployment first.
 	run(t, "kubectl", "delete", "-n", ns, "stack/nginx-k8s-stack", "--timeout=5m")
