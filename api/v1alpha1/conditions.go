@@ -131,6 +131,13 @@ const (
 	// manager lets one StackSet have (--max-stackset-elements); nothing is created or
 	// removed until its filters, the repository or the cap change.
 	ReasonTooManyElements = "TooManyElements"
+	// ReasonForgeUnavailable (Reconciling=True): the forge of a pullRequests generator
+	// could not be asked now (its rate limit, its own failure, the network); it is asked
+	// again at the interval, and nothing is removed meanwhile.
+	ReasonForgeUnavailable = "ForgeUnavailable"
+	// ReasonForgeRefused (Stalled=True): the forge refused the set's token or does not
+	// know its repository, or the token's Secret cannot be read: a person must act.
+	ReasonForgeRefused = "ForgeRefused"
 )
 
 // ConditionHalted is True on a StackRollout whose wave failed: its reason says how

@@ -62,7 +62,7 @@ const (
 )
 
 // StackSetGenerator yields a set's elements: exactly one of its fields is set.
-// +kubebuilder:validation:XValidation:rule="(has(self.gitBranches) ? 1 : 0) + (has(self.gitDirectories) ? 1 : 0) + (has(self.list) ? 1 : 0) == 1",message="set exactly one of gitBranches, gitDirectories and list"
+// +kubebuilder:validation:XValidation:rule="(has(self.gitBranches) ? 1 : 0) + (has(self.gitDirectories) ? 1 : 0) + (has(self.list) ? 1 : 0) + (has(self.pullRequests) ? 1 : 0) == 1",message="set exactly one of gitBranches, gitDirectories, list and pullRequests"
 type StackSetGenerator struct {
 	// GitBranches yields one element per branch of a repository that matches; its
 	// placeholders are {{branch}}, {{branchSlug}} and {{commit}}.
@@ -78,6 +78,124 @@ type StackSetGenerator struct {
 	// List yields its elements; the placeholders are {{name}} and {{values.<key>}}.
 	// +optional
 	List *ListGenerator `json:"list,omitempty"`
+
+	// PullRequests yields one element per open pull request of a repository on a forge
+	// that matches; its placeholders are {{number}}, {{branch}} (the head branch),
+	// {{branchSlug}}, {{headSHA}}, {{headRef}} (the ref the repository keeps of the
+	// head, which a fork's commits are fetched from: refs/pull/<n>/head, or
+	// refs/merge-requests/<n>/head on GitLab), {{baseBranch}}, {{author}} and
+	// {{labels}} (comma-separated).
+	// +optional
+	PullRequests *PullRequestsGenerator `json:"pullRequests,omitempty"`
+}
+
+// PullRequestForks says whether the pull requests of forks get a Stack.
+// +kubebuilder:validation:Enum=Refuse;Allow
+type PullRequestForks string
+
+const (
+	// PullRequestForksRefuse leaves out the pull requests whose head is in another
+	// repository: their programs are strangers' code, run with the set's credentials.
+	PullRequestForksRefuse PullRequestForks = "Refuse"
+	// PullRequestForksAllow gives them Stacks too, but only in a namespace the platform
+	// team labelled with ForkPullRequestsLabel=allow.
+	PullRequestForksAllow PullRequestForks = "Allow"
+)
+
+// ForkPullRequestsLabel on a Namespace, set to "allow" by the platform team, lets the
+// StackSets in it that ask for it (forks: Allow) run the pull requests of forks.
+const ForkPullRequestsLabel = "stackwright.dev/fork-pull-requests"
+
+// PullRequestsGenerator yields the open pull requests of a repository on a forge, and
+// tells the forge what became of each (feedback).
+type PullRequestsGenerator struct {
+	// Forge is the forge's API: Gitea (Forgejo speaks it too), GitHub or GitLab.
+	// +kubebuilder:validation:Enum=Gitea;GitHub;GitLab
+	Forge string `json:"forge"`
+
+	// API is the forge's API base URL: https://<host>/api/v1 for Gitea (required),
+	// default https://api.github.com for GitHub (https://<host>/api/v3 for GitHub
+	// Enterprise Server) and https://gitlab.com/api/v4 for GitLab.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://`
+	API string `json:"api,omitempty"`
+
+	// Repository is owner/name (on GitLab, the project's full path: group/sub/name).
+	// +kubebuilder:validation:Pattern=`^[^/\s]+(/[^/\s]+)+$`
+	Repository string `json:"repository"`
+
+	// TokenSecretRef is the Secret key, in the set's namespace, holding the forge API
+	// token the set lists pull requests with and, with feedback, writes comments and
+	// commit statuses with.
+	TokenSecretRef SecretKeyRef `json:"tokenSecretRef"`
+
+	// TargetBranches keeps the pull requests whose target branch matches any of these
+	// globs (path.Match syntax); unset keeps every one.
+	// +optional
+	TargetBranches []string `json:"targetBranches,omitempty"`
+
+	// Labels keeps the pull requests that carry every one of these labels.
+	// +optional
+	Labels []string `json:"labels,omitempty"`
+
+	// NotLabels leaves out the pull requests that carry any of these labels.
+	// +optional
+	NotLabels []string `json:"notLabels,omitempty"`
+
+	// Title keeps the pull requests whose title matches this regular expression (RE2).
+	// +optional
+	Title string `json:"title,omitempty"`
+
+	// Forks says whether pull requests from forks get Stacks: Refuse (the default) or
+	// Allow, which takes effect only in a namespace labelled
+	// stackwright.dev/fork-pull-requests=allow by the platform team.
+	// +optional
+	// +kubebuilder:default=Refuse
+	Forks PullRequestForks `json:"forks,omitempty"`
+
+	// Interval is how often the forge is asked for the open pull requests; default 1m,
+	// never under 10s. A pull request webhook to the manager brings it forward.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Feedback says what the set writes on each pull request. Unset writes both a
+	// comment and a commit status.
+	// +optional
+	Feedback *PullRequestFeedback `json:"feedback,omitempty"`
+}
+
+// SecretKeyRef names a key of a Secret in the object's namespace.
+type SecretKeyRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key of the Secret; default token.
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// PullRequestFeedback is what a set writes on each pull request about its Stack.
+type PullRequestFeedback struct {
+	// Comment keeps one comment per Stack on the pull request with its last preview or
+	// update (changes by resource type, the Update's name, its error), edited in place
+	// on every new one, and says when the Stack goes. Default true.
+	// +optional
+	Comment *bool `json:"comment,omitempty"`
+
+	// Status sets a commit status (pending, success, failure) on the pull request's
+	// head, with the context <context>/<Stack name>. Default true.
+	// +optional
+	Status *bool `json:"status,omitempty"`
+
+	// Context is the commit status context's prefix; default stackwright.
+	// +optional
+	// +kubebuilder:validation:MaxLength=100
+	Context string `json:"context,omitempty"`
+
+	// URL is a link the comment and the status point to, such as the platform's
+	// console; {{namespace}}, {{stack}} and {{update}} are replaced.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://`
+	URL string `json:"url,omitempty"`
 }
 
 // GitRepository is a repository a generator reads, with the git source and cache the
@@ -204,6 +322,17 @@ type StackSetStatus struct {
 	// +optional
 	Revision string `json:"revision,omitempty"`
 
+	// PullRequests are the pull requests with a Stack (pullRequests) and what the forge
+	// was last told about each.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
+	PullRequests []PullRequestStatus `json:"pullRequests,omitempty"`
+
+	// SkippedForks counts the open pull requests from forks left without a Stack.
+	// +optional
+	SkippedForks int32 `json:"skippedForks,omitempty"`
+
 	// Expired are the elements whose Stack's TTL expired: they get no new Stack while
 	// they stay as they were (for a branch, at the same commit; a push revives it), and
 	// are forgotten once they disappear.
@@ -211,6 +340,22 @@ type StackSetStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=1000
 	Expired []ExpiredElement `json:"expired,omitempty"`
+}
+
+// PullRequestStatus is one pull request with a Stack, and its feedback.
+type PullRequestStatus struct {
+	Number int32 `json:"number"`
+	// Stack is the pull request's Stack.
+	Stack string `json:"stack"`
+	// HeadSHA is the commit the pull request's head was at when last listed.
+	HeadSHA string `json:"headSHA"`
+	// Reported is what the forge was last told: the state, the commit and the Update
+	// (success of <sha> by <update>); empty until the first feedback.
+	// +optional
+	Reported string `json:"reported,omitempty"`
+	// Error is why the last feedback did not reach the forge; it is retried with backoff.
+	// +optional
+	Error string `json:"error,omitempty"`
 }
 
 // ExpiredElement is an element whose Stack's TTL expired.

@@ -333,7 +333,7 @@ func (s *setup) controllers(ctx context.Context) error {
 		{"Update", &updatectrl.Reconciler{Client: c, Executor: s.exec, RunnerJobs: o.Executor == executorJob}},
 		{"Policy", &policyctrl.Controllers{Client: c}},
 		{"StackRollout", &rolloutctrl.Reconciler{Client: c, Recorder: recorder, Now: o.Now}},
-		{"StackSet", &stacksetctrl.Reconciler{Client: c, Git: gitSource, Recorder: recorder, MaxElements: o.MaxStackSetElements}},
+		{"StackSet", &stacksetctrl.Reconciler{Client: c, Reader: mgr.GetAPIReader(), Git: gitSource, Recorder: recorder, MaxElements: o.MaxStackSetElements}},
 	}
 	if len(o.TemplateAPIGroups) > 0 {
 		instances := &instancectrl.Controller{

@@ -3,6 +3,7 @@ package stackset
 import (
 	"context"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -27,6 +28,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		markDestroying(set, len(s.stacks), s.stacks[0].Name)
 		return nil
 	}
+	r.listings.forget(client.ObjectKeyFromObject(set))
 	controllerutil.RemoveFinalizer(set, v1alpha1.StackSetFinalizer)
 	return s.patcher.Finalizers(ctx, set)
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/forge"
 )
 
 // element is one thing a generator yields: its identity and the values of its
@@ -126,4 +129,51 @@ func listElements(g *v1alpha1.ListGenerator) []element {
 		out = append(out, element{id: e.Name, values: v})
 	}
 	return out
+}
+
+// prElements are the elements of the open pull requests the generator keeps, and
+// how many were left out for coming from a fork.
+func prElements(g *v1alpha1.PullRequestsGenerator, prs []forge.PullRequest, forks bool) ([]element, int, error) {
+	var title *regexp.Regexp
+	if g.Title != "" {
+		re, err := regexp.Compile(g.Title)
+		if err != nil {
+			return nil, 0, fmt.Errorf("title: %w", err)
+		}
+		title = re
+	}
+	var out []element
+	skipped := 0
+	for _, pr := range prs {
+		ok, err := matches(pr.BaseBranch, g.TargetBranches, nil)
+		if err != nil {
+			return nil, 0, fmt.Errorf("targetBranches: %w", err)
+		}
+		if !ok || !hasAll(pr.Labels, g.Labels) || hasAny(pr.Labels, g.NotLabels) || (title != nil && !title.MatchString(pr.Title)) {
+			continue
+		}
+		if pr.Fork && !forks {
+			skipped++
+			continue
+		}
+		n := strconv.Itoa(pr.Number)
+		out = append(out, element{id: n, revision: pr.HeadSHA, values: map[string]string{
+			"number": n, "branch": pr.HeadBranch, "branchSlug": slug(pr.HeadBranch), "headSHA": pr.HeadSHA,
+			"headRef": pr.HeadRef, "baseBranch": pr.BaseBranch, "author": pr.Author, "labels": strings.Join(pr.Labels, ","),
+		}})
+	}
+	return out, skipped, nil
+}
+
+func hasAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasAny(have, unwanted []string) bool {
+	return slices.ContainsFunc(unwanted, func(u string) bool { return slices.Contains(have, u) })
 }

@@ -39,7 +39,7 @@ var defaultMaxRemovals = intstr.FromString("50%")
 // set; a repository that cannot be listed now is listed again at its interval, and
 // nothing is removed meanwhile.
 func (r *Reconciler) generate(ctx context.Context, s *scope) (bool, error) {
-	elems, err := r.elements(ctx, s.set)
+	elems, err := r.elements(ctx, s)
 	if f, ok := fault.As(err); ok {
 		if f.Stalled {
 			markGeneratorStalled(s.set, f.Reason, f.Error())
@@ -189,6 +189,8 @@ func interval(set *v1alpha1.StackSet) time.Duration {
 		repo = &g.GitBranches.GitRepository
 	case g.GitDirectories != nil:
 		repo = &g.GitDirectories.GitRepository
+	case g.PullRequests != nil:
+		repo = &v1alpha1.GitRepository{Interval: g.PullRequests.Interval}
 	default:
 		return 0
 	}
@@ -199,7 +201,8 @@ func interval(set *v1alpha1.StackSet) time.Duration {
 }
 
 // elements lists the set's elements, and records the commit a directory generator read.
-func (r *Reconciler) elements(ctx context.Context, set *v1alpha1.StackSet) ([]element, error) {
+func (r *Reconciler) elements(ctx context.Context, s *scope) ([]element, error) {
+	set := s.set
 	every := interval(set)
 	repo := func(g *v1alpha1.GitRepository) git.Repository {
 		return git.Repository{Namespace: set.Namespace, URL: g.URL, GitAuth: g.GitAuth, Interval: every}
@@ -228,8 +231,10 @@ func (r *Reconciler) elements(ctx context.Context, set *v1alpha1.StackSet) ([]el
 		return elems, nil
 	case g.List != nil:
 		return listElements(g.List), nil
+	case g.PullRequests != nil:
+		return r.pullRequestElements(ctx, s)
 	}
-	return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.generator sets none of gitBranches, gitDirectories and list")
+	return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.generator sets none of gitBranches, gitDirectories, list and pullRequests")
 }
 
 // skipExpired records the elements whose Stack is being deleted because its TTL expired,

@@ -17,6 +17,7 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/kit"
 	"github.com/stackwright/stackwright/internal/controller/patch"
+	"github.com/stackwright/stackwright/internal/forge"
 	"github.com/stackwright/stackwright/internal/source/git"
 )
 
@@ -37,6 +38,7 @@ const (
 // +kubebuilder:rbac:groups=stackwright.dev,resources=stacksets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=stackwright.dev,resources=stacksets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=create;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // Lister reads a repository's branches and project directories (the git source).
 type Lister interface {
@@ -52,6 +54,13 @@ type Reconciler struct {
 	// MaxElements bounds the elements (and so the Stacks) of one set: a repository's
 	// branches or directories are the tenant's to multiply. 0 means DefaultMaxElements.
 	MaxElements int
+	// Reader reads what the manager does not cache: Namespaces.
+	Reader client.Reader
+	// NewForge makes a forge's client; nil means forge.New.
+	NewForge func(forge.Options) (forge.Client, error)
+
+	// listings keep each pullRequests generator's last listing for its interval.
+	listings listings
 }
 
 // DefaultMaxElements is the default of Reconciler.MaxElements.
@@ -98,6 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.applyStacks,
 		r.removeVanished,
 		observeStacks,
+		r.feedback,
 	)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/kit"
 	"github.com/stackwright/stackwright/internal/controller/patch"
+	"github.com/stackwright/stackwright/internal/forge"
 )
 
 // scope is what one reconcile of a StackSet has learned so far. Each phase reads it and
@@ -30,6 +31,10 @@ type scope struct {
 	conflicts []string
 	// held says which Stacks of vanished elements are kept, and why; nil when none is.
 	held *heldRemovals
+	// forge is the pullRequests generator's forge, and prs the open pull requests it
+	// listed, by element (the number).
+	forge forge.Client
+	prs   map[string]forge.PullRequest
 
 	requeue kit.Requeue
 	// events announce the transitions of this reconcile, once its status is written.

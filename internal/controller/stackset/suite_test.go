@@ -57,7 +57,7 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 		return nil, err
 	}
 	source := &git.Resolver{Client: mgr.GetClient(), Store: store, Cache: git.NewCacheWithLimits(filepath.Join(dir, "git"), git.DefaultCacheLimits)}
-	r := &stackset.Reconciler{Client: mgr.GetClient(), Git: source, Recorder: recorder, MaxElements: maxElements}
+	r := &stackset.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Git: source, Recorder: recorder, MaxElements: maxElements}
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
 		return nil, fmt.Errorf("failed to set up StackSet controller: %w", err)
 	}
