@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/stackwright/stackwright/internal/testing/repo"
+	"github.com/stackwright/stackwright/internal/testing/s3tenants"
 )
 
 // objectStore is a self-managed backend served by an emulator on 127.0.0.1 for one test:
@@ -90,6 +91,43 @@ func TestEngine_Run_StaleLockWithoutStackInObjectStoreIsHealed(t *testing.T) {
 				t.Error("no stack state in the backend")
 			}
 		})
+	}
+}
+
+// A tenant's keys that reach only its own prefix of a bucket (the default backend's shape,
+// as docs/operations.md recommends and s3tenants sets up on versitygw) deploy there; the
+// same run with them on another tenant's prefix fails with the server's AccessDenied in its
+// Message, which is what the Update reports, and as Permanent: retrying cannot help.
+func TestEngine_Run_OtherTenantsS3PrefixIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, filesProgram)
+	srv := s3tenants.Start(t)
+	const bucket = "tenants"
+	a, b := s3tenants.NewTenant("team-a"), s3tenants.NewTenant("team-b")
+	if err := s3tenants.Setup(t.Context(), srv.Root, bucket, a, b); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	run := func(keys s3tenants.Tenant, prefix string) (Result, error) {
+		r := f.request(OpUp)
+		r.Env = maps.Clone(r.Env)
+		r.Env["PULUMI_BACKEND_URL"] = srv.BackendURL(bucket, prefix)
+		r.Env["AWS_ACCESS_KEY_ID"], r.Env["AWS_SECRET_ACCESS_KEY"] = keys.Access, keys.Secret
+		return f.eng.Run(ctx, r)
+	}
+
+	if _, err := run(b, b.Prefix); err != nil {
+		t.Fatalf("team-b on its own prefix: %v\nmessage: %s", err, Message(err))
+	}
+	_, err := run(a, b.Prefix)
+	if err == nil {
+		t.Fatal("team-a's keys ran an up on team-b's prefix")
+	}
+	if msg := Message(err); !strings.Contains(msg, "api error AccessDenied") {
+		t.Errorf("Message = %q; want the server's AccessDenied", msg)
+	}
+	if c := Classify(err); c != ClassPermanent {
+		t.Errorf("Classify = %q; want %q", c, ClassPermanent)
 	}
 }
 
