@@ -73,6 +73,11 @@ func TestSetup_ObjectRequests_TenantReachesOnlyItsPrefix(t *testing.T) {
 	srv := Start(t)
 	ctx := t.Context()
 	a, b, ab := NewTenant("team-a"), NewTenant("team-b"), NewTenant("team-ab")
+	// Tenants come one after another, as namespaces do in the end-to-end tests: the bucket
+	// and the users already there are kept, the policy replaced by one for all.
+	if err := Setup(ctx, srv.Root, bucket, a); err != nil {
+		t.Fatal(err)
+	}
 	if err := Setup(ctx, srv.Root, bucket, a, b, ab); err != nil {
 		t.Fatal(err)
 	}
