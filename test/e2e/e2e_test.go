@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,7 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/scheme"
 	"github.com/stackwright/stackwright/internal/testing/repo"
+	"github.com/stackwright/stackwright/internal/testing/s3tenants"
 )
 
 func TestMain(m *testing.M) {
@@ -435,19 +437,24 @@ spec:
 // testStacksActAsTheirServiceAccount runs the same program, which
 // creates a ConfigMap with the Pod's in-cluster credentials, in two namespaces: where the
 // Stack's ServiceAccount may create ConfigMaps it succeeds; where it may not, the Update
-// fails with the API server's Forbidden.
+// fails with the API server's Forbidden. Each namespace brings S3 keys of its own that
+// reach only its prefix of the default backend's bucket (docs/operations.md): with them,
+// neither can read the other's state, whether from the test or from a runner Pod whose
+// Stack names the other's prefix as its backend.
 func testStacksActAsTheirServiceAccount(t *testing.T, jc *jobCluster) {
 	g, c := NewWithT(t), jc.c
 	// The Stacks name no backend: the install's default, one prefix per namespace in a
 	// bucket of the in-cluster S3 server, applies.
 
+	keys := map[string]s3tenants.Tenant{}
 	for ns, mayWrite := range map[string]bool{"e2e-may-write": true, "e2e-may-not": false} {
 		createNamespace(t, c, ns)
 		t.Cleanup(func() { deleteNamespace(t, c, ns) })
 		if mayWrite {
 			run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, configMapWriterYAML))
 		}
-		applyConfigMapStack(t, ns, "", "the Stack's own ServiceAccount")
+		keys[ns] = jc.s3.tenantKeys(t, ns)
+		applyConfigMapStack(t, ns, tenantCredentialsYAML(keys[ns]), "", "the Stack's own ServiceAccount")
 	}
 
 	NewWithT(t).Eventually(func(g Gomega) { waitStackReadyOnce(g, c, "e2e-may-write", "cm") }).
@@ -470,6 +477,7 @@ func testStacksActAsTheirServiceAccount(t *testing.T, jc *jobCluster) {
 	err := c.Get(context.Background(), client.ObjectKey{Namespace: "e2e-may-not", Name: "made-by-stack"}, &cm)
 	g.Expect(err).To(HaveOccurred(), "a Stack without the right created a ConfigMap")
 	g.Expect(jc.s3.objects(jc.defaultBucket, "e2e-may-write/.pulumi/stacks")).NotTo(BeEmpty(), "the default backend has no state under the Stack's namespace")
+	testTenantKeysReachOnlyTheirPrefix(t, jc, keys)
 	// Deleted before their namespaces, so that each destroy runs in a runner Pod as its
 	// Stack's ServiceAccount.
 	for _, ns := range []string{"e2e-may-write", "e2e-may-not"} {
@@ -477,6 +485,63 @@ func testStacksActAsTheirServiceAccount(t *testing.T, jc *jobCluster) {
 	}
 	err = c.Get(context.Background(), client.ObjectKey{Namespace: "e2e-may-write", Name: "made-by-stack"}, &cm)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "destroyOnFinalize left the ConfigMap behind: %v", err)
+}
+
+// testTenantKeysReachOnlyTheirPrefix: once both namespaces have state under their prefixes
+// of the default backend's bucket, each one's keys (keys, by namespace) are refused the
+// other's state (AccessDenied from the S3 server, asked from the test), which the root's
+// keys read; and a Stack in e2e-may-write whose backend is e2e-may-not's prefix fails
+// with AccessDenied in its runner Pod.
+func testTenantKeysReachOnlyTheirPrefix(t *testing.T, jc *jobCluster, keys map[string]s3tenants.Tenant) {
+	g, c := NewWithT(t), jc.c
+	ctx := context.Background()
+	bucket := jc.defaultBucket
+	for _, pair := range [][2]string{{"e2e-may-write", "e2e-may-not"}, {"e2e-may-not", "e2e-may-write"}} {
+		own, other := pair[0], pair[1]
+		tenant := jc.s3.root.As(keys[own].Access, keys[own].Secret)
+		meta := s3tenants.Request{Method: http.MethodGet, Path: "/" + bucket + "/" + other + "/.pulumi/meta.yaml"}
+		_, err := jc.s3.root.Do(ctx, meta)
+		g.Expect(err).NotTo(HaveOccurred(), "the root's keys cannot read %s's state", other)
+		_, err = tenant.Do(ctx, meta)
+		g.Expect(s3tenants.Code(err)).To(Equal("AccessDenied"), "%s's keys read %s's state: %v", own, other, err)
+		_, err = tenant.List(ctx, bucket, other+"/", "")
+		g.Expect(s3tenants.Code(err)).To(Equal("AccessDenied"), "%s's keys listed %s's state: %v", own, other, err)
+		_, err = tenant.List(ctx, bucket, "", "")
+		g.Expect(s3tenants.Code(err)).To(Equal("AccessDenied"), "%s's keys listed the whole bucket: %v", own, err)
+		l, err := tenant.List(ctx, bucket, own+"/", "")
+		g.Expect(err).NotTo(HaveOccurred(), "%s's keys cannot list its own state", own)
+		g.Expect(l.Keys).To(ContainElement(own + "/.pulumi/meta.yaml"))
+	}
+
+	// The same from a runner Pod: e2e-may-write's keys on e2e-may-not's prefix, the stack
+	// e2e-may-not's own Stack uses.
+	const ns = "e2e-may-write"
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, `apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: peek
+spec:
+  stack: e2e
+  programRef:
+    name: cm
+  serviceAccountName: deployer
+  backend: `+jc.s3.bucket(t, bucket, "e2e-may-not")+`
+  envRefs:
+`+s3EnvRefsYAML))
+	NewWithT(t).Eventually(func(g Gomega) {
+		var list v1alpha1.UpdateList
+		g.Expect(c.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		var peeks []v1alpha1.Update
+		for _, u := range list.Items {
+			if u.Spec.StackName == "peek" {
+				peeks = append(peeks, u)
+			}
+		}
+		g.Expect(peeks).NotTo(BeEmpty())
+		g.Expect(peeks[0].Status.Phase).To(Equal(v1alpha1.UpdatePhaseFailed))
+		g.Expect(peeks[0].Status.Message).To(ContainSubstring("api error AccessDenied"))
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "a Stack with e2e-may-write's keys on e2e-may-not's state was not refused\n%s", describeNamespace(ns))
+	run(t, "kubectl", "delete", "-n", ns, "stack/peek", "--timeout=5m")
 }
 
 // stateClaimYAML is a claim for a Stack's state, and stateMountYAML the end of a Stack

@@ -15,7 +15,8 @@ import (
 
 // jobCluster is the Job-executor install that the tests of TestInstall_JobExecutor share:
 // the chart with executor=job and a default backend of one prefix per namespace in a
-// bucket of the in-cluster S3 server.
+// bucket of the in-cluster S3 server, which can give a namespace keys that reach only its
+// prefix (s3Server.tenantKeys); the root's keys reach every prefix.
 type jobCluster struct {
 	c             client.Client
 	s3            *s3Server
@@ -33,7 +34,8 @@ func TestInstall_JobExecutor(t *testing.T) {
 	c := newClient(t)
 	buildBakedImage(t)
 	// Flux first: the manager watches the Flux source kinds installed when it starts.
-	jc := &jobCluster{c: c, s3: startS3(t, c), defaultBucket: "tenants", flux: installFlux(t, c)}
+	const defaultBucket = "tenants"
+	jc := &jobCluster{c: c, s3: startS3(t, c, withTenantBucket(defaultBucket)), defaultBucket: defaultBucket, flux: installFlux(t, c)}
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	// Four slots for the parallel tests below, one of which holds its tenant's share for
 	// the whole run (a tenant of two namespaces, by tenantLabel); unschedulable runners give theirs back after a minute (they are made
