@@ -26,6 +26,10 @@ type push struct {
 	branch string
 	// ref is the ref as the notification names it, for the log.
 	ref string
+	// pullRequests is, for a pull request's notification instead of a push, the
+	// repository whose pull requests changed, as forges name it (owner/name; GitLab's
+	// full path): the StackSets whose pullRequests generator follows it list them again.
+	pullRequests string
 }
 
 // hook is one request's kind of notification: how it proves it knows the token and how
@@ -78,8 +82,10 @@ func validToken(proof string, _, token []byte) bool {
 	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
+// parseGitHub reads GitHub's push and pull_request events, and Gitea's, which it sends
+// with GitHub's headers and shapes.
 func parseGitHub(event, contentType string, body []byte) (*push, error) {
-	if event != "push" {
+	if event != "push" && event != "pull_request" {
 		return nil, nil
 	}
 	// GitHub's default content type for a new webhook is a form whose payload field holds
@@ -90,6 +96,17 @@ func parseGitHub(event, contentType string, body []byte) (*push, error) {
 			return nil, fmt.Errorf("failed to parse form payload: %w", err)
 		}
 		body = []byte(form.Get("payload"))
+	}
+	if event == "pull_request" {
+		var p struct {
+			Repository struct {
+				FullName string `json:"full_name"`
+			} `json:"repository"`
+		}
+		if err := json.Unmarshal(body, &p); err != nil {
+			return nil, fmt.Errorf("failed to parse pull request payload: %w", err)
+		}
+		return pullRequests(p.Repository.FullName)
 	}
 	var p struct {
 		Ref        string `json:"ref"`
@@ -113,6 +130,17 @@ func parseGitHub(event, contentType string, body []byte) (*push, error) {
 }
 
 func parseGitLab(event, _ string, body []byte) (*push, error) {
+	if event == "Merge Request Hook" {
+		var p struct {
+			Project struct {
+				PathWithNamespace string `json:"path_with_namespace"`
+			} `json:"project"`
+		}
+		if err := json.Unmarshal(body, &p); err != nil {
+			return nil, fmt.Errorf("failed to parse merge request payload: %w", err)
+		}
+		return pullRequests(p.Project.PathWithNamespace)
+	}
 	if event != "Push Hook" {
 		return nil, nil
 	}
@@ -165,6 +193,14 @@ func parseGeneric(_, _ string, body []byte) (*push, error) {
 		}
 	}
 	return out, nil
+}
+
+// pullRequests is a forge's notification that the pull requests of repository changed.
+func pullRequests(repository string) (*push, error) {
+	if repository == "" || !strings.Contains(repository, "/") {
+		return nil, errors.New("pull request payload names no repository")
+	}
+	return &push{pullRequests: repository, ref: "pull requests of " + repository}, nil
 }
 
 // hostPush is a git host's push: unlike a generic one it always names its ref and

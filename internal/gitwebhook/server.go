@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/budget"
 	"github.com/stackwright/stackwright/internal/source/git"
 )
@@ -85,6 +86,11 @@ type Server struct {
 	Poke func(repoURL string) int
 	// Enqueue asks the Stack controller to reconcile a Stack now.
 	Enqueue func(types.NamespacedName)
+	// PokeSet makes the pull request listing of the StackSets of a namespace that follow
+	// a repository stale (stackset.Reconciler.Poke); EnqueueSet asks the StackSet
+	// controller to reconcile a set now. Nil when pull request events are not served.
+	PokeSet    func(namespace, repository string)
+	EnqueueSet func(types.NamespacedName)
 	// MaxConnections bounds the connections served at once; 0 means 64.
 	MaxConnections int
 	// Memory is the manager's budget for tenant input in memory, which every body is
@@ -160,7 +166,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, reads *limiters) 
 		return unauthorized(w)
 	}
 	// The same answer as a wrong proof: a caller cannot tell which namespaces have Stacks.
-	followed, err := s.followsGit(ctx, ns)
+	followed, err := s.listens(ctx, ns)
 	if err != nil {
 		log.Error(err, "Failed to list Stacks", "namespace", ns)
 		http.Error(w, "internal error", http.StatusInternalServerError)
@@ -215,6 +221,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, reads *limiters) 
 		reply(w, http.StatusAccepted, 0)
 		return resultIgnored
 	}
+	if p.pullRequests != "" {
+		n, err := s.dispatchPulls(ctx, ns, p.pullRequests)
+		if err != nil {
+			log.Error(err, "Failed to notify StackSets of pull requests", "namespace", ns)
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return resultError
+		}
+		log.Info("Accepted pull request notification", "namespace", ns, "kind", h.kind, "repository", p.pullRequests, "stackSets", n)
+		reply(w, http.StatusAccepted, n)
+		return resultAccepted
+	}
 	n, remotes, err := s.dispatch(ctx, ns, p)
 	if err != nil {
 		log.Error(err, "Failed to notify Stacks of a push", "namespace", ns)
@@ -226,15 +243,47 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, reads *limiters) 
 	return resultAccepted
 }
 
-// followsGit reports whether a Stack of ns follows a git repository. It runs before any
-// proof is checked, so it reads the cache's own objects rather than copies of a namespace's
-// every Stack (read only).
-func (s *Server) followsGit(ctx context.Context, ns string) (bool, error) {
+// listens reports whether a Stack of ns follows a git repository, or a StackSet of ns
+// follows a forge's pull requests. It runs before any proof is checked, so it reads the
+// cache's own objects rather than copies of a namespace's every Stack (read only).
+func (s *Server) listens(ctx context.Context, ns string) (bool, error) {
 	var stacks pulumiv1.StackList
 	if err := s.Stacks.List(ctx, &stacks, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("failed to list Stacks in %s: %w", ns, err)
 	}
-	return slices.ContainsFunc(stacks.Items, func(st pulumiv1.Stack) bool { return st.Spec.ProjectRepo != "" }), nil
+	if slices.ContainsFunc(stacks.Items, func(st pulumiv1.Stack) bool { return st.Spec.ProjectRepo != "" }) {
+		return true, nil
+	}
+	if s.PokeSet == nil {
+		return false, nil
+	}
+	var sets v1alpha1.StackSetList
+	if err := s.Stacks.List(ctx, &sets, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		return false, fmt.Errorf("failed to list StackSets in %s: %w", ns, err)
+	}
+	return slices.ContainsFunc(sets.Items, func(set v1alpha1.StackSet) bool { return set.Spec.Generator.PullRequests != nil }), nil
+}
+
+// dispatchPulls makes the StackSets of ns that follow repository's pull requests list them
+// again now. It returns how many it enqueued.
+func (s *Server) dispatchPulls(ctx context.Context, ns, repository string) (int, error) {
+	if s.PokeSet == nil {
+		return 0, nil
+	}
+	var sets v1alpha1.StackSetList
+	if err := s.Stacks.List(ctx, &sets, client.InNamespace(ns)); err != nil {
+		return 0, fmt.Errorf("failed to list StackSets in %s: %w", ns, err)
+	}
+	s.PokeSet(ns, repository)
+	n := 0
+	for i := range sets.Items {
+		set := &sets.Items[i]
+		if g := set.Spec.Generator.PullRequests; g != nil && set.DeletionTimestamp.IsZero() && strings.EqualFold(g.Repository, repository) {
+			s.EnqueueSet(client.ObjectKeyFromObject(set))
+			n++
+		}
+	}
+	return n, nil
 }
 
 // limiters bound the Secret reads callers cause before they are authenticated: per

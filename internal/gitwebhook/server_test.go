@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/budget"
 	"github.com/stackwright/stackwright/internal/scheme"
 	"github.com/stackwright/stackwright/internal/source/git"
@@ -576,6 +577,74 @@ func TestServer_ServeHTTP_SpentMemoryBudgetAnswersRetryLater(t *testing.T) {
 			}
 			if got := srv.Memory.InUse(); got != limit-tt.free {
 				t.Errorf("in use after the request = %d; want only the other holder's %d", got, limit-tt.free)
+			}
+		})
+	}
+}
+
+func TestServer_ServeHTTP_PullRequestEventsPokeTheirSets(t *testing.T) {
+	const ns = "previews"
+	set := func(name, repo string) *v1alpha1.StackSet {
+		s := &v1alpha1.StackSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		s.Spec.Generator.PullRequests = &v1alpha1.PullRequestsGenerator{Forge: "Gitea", Repository: repo}
+		return s
+	}
+	branches := &v1alpha1.StackSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "branches"}}
+	branches.Spec.Generator.GitBranches = &v1alpha1.GitBranchesGenerator{GitRepository: v1alpha1.GitRepository{URL: infraURL}}
+	githubPR := `{"action":"synchronize","number":7,"repository":{"full_name":"Acme/Infra"}}`
+	gitlabMR := `{"object_kind":"merge_request","project":{"path_with_namespace":"acme/infra"}}`
+	tests := []struct {
+		name         string
+		headers      map[string]string
+		body         string
+		unwired      bool
+		wantStatus   int
+		wantSetPokes []string
+		wantEnqueued []string
+	}{
+		{
+			name: "githubOrGiteaPullRequestEnqueuesTheSetsOfItsRepository", headers: githubHeaders("pull_request", githubPR), body: githubPR,
+			wantStatus: http.StatusAccepted, wantSetPokes: []string{ns + "/Acme/Infra"}, wantEnqueued: []string{ns + "/infra-prs", ns + "/infra-prs-2"},
+		},
+		{
+			name: "gitlabMergeRequestEnqueuesTheSetsOfItsProject", headers: gitlabHeaders("Merge Request Hook", testToken), body: gitlabMR,
+			wantStatus: http.StatusAccepted, wantSetPokes: []string{ns + "/acme/infra"}, wantEnqueued: []string{ns + "/infra-prs", ns + "/infra-prs-2"},
+		},
+		{
+			name: "pullRequestWithoutRepositoryIsABadRequest", headers: githubHeaders("pull_request", `{}`), body: `{}`,
+			wantStatus: http.StatusBadRequest,
+		},
+		{
+			name: "withoutPullRequestWiringANamespaceOfSetsOnlyIsRefused", headers: githubHeaders("pull_request", githubPR), body: githubPR, unwired: true,
+			wantStatus: http.StatusUnauthorized,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := scheme.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := fake.NewClientBuilder().WithScheme(s).WithObjects(
+				webhookSecret(ns, map[string][]byte{SecretKey: []byte(testToken)}),
+				set("infra-prs", "acme/infra"), set("infra-prs-2", "ACME/infra"), set("other-prs", "acme/other"), branches,
+			).Build()
+			var pokes, enqueued []string
+			srv := &Server{Stacks: c, Secrets: c, Poke: func(string) int { return 0 }, Enqueue: func(types.NamespacedName) {}}
+			if !tt.unwired {
+				srv.PokeSet = func(namespace, repo string) { pokes = append(pokes, namespace+"/"+repo) }
+				srv.EnqueueSet = func(k types.NamespacedName) { enqueued = append(enqueued, k.String()) }
+			}
+			w := do(srv.Handler(), "", ns, tt.headers, tt.body)
+			if w.Code != tt.wantStatus {
+				t.Fatalf("status = %d, want %d; body %q", w.Code, tt.wantStatus, w.Body.String())
+			}
+			slices.Sort(enqueued)
+			if diff := cmp.Diff(tt.wantSetPokes, pokes); diff != "" {
+				t.Errorf("poked sets (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantEnqueued, enqueued); diff != "" {
+				t.Errorf("enqueued sets (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -563,14 +563,16 @@ func hostname() string {
 // controller; beyond it a push is dropped, and the Stack's polling picks the commit up.
 const webhookRequests = 1024
 
-// addGitWebhook serves git hosts' push webhooks when --git-webhook-bind-address is set, and
-// returns the channel through which they ask the Stack controller to look at Stacks now
-// (nil when not served).
-func (o *Options) addGitWebhook(mgr ctrl.Manager, cache *git.Cache, memory *budget.Budget) (chan event.GenericEvent, error) {
+// addGitWebhook serves git hosts' push and pull request webhooks when
+// --git-webhook-bind-address is set, and returns the channel through which they ask the
+// Stack controller to look at Stacks now (nil when not served); sets gets its own.
+func (o *Options) addGitWebhook(mgr ctrl.Manager, cache *git.Cache, memory *budget.Budget, sets *stacksetctrl.Reconciler) (chan event.GenericEvent, error) {
 	if o.GitWebhookAddr == "" || o.GitWebhookAddr == "0" {
 		return nil, nil
 	}
 	requests := make(chan event.GenericEvent, webhookRequests)
+	setRequests := make(chan event.GenericEvent, webhookRequests)
+	sets.Requests = setRequests
 	log := ctrl.Log.WithName("git-webhook")
 	srv := &gitwebhook.Server{
 		Addr: o.GitWebhookAddr, Stacks: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Poke: cache.Poke, Memory: memory,
@@ -579,6 +581,14 @@ func (o *Options) addGitWebhook(mgr ctrl.Manager, cache *git.Cache, memory *budg
 			case requests <- event.GenericEvent{Object: &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
 			default:
 				log.Info("Dropped a push's reconcile request: the Stack controller is behind; polling picks the commit up", "stack", key)
+			}
+		},
+		PokeSet: sets.Poke,
+		EnqueueSet: func(key types.NamespacedName) {
+			select {
+			case setRequests <- event.GenericEvent{Object: &v1alpha1.StackSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
+			default:
+				log.Info("Dropped a pull request's reconcile request: the StackSet controller is behind; its interval picks the change up", "stackset", key)
 			}
 		},
 	}

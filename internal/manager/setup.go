@@ -316,7 +316,8 @@ func (s *setup) controllers(ctx context.Context) error {
 		// The program is in the Stack's image: only a runner Pod can run it.
 		sources[pulumiv1.SourceKindImage] = workspace.Resolver{}
 	}
-	requests, err := o.addGitWebhook(mgr, s.gitCache, s.memory)
+	sets := &stacksetctrl.Reconciler{Client: c, Reader: mgr.GetAPIReader(), Git: gitSource, Recorder: recorder, MaxElements: o.MaxStackSetElements}
+	requests, err := o.addGitWebhook(mgr, s.gitCache, s.memory, sets)
 	if err != nil {
 		return err
 	}
@@ -333,7 +334,7 @@ func (s *setup) controllers(ctx context.Context) error {
 		{"Update", &updatectrl.Reconciler{Client: c, Executor: s.exec, RunnerJobs: o.Executor == executorJob}},
 		{"Policy", &policyctrl.Controllers{Client: c}},
 		{"StackRollout", &rolloutctrl.Reconciler{Client: c, Recorder: recorder, Now: o.Now}},
-		{"StackSet", &stacksetctrl.Reconciler{Client: c, Reader: mgr.GetAPIReader(), Git: gitSource, Recorder: recorder, MaxElements: o.MaxStackSetElements}},
+		{"StackSet", sets},
 	}
 	if len(o.TemplateAPIGroups) > 0 {
 		instances := &instancectrl.Controller{

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -58,6 +59,9 @@ type Reconciler struct {
 	Reader client.Reader
 	// NewForge makes a forge's client; nil means forge.New.
 	NewForge func(forge.Options) (forge.Client, error)
+	// Requests carries reconcile requests from outside the cluster's objects (a forge's
+	// pull request webhook); nil when none come.
+	Requests <-chan event.GenericEvent
 
 	// listings keep each pullRequests generator's last listing for its interval.
 	listings listings
