@@ -1,6 +1,7 @@
 package gitserver
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -123,18 +124,47 @@ type HTTPServer struct {
 	listings atomic.Int64
 	// fetches counts POST git-upload-pack: pack negotiations.
 	fetches atomic.Int64
+	// refused counts the requests whose credentials were refused.
+	refused atomic.Int64
 }
 
 // NewHTTPServer serves root on 127.0.0.1. users maps user names to passwords; empty means
 // no authentication.
 func NewHTTPServer(t testing.TB, root string, users map[string]string) *HTTPServer {
 	t.Helper()
-	return NewHTTPServerOn(t, nil, root, users)
+	return NewHTTPServerWith(t, root, Options{Users: users})
 }
 
 // NewHTTPServerOn is NewHTTPServer on l (e.g. an address inside a test's own network
 // namespace); nil means 127.0.0.1. The server owns l from then on.
 func NewHTTPServerOn(t testing.TB, l net.Listener, root string, users map[string]string) *HTTPServer {
+	t.Helper()
+	return NewHTTPServerWith(t, root, Options{Listener: l, Users: users})
+}
+
+// Options configure an HTTPServer.
+type Options struct {
+	// Listener is where to serve; nil means 127.0.0.1. The server owns it from then on.
+	Listener net.Listener
+	// Users maps user names to passwords; with neither Users nor Authorize, anyone may
+	// fetch.
+	Users map[string]string
+	// Authorize, when set, decides on each request's basic-auth credentials instead of
+	// Users: a password that is only valid for a while (a GitHub App's installation
+	// token, say).
+	Authorize func(user, password string) bool
+	// TLS serves HTTPS, with TLSConfig's certificate or else httptest's (Client and
+	// Certificate trust it).
+	TLS       bool
+	TLSConfig *tls.Config
+	// Handlers serve the requests whose path starts with one of their keys, without the
+	// git authentication: an API the git host also serves (GitHub Enterprise's, under
+	// /api/v3/).
+	Handlers map[string]http.Handler
+}
+
+// NewHTTPServerWith serves root as o says.
+func NewHTTPServerWith(t testing.TB, root string, o Options) *HTTPServer {
 	t.Helper()
 	backend := "/usr/lib/git-core/git-http-backend"
 	if _, err := os.Stat(backend); err != nil {
@@ -147,10 +177,24 @@ func NewHTTPServerOn(t testing.TB, l net.Listener, root string, users map[string
 		// The backend complains about missing repositories, which some tests ask for.
 		Stderr: io.Discard,
 	}
+	authorize := o.Authorize
+	if authorize == nil && len(o.Users) > 0 {
+		authorize = func(user, password string) bool {
+			want, known := o.Users[user]
+			return known && want == password
+		}
+	}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(users) > 0 {
+		for prefix, h := range o.Handlers {
+			if strings.HasPrefix(r.URL.Path, prefix) {
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+		if authorize != nil {
 			u, p, ok := r.BasicAuth()
-			if want, known := users[u]; !ok || !known || want != p {
+			if !ok || !authorize(u, p) {
+				s.refused.Add(1)
 				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 				http.Error(w, "authentication required", http.StatusUnauthorized)
 				return
@@ -164,14 +208,22 @@ func NewHTTPServerOn(t testing.TB, l net.Listener, root string, users map[string
 		}
 		cgiHandler.ServeHTTP(w, r)
 	}))
-	if l != nil {
+	if o.Listener != nil {
 		_ = s.Listener.Close()
-		s.Listener = l
+		s.Listener = o.Listener
 	}
-	s.Start()
+	if o.TLS {
+		s.TLS = o.TLSConfig
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
 	t.Cleanup(s.Close)
 	return s
 }
 
 // Counts returns the ref listings and pack requests served so far.
 func (s *HTTPServer) Counts() [2]int64 { return [2]int64{s.listings.Load(), s.fetches.Load()} }
+
+// Refused returns how many requests were refused for their credentials.
+func (s *HTTPServer) Refused() int64 { return s.refused.Load() }
