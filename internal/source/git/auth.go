@@ -3,6 +3,7 @@ package git
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
+	"github.com/stackwright/stackwright/internal/source/git/githubapp"
 )
 
 // Keys of the deprecated spec.gitAuthSecret, as PKO reads them: sshPrivateKey (with an
@@ -42,6 +44,9 @@ const (
 	authToken
 	authBasic
 	authSSH
+	// authGitHubApp mints installation tokens from a GitHub App's credentials (see
+	// package githubapp) and presents them like an access token.
+	authGitHubApp
 )
 
 // credentials are the resolved git credentials of a Stack. They stay in memory: what reaches
@@ -55,9 +60,11 @@ type credentials struct {
 
 	username   string
 	password   string // basic password or access token
-	privateKey []byte
-	passphrase string
-	knownHosts []byte
+	privateKey []byte // SSH key, or the GitHub App's PEM RSA key
+	// appID and installationID are the GitHub App's (authGitHubApp).
+	appID, installationID int64
+	passphrase            string
+	knownHosts            []byte
 	// knownHostsMissing explains why SSH host keys are unavailable; it is reported only if
 	// the repository URL turns out to use SSH.
 	knownHostsMissing string
@@ -79,9 +86,16 @@ func (c *credentials) origin() string {
 	return fmt.Sprintf("Secrets %s (%s)", strings.Join(quoted, ", "), c.field)
 }
 
-// sensitive lists the values that must never appear in a message.
+// sensitive lists the values that must never appear in a message: a private key's lines
+// too, since a parser quoting one line would not quote the whole key.
 func (c *credentials) sensitive() []string {
-	return []string{c.password, c.passphrase, string(c.privateKey)}
+	out := []string{c.password, c.passphrase, string(c.privateKey)}
+	for line := range strings.SplitSeq(string(c.privateKey), "\n") {
+		if line = strings.TrimSpace(line); len(line) >= 16 && !strings.HasPrefix(line, "-----") {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // secretReader reads a Stack's git credentials: Secrets and literals only, through the
@@ -125,7 +139,8 @@ func resolveCredentials(ctx context.Context, c client.Reader, ns string, auth *p
 	return cred, nil
 }
 
-// gitAuth follows PKO's order when several modes are set: sshAuth, accessToken, basicAuth.
+// gitAuth follows PKO's order when several modes are set: sshAuth, accessToken, basicAuth;
+// githubApp when none of them is set.
 func (r secretReader) gitAuth(a *pulumiv1.GitAuthConfig) (*credentials, error) {
 	switch {
 	case a.SSHAuth != nil:
@@ -167,9 +182,45 @@ func (r secretReader) gitAuth(a *pulumiv1.GitAuthConfig) (*credentials, error) {
 		}
 		return &credentials{method: authBasic, field: field, username: user, password: pass}, nil
 	case a.GitHubApp != nil:
-		return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.gitAuth.githubApp is not supported yet: use accessToken with an installation token, basicAuth or sshAuth")
+		return r.githubApp(a.GitHubApp)
 	}
-	return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.gitAuth must set one of sshAuth, accessToken or basicAuth")
+	return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.gitAuth must set one of sshAuth, accessToken, basicAuth or githubApp")
+}
+
+// githubApp reads a GitHub App's credentials. The IDs are GitHub's numbers; anything else
+// in their Secret keys is a Secret to fix, retried like a missing key. The values are not
+// quoted back: a key mixed up with another could hold the private key.
+func (r secretReader) githubApp(app *pulumiv1.GitHubAppAuth) (*credentials, error) {
+	const field = "spec.gitAuth.githubApp"
+	cred := &credentials{method: authGitHubApp, field: field, username: githubapp.Username}
+	for _, id := range []struct {
+		ref   *pulumiv1.ResourceRef
+		field string
+		out   *int64
+	}{
+		{&app.AppID, field + ".appID", &cred.appID},
+		{&app.InstallationID, field + ".installationID", &cred.installationID},
+	} {
+		v, err := r.ref(id.ref, id.field)
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n <= 0 {
+			where := id.field
+			if id.ref.Secret != nil {
+				where = fmt.Sprintf("%s (Secret %q, key %q)", id.field, id.ref.Secret.Name, id.ref.Secret.Key)
+			}
+			return nil, fault.Retry(pulumiv1.ReasonSourceUnavailable, "%s is not a GitHub ID (a positive whole number)", where)
+		}
+		*id.out = n
+	}
+	key, err := r.ref(&app.PrivateKey, field+".privateKey")
+	if err != nil {
+		return nil, err
+	}
+	cred.privateKey = []byte(key)
+	return cred, nil
 }
 
 func (r secretReader) gitAuthSecret(name string) (*credentials, error) {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/keyfile"
+	"github.com/stackwright/stackwright/internal/source/git/githubapp"
 )
 
 const (
@@ -95,6 +97,8 @@ type Cache struct {
 	// http is the HTTP(S) transport, counting response bodies against the meter of each
 	// request's context.
 	http transport.Transport
+	// tokens mints and keeps the installation tokens of GitHub App credentials.
+	tokens *githubapp.Tokens
 
 	mu      sync.Mutex
 	key     []byte // HMAC key; nil until loaded
@@ -110,13 +114,23 @@ type Cache struct {
 // NewCacheWithLimits returns the cache rooted at dir, created on first use; zero limits are
 // no limit.
 func NewCacheWithLimits(dir string, limits CacheLimits) *Cache {
-	return &Cache{
+	c := &Cache{
 		dir:     dir,
 		limits:  limits,
-		http:    githttp.NewClient(&http.Client{Transport: meteredTransport{base: http.DefaultTransport}}),
 		remotes: map[string]*remote{},
 		kept:    map[*listing]*remote{},
 	}
+	c.UseTransport(http.DefaultTransport, nil)
+	return c
+}
+
+// UseTransport makes the cache reach HTTP(S) git servers and GitHub's API through base
+// (http.DefaultTransport unless called), and age GitHub App tokens by clock now (nil:
+// time.Now). Tests use it to trust their own servers' certificates and to move time;
+// call it before the first resolve.
+func (c *Cache) UseTransport(base http.RoundTripper, now func() time.Time) {
+	c.http = githttp.NewClient(&http.Client{Transport: meteredTransport{base: base}})
+	c.tokens = githubapp.New(githubapp.Options{Transport: base, Now: now})
 }
 
 // remote returns the shared state of one (URL, credentials) pair, creating it on first
@@ -351,8 +365,17 @@ func (c *Cache) newRemote(id, rawURL string, ep *transport.Endpoint, cred *crede
 	if err != nil {
 		return nil, err
 	}
+	var app githubapp.Credentials
+	if cred.method == authGitHubApp {
+		api, err := githubapp.APIURL(rawURL)
+		if err != nil {
+			return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "spec.projectRepo %q: %v", redactURL(rawURL), err)
+		}
+		app = githubapp.Credentials{APIURL: api, AppID: cred.appID, InstallationID: cred.installationID, PrivateKey: cred.privateKey}
+	}
 	dir := filepath.Join(c.dir, id)
 	rm := &remote{
+		app:        app,
 		c:          c,
 		dir:        dir,
 		url:        redactURL(rawURL),
@@ -383,13 +406,20 @@ func loadKey(dir string) ([]byte, error) {
 }
 
 // identity names a (URL, credentials) pair. Fields are length-prefixed so that no two
-// different pairs encode alike.
+// different pairs encode alike. A GitHub App is named by its app, installation and key,
+// not by the token of the moment: its remote lives across token rotations.
 func identity(key []byte, rawURL string, cred *credentials) string {
 	m := hmac.New(sha256.New, key)
-	for _, f := range [][]byte{
+	fields := [][]byte{
 		[]byte(rawURL), {byte(cred.method)}, []byte(cred.username), []byte(cred.password),
 		cred.privateKey, []byte(cred.passphrase), cred.knownHosts,
-	} {
+	}
+	if cred.method == authGitHubApp {
+		// Only then, so that the identities (and cache directories) of the other methods
+		// stay what earlier versions named them.
+		fields = append(fields, strconv.AppendInt(nil, cred.appID, 10), strconv.AppendInt(nil, cred.installationID, 10))
+	}
+	for _, f := range fields {
 		var n [binary.MaxVarintLen64]byte
 		m.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
 		m.Write(f)

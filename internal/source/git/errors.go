@@ -26,7 +26,7 @@ func (rm *remote) fault(action string, err error) error {
 	if errors.As(err, &over) {
 		return rm.capFault(action, over, false)
 	}
-	sensitive := append(rm.cred.sensitive(), rm.ep.Password)
+	sensitive := append(append(rm.cred.sensitive(), rm.ep.Password), rm.recentTokens()...)
 	return fault.Retry(pulumiv1.ReasonSourceUnavailable, "failed to %s %s: %s", action, rm.url, scrub(rm.explain(err), sensitive))
 }
 
@@ -40,11 +40,17 @@ func (rm *remote) capFault(action string, over *capError, suggestShallow bool) e
 }
 
 func (rm *remote) explain(err error) string {
+	var tokErr *tokenError
 	switch {
+	case errors.As(err, &tokErr):
+		return fmt.Sprintf("no GitHub App installation token for the credentials from %s: %v", rm.cred.origin(), tokErr)
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
 		errors.Is(err, transport.ErrInvalidAuthMethod), strings.Contains(err.Error(), "unable to authenticate"):
-		if rm.cred.method == authNone {
+		switch rm.cred.method {
+		case authNone:
 			return "the server requires credentials; set spec.gitAuth"
+		case authGitHubApp:
+			return fmt.Sprintf("the server refused the GitHub App installation token minted with the credentials from %s (is the app installed on this repository, with read access to its contents?)", rm.cred.origin())
 		}
 		return fmt.Sprintf("the server refused the credentials from %s", rm.cred.origin())
 	case knownhosts.IsHostKeyChanged(err):

@@ -14,23 +14,28 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"golang.org/x/sync/singleflight"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/fault"
+	"github.com/stackwright/stackwright/internal/source/git/githubapp"
 )
 
 // remote is everything shared by the Stacks that use one repository URL with the same
 // credentials.
 type remote struct {
-	c       *Cache
-	dir     string // holds full and shallow
-	url     string // for messages and logs, without any password
-	ep      *transport.Endpoint
-	auth    transport.AuthMethod
-	cred    *credentials
+	c    *Cache
+	dir  string // holds full and shallow
+	url  string // for messages and logs, without any password
+	ep   *transport.Endpoint
+	auth transport.AuthMethod
+	cred *credentials
+	// app is the GitHub App installation of authGitHubApp credentials, without the
+	// namespace: each namespace's resolves mint their own tokens.
+	app     githubapp.Credentials
 	full    *repo
 	shallow *repo
 
@@ -59,6 +64,11 @@ type remote struct {
 	projects map[plumbing.Hash][]string // commit -> its Pulumi project directories
 	// overran remembers the fetches that went over the fetch cap, for overrunTTL.
 	overran map[fetchKey]overrun
+
+	// tokens are the last GitHub App tokens sessions used, scrubbed from messages with
+	// the other credentials; guarded by tmu.
+	tmu    sync.Mutex
+	tokens [2]string
 }
 
 type dirCheck struct {
@@ -185,7 +195,7 @@ func (rm *remote) listed(ctx context.Context, ns string, interval time.Duration,
 func (rm *remote) list(ctx context.Context, ns string, at time.Time, ref plumbing.ReferenceName, shallow bool) *listing {
 	log := ctrl.LoggerFrom(ctx).WithValues("repo", rm.url)
 	l := &listing{at: at, pokes: rm.pokeCount()}
-	sess, ar, err := rm.advertise(ctx)
+	sess, ar, err := rm.advertise(ctx, ns)
 	if err != nil {
 		l.err = rm.fault("list the refs of", err)
 		log.V(1).Info("Git ref listing failed", "error", l.err.Error())
@@ -233,7 +243,7 @@ func (rm *remote) ensure(ctx context.Context, ns string, h plumbing.Hash, ref pl
 		if rm.holder(h) != nil {
 			return struct{}{}, nil
 		}
-		sess, ar, err := rm.advertise(ctx)
+		sess, ar, err := rm.advertise(ctx, ns)
 		if err != nil {
 			return struct{}{}, rm.fault("fetch from", err)
 		}
@@ -243,10 +253,59 @@ func (rm *remote) ensure(ctx context.Context, ns string, h plumbing.Hash, ref pl
 	return err
 }
 
-// advertise opens an upload-pack session and reads the server's refs, counting what the
-// server sends against the listing cap on every transport, and charging it to the
+// advertise opens an upload-pack session for namespace ns and reads the server's refs (see
+// open). With a GitHub App, the session carries ns's current installation token; a cached
+// token the server refuses (revoked, say) is replaced once by a fresh one.
+func (rm *remote) advertise(ctx context.Context, ns string) (transport.UploadPackSession, *packp.AdvRefs, error) {
+	if rm.cred.method != authGitHubApp {
+		return rm.open(ctx, rm.auth)
+	}
+	app := rm.app
+	app.Namespace = ns
+	for retried := false; ; retried = true {
+		tok, err := rm.c.tokens.Token(ctx, app)
+		if err != nil {
+			return nil, nil, &tokenError{err: err}
+		}
+		rm.noteToken(tok.Value)
+		sess, ar, err := rm.open(ctx, &githttp.BasicAuth{Username: githubapp.Username, Password: tok.Value})
+		if err == nil || retried || !refused(err) || !rm.c.tokens.Refused(app, tok) {
+			return sess, ar, err
+		}
+		ctrl.LoggerFrom(ctx).Info("Git server refused a cached GitHub App token; minting another", "repo", rm.url)
+	}
+}
+
+// noteToken remembers token among those scrubbed from messages.
+func (rm *remote) noteToken(token string) {
+	rm.tmu.Lock()
+	defer rm.tmu.Unlock()
+	if rm.tokens[0] != token {
+		rm.tokens = [2]string{token, rm.tokens[0]}
+	}
+}
+
+func (rm *remote) recentTokens() []string {
+	rm.tmu.Lock()
+	tokens := rm.tokens
+	rm.tmu.Unlock()
+	return tokens[:]
+}
+
+// tokenError is a failure to get a GitHub App token, before any git server was asked.
+type tokenError struct{ err error }
+
+func (e *tokenError) Error() string { return e.err.Error() }
+
+// refused reports whether the git server turned the credentials down.
+func refused(err error) bool {
+	return errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed)
+}
+
+// open opens an upload-pack session with auth and reads the server's refs, counting what
+// the server sends against the listing cap on every transport, and charging it to the
 // manager's memory budget until the session is closed.
-func (rm *remote) advertise(ctx context.Context) (transport.UploadPackSession, *packp.AdvRefs, error) {
+func (rm *remote) open(ctx context.Context, auth transport.AuthMethod) (transport.UploadPackSession, *packp.AdvRefs, error) {
 	m := newMeter("ref listing", rm.c.limits.MaxListBytes, FlagMaxListBytes)
 	if rm.c.limits.Memory != nil {
 		m.charge = rm.c.limits.Memory.Charge()
@@ -266,7 +325,7 @@ func (rm *remote) advertise(ctx context.Context) (transport.UploadPackSession, *
 			return nil, nil, err
 		}
 	}
-	sess, err := tr.NewUploadPackSession(ep, rm.auth)
+	sess, err := tr.NewUploadPackSession(ep, auth)
 	if err != nil {
 		release()
 		m.release()

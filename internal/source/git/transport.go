@@ -69,6 +69,12 @@ func authFor(ep *transport.Endpoint, cred *credentials, tmpDir string) (transpor
 			return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "%s gives credentials, but git:// URLs cannot carry any", cred.field)
 		}
 		return &githttp.BasicAuth{Username: cred.username, Password: cred.password}, nil
+	case authGitHubApp:
+		if ep.Protocol != "https" && ep.Protocol != "http" {
+			return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "%s gives GitHub App installation tokens, which only work with https URLs, but spec.projectRepo uses %s", cred.field, ep.Protocol)
+		}
+		// Each session gets the token of the moment (remote.sessionAuth).
+		return nil, nil
 	case authSSH:
 		if !isSSH {
 			return nil, fault.Stall(pulumiv1.ReasonSpecInvalid, "%s gives an SSH key, which only works with SSH URLs (ssh://... or git@host:path), but spec.projectRepo uses %s", cred.field, ep.Protocol)
