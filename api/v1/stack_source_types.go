@@ -53,8 +53,11 @@ type GitAuthConfig struct {
 	// +optional
 	BasicAuth *BasicAuth `json:"basicAuth,omitempty"`
 
-	// GitHubApp authenticates as a GitHub App installation, in PKO's shape.
-	// Not supported yet: a Stack that sets it stalls (SpecInvalid).
+	// GitHubApp authenticates as a GitHub App installation, in PKO's shape: short-lived
+	// installation tokens are minted from the app's credentials and sent over HTTPS as
+	// the password of user x-access-token. The API asked for them is
+	// https://api.github.com for github.com repositories, and https://<host>/api/v3
+	// (GitHub Enterprise Server) for any other host.
 	// +optional
 	GitHubApp *GitHubAppAuth `json:"githubApp,omitempty"`
 }
@@ -62,9 +65,13 @@ type GitAuthConfig struct {
 // GitHubAppAuth is PKO's GitHub App credential: the app's ID, the installation's ID and
 // the app's private key.
 type GitHubAppAuth struct {
-	AppID          ResourceRef `json:"appID"`
+	// AppID is the app's numeric ID.
+	AppID ResourceRef `json:"appID"`
+	// InstallationID is the numeric ID of the app's installation on the repository's
+	// owner.
 	InstallationID ResourceRef `json:"installationID"`
-	PrivateKey     ResourceRef `json:"privateKey"`
+	// PrivateKey is the app's PEM-encoded RSA private key.
+	PrivateKey ResourceRef `json:"privateKey"`
 }
 
 // SSHAuth is SSH key authentication for git.
