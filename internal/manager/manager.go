@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -193,6 +194,10 @@ type Options struct {
 	TemplateApprovalPolicy string
 	// Now is the Stack controller's clock; nil means time.Now. Not a flag: tests move it.
 	Now func() time.Time
+	// GitTransport, when set, is how git sources reach HTTP(S) git servers and GitHub's
+	// API instead of http.DefaultTransport. Not a flag: tests trust their own servers'
+	// certificates.
+	GitTransport http.RoundTripper
 	// WrapRecorder, when set, wraps the event recorder every controller records with. Not
 	// a flag: tests check what is announced when.
 	WrapRecorder func(events.EventRecorder) events.EventRecorder

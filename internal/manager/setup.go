@@ -141,6 +141,9 @@ func (s *setup) data(context.Context) error {
 		MaxFetchBytes: o.MaxGitFetchBytes, MaxListBytes: o.MaxGitListBytes, MaxNamespaceBytes: o.MaxGitCacheBytesPerNamespace,
 		MaxCacheBytes: o.MaxGitCacheBytes, MaxListingsBytes: o.MaxGitListingsBytes, MinFreeBytes: o.MinFreeDataBytes, Memory: s.memory,
 	})
+	if o.GitTransport != nil {
+		s.gitCache.UseTransport(o.GitTransport, nil)
+	}
 	return nil
 }
 

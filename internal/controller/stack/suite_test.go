@@ -2,9 +2,13 @@ package stack_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -72,6 +76,7 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 	// Every test has a namespace of its own, and the tests trust each other.
 	opts.NoTenantIsolation = true
 	opts.Now = clock.Now
+	opts.GitTransport = trustTestServers()
 	announced.reader = mgr.GetAPIReader()
 	opts.WrapRecorder = func(rec events.EventRecorder) events.EventRecorder {
 		announced.EventRecorder = rec
@@ -263,4 +268,14 @@ func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.of
 func (c *offsetClock) advance(t *testing.T, d time.Duration) {
 	c.offset.Add(int64(d))
 	t.Cleanup(func() { c.offset.Add(-int64(d)) })
+}
+
+// trustTestServers returns a transport that trusts httptest's TLS servers. They all share
+// one certificate, so trusting one lets every test's HTTPS git server be reached.
+func trustTestServers() http.RoundTripper {
+	probe := httptest.NewTLSServer(http.NotFoundHandler())
+	defer probe.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(probe.Certificate())
+	return &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 }
