@@ -15,6 +15,10 @@
 //		s.WaitCondition(obj, "Ready", metav1.ConditionTrue, "")
 //	}
 //
+// A controller's events must come only after the status they announce was written; a
+// suite checks it by giving the controller a Recorder, which reads the object from the API
+// server as each event comes, and asserting that Recorder.Unwritten is empty.
+//
 // Env.Restart crashes etcd or kube-apiserver and starts it again in place, for the fault
 // tests of a control plane restart (test/chaos); such a test must not run in parallel.
 package kubetest
