@@ -45,7 +45,7 @@ func TestReconciler_Events_FollowTheStatusTheyAnnounce(t *testing.T) {
 	f.waitCondition(pulumiv1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRolledOut)
 	f.annotate(v1alpha1.RolloutAbortAnnotation)
 	f.Eventually(func(g Gomega) {
-		g.Expect(recorder.reasons(f.Namespace, "fleet")).To(ContainElement(rollout.EventRequestIgnored))
+		g.Expect(recorder.Reasons(f.Namespace, "fleet")).To(ContainElement(rollout.EventRequestIgnored))
 	})
 
 	// The next revision is aborted.
@@ -60,17 +60,17 @@ func TestReconciler_Events_FollowTheStatusTheyAnnounce(t *testing.T) {
 		rollout.EventRolloutResumed, rollout.EventRolloutAborted, rollout.EventRolloutSucceeded, rollout.EventRequestIgnored,
 	}
 	f.Eventually(func(g Gomega) {
-		seen := recorder.reasons(f.Namespace, "fleet")
+		seen := recorder.Reasons(f.Namespace, "fleet")
 		for _, r := range all {
 			g.Expect(seen).To(ContainElement(r), "every reason is emitted and checked")
 		}
 	})
-	if late := recorder.unwritten(f.Namespace); len(late) > 0 {
+	if late := recorder.Unwritten(f.Namespace); len(late) > 0 {
 		t.Fatalf("events emitted before the status they announce was written:\n%s", strings.Join(late, "\n"))
 	}
-	for _, e := range recorder.of(f.Namespace, "fleet") {
-		if !slices.Contains(all, e.reason) {
-			t.Errorf("event %s is not in the list of reasons this test checks", e.reason)
+	for _, e := range recorder.Of(f.Namespace, "fleet") {
+		if !slices.Contains(all, e.Reason) {
+			t.Errorf("event %s is not in the list of reasons this test checks", e.Reason)
 		}
 	}
 }

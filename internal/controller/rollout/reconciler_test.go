@@ -113,7 +113,7 @@ func TestReconciler_Reconcile_WavesGatesHaltAbortAndFix(t *testing.T) {
 		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutHalted))
 		g.Expect(opened(ro, rings[2]...)).To(BeEmpty())
 	}).WithTimeout(2 * time.Second).Should(Succeed())
-	f.g.Expect(recorder.count(f.Namespace, "fleet", rollout.EventRolloutHalted)).To(Equal(1))
+	f.g.Expect(recorder.Count(f.Namespace, "fleet", rollout.EventRolloutHalted)).To(Equal(1))
 
 	// Abort: every wave closes; the rollout is Ready once the opened Stacks are back at v1.
 	f.annotate(v1alpha1.RolloutAbortAnnotation)
@@ -193,7 +193,7 @@ func TestReconciler_Reconcile_ResumeForgivesAndRetries(t *testing.T) {
 	ro = f.rollout(f.g)
 	f.g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutIdle))
 	f.g.Expect(ro.Status.Stable.Revision).To(Equal("generation/2"))
-	f.g.Expect(recorder.count(f.Namespace, "fleet", rollout.EventRequestIgnored)).To(Equal(3))
+	f.g.Expect(recorder.Count(f.Namespace, "fleet", rollout.EventRequestIgnored)).To(Equal(3))
 }
 
 // With manual approval a wave that passed its gates waits for a promotion, and the last
@@ -223,8 +223,8 @@ func TestReconciler_Reconcile_ManualApprovalWaitsForPromotion(t *testing.T) {
 	f.deploy("generation/2", "b")
 	ro = f.waitCondition(pulumiv1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRolledOut)
 	f.g.Expect(ro.Status.Stable.Revision).To(Equal("generation/2"))
-	f.g.Expect(recorder.count(f.Namespace, "fleet", rollout.EventAwaitPromotion)).To(Equal(1))
-	f.g.Expect(recorder.count(f.Namespace, "fleet", rollout.EventPromoted)).To(Equal(1))
+	f.g.Expect(recorder.Count(f.Namespace, "fleet", rollout.EventAwaitPromotion)).To(Equal(1))
+	f.g.Expect(recorder.Count(f.Namespace, "fleet", rollout.EventPromoted)).To(Equal(1))
 }
 
 // A gate that fails, or cannot run, halts the rollout at its wave.

@@ -4,11 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,8 +18,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +36,7 @@ import (
 var (
 	env *kubetest.Env
 	// recorder receives every event the package's controller emits.
-	recorder = &eventLog{}
+	recorder *kubetest.Recorder[*v1alpha1.StackRollout]
 )
 
 func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.Manager(setupManager)) }
@@ -54,51 +51,12 @@ func setupManager(ctx context.Context, e *kubetest.Env, _ string) (ctrl.Manager,
 	if err != nil {
 		return nil, err
 	}
+	recorder = kubetest.NewRecorder(e.Client, announced)
 	r := &rollout.Reconciler{Client: mgr.GetClient(), Recorder: recorder}
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
 		return nil, fmt.Errorf("failed to set up StackRollout controller: %w", err)
 	}
 	return mgr, nil
-}
-
-// event is one event the controller emitted.
-type event struct {
-	namespace, name string
-	typ, reason     string
-	message         string
-	// unwritten says what the event announced that the rollout's status did not show yet
-	// when the event was emitted; "" when it did.
-	unwritten string
-}
-
-// eventLog is the controller's event recorder: it keeps every event, for the tests to
-// count, and checks as it receives each one that the status the event announces was
-// written. It reads the rollout from the API server, not a cache: what a reader who sees
-// the event would find.
-type eventLog struct {
-	mu  sync.Mutex
-	all []event
-}
-
-var _ events.EventRecorder = (*eventLog)(nil)
-
-func (l *eventLog) Eventf(regarding runtime.Object, _ runtime.Object, typ, reason, _ string, note string, args ...any) {
-	ro, ok := regarding.(*v1alpha1.StackRollout)
-	if !ok {
-		return
-	}
-	e := event{namespace: ro.Namespace, name: ro.Name, typ: typ, reason: reason, message: fmt.Sprintf(note, args...)}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stored := &v1alpha1.StackRollout{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ro), stored); err != nil {
-		e.unwritten = err.Error()
-	} else if err := announced(e, stored); err != nil {
-		e.unwritten = err.Error()
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.all = append(l.all, e)
 }
 
 // The facts each event announces, read from its message.
@@ -115,14 +73,15 @@ var (
 	ignoredRe   = regexp.MustCompile(`^(abort|resume|promote) "([^"]+)" ignored`)
 )
 
-// announced says what e announces that the status of ro does not show, nil when it shows
-// all of it. A rollout's target can complete in the reconcile that announces its waves, so
-// a fact about the target also holds once that target is the stable revision. (The tests
-// never offer a revision while another completes, so a wave's name is the target's.)
-func announced(e event, ro *v1alpha1.StackRollout) error {
+// announced says what e announces that the stored status of ro does not show, nil when it
+// shows all of it. A rollout's target can complete in the reconcile that announces its
+// waves, so a fact about the target also holds once that target is the stable revision.
+// (The tests never offer a revision while another completes, so a wave's name is the
+// target's.)
+func announced(e kubetest.Event, _, ro *v1alpha1.StackRollout) error {
 	st := &ro.Status
 	match := func(re *regexp.Regexp) []string {
-		if m := re.FindStringSubmatch(e.message); m != nil {
+		if m := re.FindStringSubmatch(e.Message); m != nil {
 			return m
 		}
 		return []string{"", "?", "?"}
@@ -138,7 +97,7 @@ func announced(e event, ro *v1alpha1.StackRollout) error {
 		return v1alpha1.RolloutWaveStatus{}
 	}
 	var ok bool
-	switch e.reason {
+	switch e.Reason {
 	case rollout.EventRolloutStarted:
 		rev := match(startedRe)[1]
 		ok = st.StartTime != nil && (isTarget(rev) || isStable(rev))
@@ -161,7 +120,7 @@ func announced(e event, ro *v1alpha1.StackRollout) error {
 		ok = st.HandledPromote == m[2] && wave(m[1]).State == v1alpha1.WaveDone
 	case rollout.EventRolloutHalted:
 		c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionHalted)
-		ok = st.Phase == v1alpha1.RolloutHalted && c != nil && c.Status == metav1.ConditionTrue && c.Message == e.message
+		ok = st.Phase == v1alpha1.RolloutHalted && c != nil && c.Status == metav1.ConditionTrue && c.Message == e.Message
 	case rollout.EventRolloutResumed:
 		ok = st.ResumeTime != nil && st.HandledResume == ro.Annotations[v1alpha1.RolloutResumeAnnotation]
 	case rollout.EventRolloutAborted:
@@ -173,59 +132,12 @@ func announced(e event, ro *v1alpha1.StackRollout) error {
 		handled := map[string]string{"abort": st.HandledAbort, "resume": st.HandledResume, "promote": st.HandledPromote}
 		ok = handled[m[1]] == m[2]
 	default:
-		return fmt.Errorf("%s: a reason this test does not know: say what its status shows", e.reason)
+		return errors.New("a reason this test does not know: say what its status shows")
 	}
 	if !ok {
-		return fmt.Errorf("%s %q emitted before its status was written (phase %s, wave %s)", e.reason, e.message, st.Phase, st.WaveName)
+		return fmt.Errorf("%q emitted before its status was written (phase %s, wave %s)", e.Message, st.Phase, st.WaveName)
 	}
 	return nil
-}
-
-// unwritten lists the events about the rollouts of ns that were emitted before the status
-// they announce was written.
-func (l *eventLog) unwritten(ns string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, e := range l.all {
-		if e.namespace == ns && e.unwritten != "" {
-			out = append(out, e.name+": "+e.unwritten)
-		}
-	}
-	return out
-}
-
-// of returns the events about the rollout ns/name, oldest first.
-func (l *eventLog) of(ns, name string) []event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []event
-	for _, e := range l.all {
-		if e.namespace == ns && e.name == name {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// reasons returns the reasons of the events about the rollout ns/name, oldest first.
-func (l *eventLog) reasons(ns, name string) []string {
-	var out []string
-	for _, e := range l.of(ns, name) {
-		out = append(out, e.reason)
-	}
-	return out
-}
-
-// count counts the events of reason about the rollout ns/name.
-func (l *eventLog) count(ns, name, reason string) int {
-	n := 0
-	for _, r := range l.reasons(ns, name) {
-		if r == reason {
-			n++
-		}
-	}
-	return n
 }
 
 // fleet is one test's Stacks, by ring, and its rollout. It plays the Stack controller:
@@ -255,11 +167,7 @@ func newFleet(t *testing.T, rings [][]string, spec v1alpha1.StackRolloutSpec) *f
 func newStacks(t *testing.T, rings [][]string) *fleet {
 	t.Helper()
 	f := &fleet{Scenario: env.Scenario(t), t: t, g: NewWithT(t), rings: rings}
-	t.Cleanup(func() {
-		if late := recorder.unwritten(f.Namespace); len(late) > 0 {
-			t.Errorf("events emitted before the status they announce was written:\n%s", strings.Join(late, "\n"))
-		}
-	})
+	recorder.CheckOnCleanup(t, f.Namespace)
 	for ring, names := range rings {
 		for _, n := range names {
 			f.Create(&pulumiv1.Stack{
