@@ -54,16 +54,16 @@ func TestReconciler_Events_FollowTheStatusTheyAnnounce(t *testing.T) {
 
 	all := []string{stackset.EventStackCreated, stackset.EventRemovalsHeld, stackset.EventStackOrphaned, stackset.EventStackDeleted}
 	var seen []string
-	for _, e := range append(recorder.of(s.Namespace, "envs"), recorder.of(s.Namespace, "review")...) {
-		seen = append(seen, e.reason)
-		if !slices.Contains(all, e.reason) {
-			t.Errorf("event %s is not in the list of reasons this test checks", e.reason)
+	for _, e := range append(recorder.Of(s.Namespace, "envs"), recorder.Of(s.Namespace, "review")...) {
+		seen = append(seen, e.Reason)
+		if !slices.Contains(all, e.Reason) {
+			t.Errorf("event %s is not in the list of reasons this test checks", e.Reason)
 		}
 	}
 	for _, r := range all {
 		s.g.Expect(seen).To(ContainElement(r), "every reason is emitted and checked")
 	}
-	s.g.Expect(recorder.unwritten(s.Namespace)).To(BeEmpty(), "events emitted before the status they announce was written")
+	s.g.Expect(recorder.Unwritten(s.Namespace)).To(BeEmpty(), "events emitted before the status they announce was written")
 }
 
 // Held removals are announced once per set of Stacks held: reconciles that find the same
@@ -86,7 +86,7 @@ func TestReconciler_Events_RemovalsHeldOncePerHold(t *testing.T) {
 	s.Eventually(func(g Gomega) { g.Expect(s.set(g, set).Status.Ready).To(BeZero()) })
 	s.ready(dev)
 	s.Eventually(func(g Gomega) { g.Expect(s.set(g, set).Status.Ready).To(BeEquivalentTo(1)) })
-	if n := recorder.count(s.Namespace, set.Name, stackset.EventRemovalsHeld); n != 1 {
+	if n := recorder.Count(s.Namespace, set.Name, stackset.EventRemovalsHeld); n != 1 {
 		t.Fatalf("%d RemovalsHeld events while the same Stacks were held; want 1", n)
 	}
 
@@ -96,6 +96,6 @@ func TestReconciler_Events_RemovalsHeldOncePerHold(t *testing.T) {
 		c := apimeta.FindStatusCondition(s.set(g, set).Status.Conditions, pulumiv1.ConditionStalled)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Message).To(HavePrefix("2 of the set's 4 Stacks lost their element at once"))
-		g.Expect(recorder.count(s.Namespace, set.Name, stackset.EventRemovalsHeld)).To(Equal(2), "a new hold is announced")
+		g.Expect(recorder.Count(s.Namespace, set.Name, stackset.EventRemovalsHeld)).To(Equal(2), "a new hold is announced")
 	})
 }

@@ -3,22 +3,18 @@ package stackset_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -39,7 +35,7 @@ import (
 var (
 	env *kubetest.Env
 	// recorder receives every event the package's controller emits.
-	recorder = &eventLog{}
+	recorder *kubetest.Recorder[*v1alpha1.StackSet]
 )
 
 // maxElements is the package's --max-stackset-elements: small, so that a test can exceed it.
@@ -57,6 +53,7 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 		return nil, err
 	}
 	source := &git.Resolver{Client: mgr.GetClient(), Store: store, Cache: git.NewCacheWithLimits(filepath.Join(dir, "git"), git.DefaultCacheLimits)}
+	recorder = kubetest.NewRecorder(e.Client, announced)
 	r := &stackset.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Git: source, Recorder: recorder, MaxElements: maxElements}
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
 		return nil, fmt.Errorf("failed to set up StackSet controller: %w", err)
@@ -64,63 +61,18 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 	return mgr, nil
 }
 
-// event is one event the controller emitted.
-type event struct {
-	namespace, name string
-	typ, reason     string
-	message         string
-	// unwritten says what the event announced that the set's stored status did not show
-	// yet when the event was emitted; "" when it did.
-	unwritten string
-}
-
-// eventLog is the controller's event recorder: it keeps every event, for the tests to
-// count, and checks as it receives each one that the status the event announces was
-// written. It reads the set from the API server, not a cache: what a reader who sees the
-// event would find.
-type eventLog struct {
-	mu  sync.Mutex
-	all []event
-}
-
-var _ events.EventRecorder = (*eventLog)(nil)
-
-func (l *eventLog) Eventf(regarding runtime.Object, _ runtime.Object, typ, reason, _ string, note string, args ...any) {
-	set, ok := regarding.(*v1alpha1.StackSet)
-	if !ok {
-		return
-	}
-	e := event{namespace: set.Namespace, name: set.Name, typ: typ, reason: reason, message: fmt.Sprintf(note, args...)}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stored := &v1alpha1.StackSet{}
-	err := env.Client.Get(ctx, client.ObjectKeyFromObject(set), stored)
-	switch {
-	case apierrors.IsNotFound(err) && !set.DeletionTimestamp.IsZero():
-		// The set's deletion completed: it has no status left to show.
-	case err != nil:
-		e.unwritten = err.Error()
-	default:
-		if err := announced(e, set.Generation, stored); err != nil {
-			e.unwritten = err.Error()
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.all = append(l.all, e)
-}
-
-// announced says what e, emitted by a reconcile of generation gen, announces that the
-// stored set's status does not show; nil when it shows all of it.
+// announced says what e, emitted by a reconcile of sent (at the generation it then had),
+// announces that the stored set's status does not show; nil when it shows all of it.
 //
 // A Stack created or removed is announced by the status of the reconcile that did it: a
 // status written for gen (a condition of that generation or a later one), or, for a set
 // being deleted with the Destroy policy, one that says it waits for its Stacks. Held
 // removals are announced by the Stalled condition that holds them, word for word.
-func announced(e event, gen int64, set *v1alpha1.StackSet) error {
+func announced(e kubetest.Event, sent, set *v1alpha1.StackSet) error {
+	gen := sent.Generation
 	written := slices.ContainsFunc(set.Status.Conditions, func(c metav1.Condition) bool { return c.ObservedGeneration >= gen })
 	var ok bool
-	switch e.reason {
+	switch e.Reason {
 	case stackset.EventStackCreated:
 		ok = written && set.Status.Elements > 0
 	case stackset.EventStackDeleted, stackset.EventStackOrphaned:
@@ -132,52 +84,14 @@ func announced(e event, gen int64, set *v1alpha1.StackSet) error {
 		ok = set.Spec.DeletionPolicy != v1alpha1.StackSetDestroy || c != nil && c.Reason == pulumiv1.ReasonDestroyInProgress
 	case stackset.EventRemovalsHeld:
 		c := apimeta.FindStatusCondition(set.Status.Conditions, pulumiv1.ConditionStalled)
-		ok = c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonRemovalsHeld && c.Message == e.message
+		ok = c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonRemovalsHeld && c.Message == e.Message
 	default:
-		return fmt.Errorf("%s: a reason this test does not know: say what its status shows", e.reason)
+		return errors.New("a reason this test does not know: say what its status shows")
 	}
 	if !ok {
-		return fmt.Errorf("%s %q emitted before its status was written (generation %d; conditions %v)", e.reason, e.message, gen, set.Status.Conditions)
+		return fmt.Errorf("%q emitted before its status was written (generation %d; conditions %v)", e.Message, gen, set.Status.Conditions)
 	}
 	return nil
-}
-
-// unwritten lists the events about the sets of ns that were emitted before the status
-// they announce was written.
-func (l *eventLog) unwritten(ns string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, e := range l.all {
-		if e.namespace == ns && e.unwritten != "" {
-			out = append(out, e.name+": "+e.unwritten)
-		}
-	}
-	return out
-}
-
-// of returns the events about the set ns/name, oldest first.
-func (l *eventLog) of(ns, name string) []event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []event
-	for _, e := range l.all {
-		if e.namespace == ns && e.name == name {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// count counts the events of reason about the set ns/name.
-func (l *eventLog) count(ns, name, reason string) int {
-	n := 0
-	for _, e := range l.of(ns, name) {
-		if e.reason == reason {
-			n++
-		}
-	}
-	return n
 }
 
 // scenario is one test's namespace and the sets it creates there. It plays the Stack
@@ -191,11 +105,7 @@ type scenario struct {
 func newScenario(t *testing.T) *scenario {
 	t.Helper()
 	s := &scenario{Scenario: env.Scenario(t), t: t, g: NewWithT(t)}
-	t.Cleanup(func() {
-		if late := recorder.unwritten(s.Namespace); len(late) > 0 {
-			t.Errorf("events emitted before the status they announce was written:\n%s", strings.Join(late, "\n"))
-		}
-	})
+	recorder.CheckOnCleanup(t, s.Namespace)
 	return s
 }
 
