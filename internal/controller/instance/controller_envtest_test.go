@@ -252,8 +252,8 @@ func TestController_Events_FollowTheStatusTheyAnnounce(t *testing.T) {
 		g.Expect(condition(got, pulumiv1.ConditionReady)).To(And(HaveKeyWithValue("status", "True"), HaveKeyWithValue("message", "still up to date")))
 	})
 
-	s.g.Expect(recorder.amissIn(s.Namespace)).To(BeEmpty(), "events that came before their status")
-	s.g.Expect(recorder.count(s.Namespace, inst.GetName(), instance.EventUpdateSucceeded)).To(Equal(1), "the same operation is announced once")
+	s.g.Expect(recorder.Unwritten(s.Namespace)).To(BeEmpty(), "events that came before their status")
+	s.g.Expect(recorder.Count(s.Namespace, inst.GetName(), instance.EventUpdateSucceeded)).To(Equal(1), "the same operation is announced once")
 }
 
 // A template whose Stacks need approval names its approvers: the API server refuses the

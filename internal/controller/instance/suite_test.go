@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,10 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -47,8 +44,8 @@ import (
 // own after itself.
 var (
 	env *kubetest.Env
-	// recorder is the controllers' event recorder.
-	recorder *statusFirst
+	// recorder checks the events about instances; the manager's recorder sends them on.
+	recorder *kubetest.Recorder[*unstructured.Unstructured]
 )
 
 const (
@@ -75,10 +72,10 @@ func setupManager(_ context.Context, e *kubetest.Env, _ string) (ctrl.Manager, e
 	if err != nil {
 		return nil, err
 	}
-	recorder = &statusFirst{next: mgr.GetEventRecorder("stackwright"), reader: e.Client, amiss: map[string][]string{}, emitted: map[[3]string]int{}}
+	recorder = kubetest.NewRecorder(e.Client, announced)
 	instances := &instance.Controller{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
-		Recorder: recorder, ApprovalPolicy: approvalPolicy,
+		Recorder: recorder.Wrap(mgr.GetEventRecorder("stackwright")), ApprovalPolicy: approvalPolicy,
 	}
 	if err := instances.SetupWithManager(context.Background(), mgr, controller.Options{}); err != nil {
 		return nil, err
@@ -90,78 +87,30 @@ func setupManager(_ context.Context, e *kubetest.Env, _ string) (ctrl.Manager, e
 	return mgr, nil
 }
 
-// statusFirst passes each event on, but first reads the instance it is about from the API
-// server (not a cache) and checks that the instance's status already shows what the event
-// announces: an event must never be about a status that was not written. What it finds
-// amiss it keeps by namespace.
-type statusFirst struct {
-	next   events.EventRecorder
-	reader client.Reader
-
-	mu    sync.Mutex
-	amiss map[string][]string
-	// emitted counts the events by namespace, name and reason.
-	emitted map[[3]string]int
-}
-
 var (
 	createdFrom = regexp.MustCompile(`from revision (\d+) of`)
 	lastUpdate  = regexp.MustCompile(`^(\S+) (\S+): `)
 )
 
-func (r *statusFirst) Eventf(regarding, related runtime.Object, typ, reason, action, note string, args ...any) {
-	if u, ok := regarding.(*unstructured.Unstructured); ok {
-		why := r.check(u, reason, fmt.Sprintf(note, args...))
-		r.mu.Lock()
-		if why != "" {
-			r.amiss[u.GetNamespace()] = append(r.amiss[u.GetNamespace()], fmt.Sprintf("%s %s: %s", reason, u.GetName(), why))
-		}
-		r.emitted[[3]string{u.GetNamespace(), u.GetName(), reason}]++
-		r.mu.Unlock()
-	}
-	r.next.Eventf(regarding, related, typ, reason, action, note, args...)
-}
-
-// check says how the stored instance u falls short of the event's message ("" when it
-// does not).
-func (r *statusFirst) check(u *unstructured.Unstructured, reason, msg string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stored := &unstructured.Unstructured{}
-	stored.SetGroupVersionKind(u.GroupVersionKind())
-	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(u), stored); err != nil {
-		return fmt.Sprintf("failed to get the instance: %v", err)
-	}
-	switch reason {
+// announced says what e announces that the stored instance does not show: the revision
+// its Stack was created from, and the last operation of that Stack.
+func announced(e kubetest.Event, _, stored *unstructured.Unstructured) error {
+	switch e.Reason {
 	case instance.EventStackCreated:
-		want := createdFrom.FindStringSubmatch(msg)
+		want := createdFrom.FindStringSubmatch(e.Message)
 		rev, _, _ := unstructured.NestedInt64(stored.Object, "status", "templateRevision")
 		if want == nil || strconv.FormatInt(rev, 10) != want[1] {
-			return fmt.Sprintf("%q, but status.templateRevision is %d", msg, rev)
+			return fmt.Errorf("%q, but status.templateRevision is %d", e.Message, rev)
 		}
 	case instance.EventUpdateSucceeded, instance.EventUpdateFailed:
-		want := lastUpdate.FindStringSubmatch(msg)
+		want := lastUpdate.FindStringSubmatch(e.Message)
 		typ, _, _ := unstructured.NestedString(stored.Object, "status", "lastUpdate", "type")
 		state, _, _ := unstructured.NestedString(stored.Object, "status", "lastUpdate", "state")
 		if want == nil || typ != want[1] || state != want[2] {
-			return fmt.Sprintf("%q, but status.lastUpdate is %s %s", msg, typ, state)
+			return fmt.Errorf("%q, but status.lastUpdate is %s %s", e.Message, typ, state)
 		}
 	}
-	return ""
-}
-
-// count is how many events of reason were emitted about the instance ns/name.
-func (r *statusFirst) count(ns, name, reason string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.emitted[[3]string{ns, name, reason}]
-}
-
-// amissIn is what the recorder found amiss about the instances of namespace ns.
-func (r *statusFirst) amissIn(ns string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.amiss[ns]
+	return nil
 }
 
 // scenario is one test's share of the control plane: the tenant's namespace (the
