@@ -1,77 +1,43 @@
 package stack_test
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/stack"
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
 
-// announced is the suite's recorder: as each event about an Update of a Stack arrives, it
-// reads the Stack from the API server (not the cache) and checks that the status the
-// event announces is already written. Every test of the package runs under it.
-var announced = &announcingRecorder{seen: map[string]int{}}
+// announced is the suite's recorder: as each event about a Stack arrives, it reads the
+// Stack from the API server (not the cache) and checks that the status the event
+// announces is already written (announcesUpdate). Every test of the package runs under it.
+var announced *kubetest.Recorder[*pulumiv1.Stack]
 
-type announcingRecorder struct {
-	events.EventRecorder
-	reader client.Reader
-
-	mu         sync.Mutex
-	seen       map[string]int
-	violations []string
-}
-
-func (r *announcingRecorder) Eventf(regarding, related runtime.Object, typ, reason, action, note string, args ...any) {
-	st, isStack := regarding.(*pulumiv1.Stack)
-	u, isUpdate := related.(*v1alpha1.Update)
-	if isStack && isUpdate {
-		r.check(st, u, reason)
+// announcesUpdate says what an event about an Update of the Stack announces that the
+// stored Stack does not show: a finished Update as the last update, a started one as the
+// update in flight. Other events are not checked here.
+func announcesUpdate(e kubetest.Event, _, stored *pulumiv1.Stack) error {
+	u, ok := e.Related.(*v1alpha1.Update)
+	if !ok {
+		return nil
 	}
-	r.EventRecorder.Eventf(regarding, related, typ, reason, action, note, args...)
-}
-
-// check records a violation when the Stack's written status does not yet show what an
-// event of reason about Update u says: a finished Update as the last update, a started one
-// as the update in flight.
-func (r *announcingRecorder) check(st *pulumiv1.Stack, u *v1alpha1.Update, reason string) {
-	var shows func(*pulumiv1.Stack) bool
-	switch reason {
+	var shows bool
+	switch st := stored.Status; e.Reason {
 	case stack.EventUpdateSucceeded, stack.EventUpdateFailed:
-		shows = func(s *pulumiv1.Stack) bool { return s.Status.LastUpdate != nil && s.Status.LastUpdate.Name == u.Name }
+		shows = st.LastUpdate != nil && st.LastUpdate.Name == u.Name
 	case stack.EventUpdateStarted:
-		shows = func(s *pulumiv1.Stack) bool {
-			return s.Status.CurrentUpdate != nil && s.Status.CurrentUpdate.Name == u.Name
-		}
+		shows = st.CurrentUpdate != nil && st.CurrentUpdate.Name == u.Name
 	default:
-		return
+		return nil
 	}
-	written := &pulumiv1.Stack{}
-	err := r.reader.Get(context.Background(), client.ObjectKeyFromObject(st), written)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.seen[reason]++
-	if err == nil && !shows(written) {
-		r.violations = append(r.violations, fmt.Sprintf("%s about Update %s of Stack %s/%s before its status says so", reason, u.Name, st.Namespace, st.Name))
+	if !shows {
+		return fmt.Errorf("emitted before its status showed Update %s", u.Name)
 	}
-}
-
-func (r *announcingRecorder) report() (seen map[string]int, violations []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	seen = map[string]int{}
-	for k, v := range r.seen {
-		seen[k] = v
-	}
-	return seen, append([]string(nil), r.violations...)
+	return nil
 }
 
 // Every UpdateStarted, UpdateSucceeded and UpdateFailed event follows the status it
@@ -86,11 +52,9 @@ func TestStackReconciler_Events_FollowTheStatusTheyAnnounce(t *testing.T) {
 	s.create(s.stack("broken", "broken"))
 	s.waitReady("fine")
 	s.eventually(func(g Gomega) {
-		seen, _ := announced.report()
 		for _, reason := range []string{stack.EventUpdateStarted, stack.EventUpdateSucceeded, stack.EventUpdateFailed} {
-			g.Expect(seen[reason]).To(BeNumerically(">", 0), "no %s event seen", reason)
+			g.Expect(announced.Count("", "", reason)).To(BeNumerically(">", 0), "no %s event seen", reason)
 		}
 	})
-	_, violations := announced.report()
-	s.g.Expect(violations).To(BeEmpty())
+	s.g.Expect(announced.Unwritten("")).To(BeEmpty())
 }

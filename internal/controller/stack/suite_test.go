@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -77,11 +76,8 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 	opts.NoTenantIsolation = true
 	opts.Now = clock.Now
 	opts.GitTransport = trustTestServers()
-	announced.reader = mgr.GetAPIReader()
-	opts.WrapRecorder = func(rec events.EventRecorder) events.EventRecorder {
-		announced.EventRecorder = rec
-		return announced
-	}
+	announced = kubetest.NewRecorder(e.Client, announcesUpdate)
+	opts.WrapRecorder = announced.Wrap
 	if err := manager.Setup(ctx, mgr, opts); err != nil {
 		return nil, err
 	}
