@@ -1,55 +1,30 @@
 package program_test
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/controller/program"
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
 
-// announced collects what every manager of the package's tests announced and whether the
-// status it announced was written by then.
-var announced struct {
-	sync.Mutex
-	seen       map[string]int
-	violations []string
-}
+// announced is the recorder of every manager of the package's tests: it reads each
+// Program from the API server (not the cache) as its event comes, and keeps the event as
+// unwritten when the Program's Ready condition does not yet say what the event does.
+var announced *kubetest.Recorder[*pulumiv1.Program]
 
-// announcingRecorder reads each Program from the API server (not the cache) as its event
-// comes, and records a violation when its Ready condition does not yet say what the event
-// does.
-type announcingRecorder struct {
-	events.EventRecorder
-	reader client.Reader
-}
-
-func (r *announcingRecorder) Eventf(regarding, related runtime.Object, typ, reason, action, note string, args ...any) {
-	if p, ok := regarding.(*pulumiv1.Program); ok {
-		written := &pulumiv1.Program{}
-		err := r.reader.Get(context.Background(), client.ObjectKeyFromObject(p), written)
-		msg := fmt.Sprintf(note, args...)
-		ready := conditions.Get(written, pulumiv1.ConditionReady)
-		announced.Lock()
-		if announced.seen == nil {
-			announced.seen = map[string]int{}
-		}
-		announced.seen[reason]++
-		if err == nil && (ready == nil || ready.Message != msg) {
-			announced.violations = append(announced.violations, fmt.Sprintf("%s about Program %s/%s before its status said %q", reason, p.Namespace, p.Name, msg))
-		}
-		announced.Unlock()
+// readySays says how the stored Program's Ready condition falls short of the event's
+// message.
+func readySays(e kubetest.Event, _, stored *pulumiv1.Program) error {
+	if ready := conditions.Get(stored, pulumiv1.ConditionReady); ready == nil || ready.Message != e.Message {
+		return fmt.Errorf("emitted before its Ready condition said %q", e.Message)
 	}
-	r.EventRecorder.Eventf(regarding, related, typ, reason, action, note, args...)
+	return nil
 }
 
 // Every event of the Program controller follows the status it announces: the recorder finds
@@ -62,11 +37,7 @@ func TestReconciler_Events_FollowTheStatusTheyAnnounce(t *testing.T) {
 	s.Create(p)
 	s.WaitCondition(p, pulumiv1.ConditionReady, metav1.ConditionTrue, "")
 	NewWithT(t).Eventually(func(g Gomega) {
-		announced.Lock()
-		defer announced.Unlock()
-		g.Expect(announced.seen[program.EventReasonArtifactReady]).To(BeNumerically(">", 0))
+		g.Expect(announced.Count("", "", program.EventReasonArtifactReady)).To(BeNumerically(">", 0))
 	}).Should(Succeed())
-	announced.Lock()
-	defer announced.Unlock()
-	NewWithT(t).Expect(announced.violations).To(BeEmpty())
+	NewWithT(t).Expect(announced.Unwritten("")).To(BeEmpty())
 }

@@ -34,6 +34,7 @@ func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.Manager(setupManag
 const ownManagerLabel = "test.stackwright.dev/own-manager"
 
 func setupManager(_ context.Context, e *kubetest.Env, dir string) (ctrl.Manager, error) {
+	announced = kubetest.NewRecorder(e.Client, readySays)
 	notOwn, err := labels.Parse("!" + ownManagerLabel)
 	if err != nil {
 		return nil, fmt.Errorf("failed to parse label selector: %w", err)
@@ -85,7 +86,7 @@ func newProgramManager(e *kubetest.Env, dir string, c cache.Options) (ctrl.Manag
 	start := time.Now()
 	r := &program.Reconciler{Client: mgr.GetClient(), Store: st, Now: func() time.Time {
 		return start.Add(time.Duration(ticks.Add(1)) * time.Second)
-	}, Recorder: &announcingRecorder{EventRecorder: mgr.GetEventRecorder(program.ControllerName), reader: mgr.GetAPIReader()}}
+	}, Recorder: announced.Wrap(mgr.GetEventRecorder(program.ControllerName))}
 	if err := r.SetupWithManager(context.Background(), mgr, controller.Options{}); err != nil {
 		return nil, nil, fmt.Errorf("failed to set up Program controller: %w", err)
 	}
