@@ -20,11 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -61,14 +59,8 @@ const (
 func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.Manager(setupManager)) }
 
 func setupManager(_ context.Context, e *kubetest.Env, _ string) (ctrl.Manager, error) {
-	templated, err := labels.NewRequirement(v1alpha1.TemplateLabel, selection.Exists, nil)
-	if err != nil {
-		return nil, fmt.Errorf("failed to build label selector: %w", err)
-	}
 	// As in the manager: only the definitions templates made are cached.
-	mgr, err := e.NewManager(ctrl.Options{Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&apiextensionsv1.CustomResourceDefinition{}: {Label: labels.NewSelector().Add(*templated)},
-	}}})
+	mgr, err := e.NewManager(ctrl.Options{Cache: kubetest.ManagerCache()})
 	if err != nil {
 		return nil, err
 	}

@@ -17,9 +17,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -45,9 +43,7 @@ func setupManager(ctx context.Context, e *kubetest.Env, _ string) (ctrl.Manager,
 	// The manager's cache sees only the Jobs Stackwright labels as its own (as
 	// internal/manager configures it): a gate Job the rollout could not find there would be
 	// created again and again.
-	mgr, err := e.NewManager(ctrl.Options{Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy})},
-	}}})
+	mgr, err := e.NewManager(ctrl.Options{Cache: kubetest.ManagerCache()})
 	if err != nil {
 		return nil, err
 	}

@@ -6,16 +6,10 @@ import (
 	"sync"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/stacktemplate"
 	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
@@ -35,14 +29,8 @@ const group = "templates.test.stackwright.dev"
 func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.Manager(setupManager)) }
 
 func setupManager(_ context.Context, e *kubetest.Env, _ string) (ctrl.Manager, error) {
-	templated, err := labels.NewRequirement(v1alpha1.TemplateLabel, selection.Exists, nil)
-	if err != nil {
-		return nil, fmt.Errorf("failed to build label selector: %w", err)
-	}
 	// As in the manager: only the definitions templates made are cached.
-	mgr, err := e.NewManager(ctrl.Options{Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&apiextensionsv1.CustomResourceDefinition{}: {Label: labels.NewSelector().Add(*templated)},
-	}}})
+	mgr, err := e.NewManager(ctrl.Options{Cache: kubetest.ManagerCache()})
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,16 @@ import (
 	"os"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
 // ManagerSetup creates a manager on the control plane and adds what it runs. dir is an
@@ -101,4 +109,20 @@ func (e *Env) NewManager(opts ctrl.Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("failed to create manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// ManagerCache limits a test manager's cache as internal/manager limits the manager's: of
+// the Jobs, it holds only those Stackwright labels as its own, and of the
+// CustomResourceDefinitions only those a StackTemplate made. A suite whose controller reads
+// either through the cache takes it, so that the controller finds there only what it would
+// in the manager.
+func ManagerCache() cache.Options {
+	templated, err := labels.NewRequirement(v1alpha1.TemplateLabel, selection.Exists, nil)
+	if err != nil {
+		panic(fmt.Sprintf("invalid label key %q: %v", v1alpha1.TemplateLabel, err))
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy})},
+		&apiextensionsv1.CustomResourceDefinition{}: {Label: labels.NewSelector().Add(*templated)},
+	}}
 }
