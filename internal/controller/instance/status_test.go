@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/testing/statustest"
 )
 
 // An instance repeats its Stack's messages only where its template says Full: the default
@@ -91,38 +92,13 @@ func TestMirror_InstanceMessages_PolicyVerdictsPassThrough(t *testing.T) {
 	obj.SetGeneration(1)
 	in := &instance{obj: obj}
 	mirror(in, stack, v1alpha1.InstanceMessagesReasons)
-	if c := findCondition(in.status.Conditions, pulumiv1.ConditionStalled); c == nil || c.Message != verdict {
+	if c := apimeta.FindStatusCondition(in.status.Conditions, pulumiv1.ConditionStalled); c == nil || c.Message != verdict {
 		t.Errorf("Stalled = %+v; want the policy's verdict %q", c, verdict)
 	}
 }
 
-func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
-	for i := range cs {
-		if cs[i].Type == typ {
-			return &cs[i]
-		}
-	}
-	return nil
-}
-
-func condition(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
-	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: 2}
-}
-
-// stalled and reconciling are the kstatus pairs the setters write.
-func stalled(reason, msg string) []metav1.Condition {
-	return []metav1.Condition{
-		condition(pulumiv1.ConditionStalled, metav1.ConditionTrue, reason, msg),
-		condition(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyStalled, msg),
-	}
-}
-
-func reconciling(reason, msg string) []metav1.Condition {
-	return []metav1.Condition{
-		condition(pulumiv1.ConditionReconciling, metav1.ConditionTrue, reason, msg),
-		condition(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyInProgress, msg),
-	}
-}
+// gen builds the conditions the setters write on an object of generation 2.
+var gen = statustest.Generation(2)
 
 func TestSetters_Conditions_SayWhatTheInstanceWaitsFor(t *testing.T) {
 	tmpl := &v1alpha1.StackTemplate{ObjectMeta: metav1.ObjectMeta{Name: "db"}}
@@ -139,44 +115,44 @@ func TestSetters_Conditions_SayWhatTheInstanceWaitsFor(t *testing.T) {
 		{
 			name: "TemplateNotServing",
 			set:  func(in *instance) { markTemplateNotServing(in, "db") },
-			want: reconciling(v1alpha1.ReasonTemplateNotReady, "StackTemplate db is not serving; the stack stays as it is"),
+			want: gen.Reconciling(v1alpha1.ReasonTemplateNotReady, "StackTemplate db is not serving; the stack stays as it is"),
 		},
 		{
 			name: "NamespaceNotAllowed",
 			set:  func(in *instance) { markNamespaceNotAllowed(in, "db") },
-			want: stalled(v1alpha1.ReasonNamespaceNotAllowed, "StackTemplate db does not serve namespace team-a (its namespaceSelector); ask the platform team"),
+			want: gen.Stalled(v1alpha1.ReasonNamespaceNotAllowed, "StackTemplate db does not serve namespace team-a (its namespaceSelector); ask the platform team"),
 		},
 		{
 			name: "ParametersInvalid",
 			set: func(in *instance) {
 				markParametersInvalid(in, errors.New("parameter size is secret config size, so it must be a string, number or boolean"))
 			},
-			want: stalled(v1alpha1.ReasonParametersInvalid, "parameter size is secret config size, so it must be a string, number or boolean"),
+			want: gen.Stalled(v1alpha1.ReasonParametersInvalid, "parameter size is secret config size, so it must be a string, number or boolean"),
 		},
 		{
 			name: "StackConflict",
 			set:  func(in *instance) { markStackConflict(in, stack) },
-			want: stalled(v1alpha1.ReasonStackConflict, "Stack platform/db-team-a-orders-1a2b3c4d exists and is not this instance's"),
+			want: gen.Stalled(v1alpha1.ReasonStackConflict, "Stack platform/db-team-a-orders-1a2b3c4d exists and is not this instance's"),
 		},
 		{
 			name: "EarlierStackDeleting",
 			set:  func(in *instance) { markEarlierStackDeleting(in, stack) },
-			want: reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d of an earlier instance of this name to be deleted"),
+			want: gen.Reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d of an earlier instance of this name to be deleted"),
 		},
 		{
 			name: "LatestRevisionMissing",
 			set:  func(in *instance) { markRevisionMissing(in, tmpl, 4) },
-			want: reconciling(v1alpha1.ReasonTemplateNotReady, "waiting for StackTemplateRevision db-4 (revision 4 of StackTemplate db)"),
+			want: gen.Reconciling(v1alpha1.ReasonTemplateNotReady, "waiting for StackTemplateRevision db-4 (revision 4 of StackTemplate db)"),
 		},
 		{
 			name: "HeldRevisionGone",
 			set:  func(in *instance) { markRevisionMissing(in, tmpl, 2) },
-			want: reconciling(v1alpha1.ReasonTemplateNotReady, "waiting for StackTemplateRevision db-2 (revision 2 of StackTemplate db): it is gone, so the instance's Stack stays as it is; open a newer revision with the stackwright.dev/open-template-revision annotation on it"),
+			want: gen.Reconciling(v1alpha1.ReasonTemplateNotReady, "waiting for StackTemplateRevision db-2 (revision 2 of StackTemplate db): it is gone, so the instance's Stack stays as it is; open a newer revision with the stackwright.dev/open-template-revision annotation on it"),
 		},
 		{
 			name: "RevisionInvalid",
 			set:  func(in *instance) { markRevisionInvalid(in, "db-4", errors.New("spec.stack.stack is not set")) },
-			want: stalled(v1alpha1.ReasonTemplateNotReady, "StackTemplateRevision db-4: spec.stack.stack is not set"),
+			want: gen.Stalled(v1alpha1.ReasonTemplateNotReady, "StackTemplateRevision db-4: spec.stack.stack is not set"),
 		},
 		{
 			name: "AwaitingApproval",
@@ -184,27 +160,27 @@ func TestSetters_Conditions_SayWhatTheInstanceWaitsFor(t *testing.T) {
 				in.status.Approval = &v1alpha1.InstanceApproval{State: string(pulumiv1.ApprovalAwaiting), Preview: "p-1", Summary: "1 to create"}
 				markAwaitingApproval(in, tmpl, stack, "")
 			},
-			want: reconciling(pulumiv1.ReasonAwaitingApproval, "the change previewed by Update p-1 (1 to create) awaits approval by the platform team, on Stack platform/db-team-a-orders-1a2b3c4d: StackTemplate db names no approvers"),
+			want: gen.Reconciling(pulumiv1.ReasonAwaitingApproval, "the change previewed by Update p-1 (1 to create) awaits approval by the platform team, on Stack platform/db-team-a-orders-1a2b3c4d: StackTemplate db names no approvers"),
 		},
 		{
 			name: "OutputsConflict",
 			set:  func(in *instance) { markOutputsConflict(in, "Secret", "db-conn") },
-			want: stalled(v1alpha1.ReasonOutputsConflict, "Secret db-conn exists and is not this instance's: rename it, or name another in the spec"),
+			want: gen.Stalled(v1alpha1.ReasonOutputsConflict, "Secret db-conn exists and is not this instance's: rename it, or name another in the spec"),
 		},
 		{
 			name: "DestroyingANewStack",
 			set:  func(in *instance) { markDestroying(in, stack, "") },
-			want: reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d to be deleted"),
+			want: gen.Reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d to be deleted"),
 		},
 		{
 			name: "DestroyingSaysWhatTheStackDoesWhereTheTemplateRepeatsMessages",
 			set:  func(in *instance) { markDestroying(in, deleting, v1alpha1.InstanceMessagesFull) },
-			want: reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d to be deleted: Running destroy (Update d-1)"),
+			want: gen.Reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d to be deleted: Running destroy (Update d-1)"),
 		},
 		{
 			name: "DestroyingGivesOnlyTheReasonByDefault",
 			set:  func(in *instance) { markDestroying(in, deleting, v1alpha1.InstanceMessagesReasons) },
-			want: reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d to be deleted ("+deleting.Status.Conditions[0].Reason+")"),
+			want: gen.Reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d to be deleted ("+deleting.Status.Conditions[0].Reason+")"),
 		},
 	}
 	for _, tt := range tests {
@@ -215,10 +191,9 @@ func TestSetters_Conditions_SayWhatTheInstanceWaitsFor(t *testing.T) {
 			obj.SetGeneration(2)
 			in := &instance{obj: obj}
 			// A condition of another kind of outcome, which each setter replaces.
-			in.status.Conditions = []metav1.Condition{condition(pulumiv1.ConditionStalled, metav1.ConditionTrue, "Earlier", "earlier")}
+			in.status.Conditions = []metav1.Condition{gen.Condition(pulumiv1.ConditionStalled, metav1.ConditionTrue, "Earlier", "earlier")}
 			tt.set(in)
-			if diff := cmp.Diff(tt.want, in.status.Conditions, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime"),
-				cmpopts.SortSlices(func(a, b metav1.Condition) bool { return a.Type < b.Type })); diff != "" {
+			if diff := cmp.Diff(tt.want, in.status.Conditions, statustest.Compare); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
 		})

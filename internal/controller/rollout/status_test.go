@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/testing/statustest"
 )
 
 var (
@@ -21,30 +20,11 @@ var (
 	rev2    = &v1alpha1.RolloutRevision{Revision: "generation/2", Digest: "sha256:2"}
 )
 
-// testGeneration is the generation of the rollouts the setters are given.
+// testGeneration is the generation of the rollouts the setters are given; gen builds the
+// conditions they write.
 const testGeneration = 3
 
-func cond(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
-	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: testGeneration}
-}
-
-func ready(reason, msg string) []metav1.Condition {
-	return []metav1.Condition{cond(pulumiv1.ConditionReady, metav1.ConditionTrue, reason, msg)}
-}
-
-func reconciling(reason, msg string) []metav1.Condition {
-	return []metav1.Condition{
-		cond(pulumiv1.ConditionReconciling, metav1.ConditionTrue, reason, msg),
-		cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyInProgress, msg),
-	}
-}
-
-func stalled(reason, msg string) []metav1.Condition {
-	return []metav1.Condition{
-		cond(pulumiv1.ConditionStalled, metav1.ConditionTrue, reason, msg),
-		cond(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyStalled, msg),
-	}
-}
+var gen = statustest.Generation(testGeneration)
 
 // progressing is a rollout of generation/2 at its first wave, which has one Stack.
 func progressing() v1alpha1.StackRolloutStatus {
@@ -54,7 +34,7 @@ func progressing() v1alpha1.StackRolloutStatus {
 			{Name: "0", Stacks: []string{"a"}, Released: 1, Updated: 1, State: v1alpha1.WaveUpdating},
 			{Name: "1", Stacks: []string{"b", "c"}, State: v1alpha1.WavePending},
 		},
-		Conditions: reconciling(v1alpha1.ReasonWaveUpdating, "wave 0 (1 of 2): 0 of 1 Stack(s) at generation/2, 1 released"),
+		Conditions: gen.Reconciling(v1alpha1.ReasonWaveUpdating, "wave 0 (1 of 2): 0 of 1 Stack(s) at generation/2, 1 released"),
 	}
 }
 
@@ -63,8 +43,8 @@ func halted() v1alpha1.StackRolloutStatus {
 	st := progressing()
 	st.Phase, st.FailedStacks = v1alpha1.RolloutHalted, []string{"a"}
 	st.Waves[0].State = v1alpha1.WaveFailed
-	st.Conditions = append(stalled(v1alpha1.ReasonStackUpdateFailed, "wave 0 failed"),
-		cond(v1alpha1.ConditionHalted, metav1.ConditionTrue, v1alpha1.ReasonStackUpdateFailed, "wave 0 failed"))
+	st.Conditions = append(gen.Stalled(v1alpha1.ReasonStackUpdateFailed, "wave 0 failed"),
+		gen.Condition(v1alpha1.ConditionHalted, metav1.ConditionTrue, v1alpha1.ReasonStackUpdateFailed, "wave 0 failed"))
 	return st
 }
 
@@ -73,325 +53,307 @@ func halted() v1alpha1.StackRolloutStatus {
 func TestStatus_Setters_RecordTheirTransition(t *testing.T) {
 	now := metav1.NewTime(testNow)
 	earlier := metav1.NewTime(testNow.Add(-time.Minute))
-	tests := []struct {
-		name       string
-		before     v1alpha1.StackRolloutStatus
-		set        func(ro *v1alpha1.StackRollout) any
-		wantResult any
-		change     func(st *v1alpha1.StackRolloutStatus)
-	}{
+	tests := []statustest.Transition[*v1alpha1.StackRollout, v1alpha1.StackRolloutStatus]{
 		{
-			name: "MarkSelectionInvalid",
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name: "MarkSelectionInvalid",
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markSelectionInvalid(ro, errors.New("spec.selector is invalid: bad"))
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
-				st.Conditions = stalled(pulumiv1.ReasonSpecInvalid, "spec.selector is invalid: bad")
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.Conditions = gen.Stalled(pulumiv1.ReasonSpecInvalid, "spec.selector is invalid: bad")
 			},
 		},
 		{
-			name:   "MarkMixedSources",
-			before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Conditions: ready(v1alpha1.ReasonRolledOut, "2 Stack(s) at generation/1")},
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "MarkMixedSources",
+			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Conditions: gen.Ready(v1alpha1.ReasonRolledOut, "2 Stack(s) at generation/1")},
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markMixedSources(ro, "two sources")
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
-				st.Conditions = stalled(v1alpha1.ReasonMixedSources, "two sources")
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.Conditions = gen.Stalled(v1alpha1.ReasonMixedSources, "two sources")
 			},
 		},
 		{
-			name:   "RecordAbortForgetsTheTargetAndTheHalt",
-			before: halted(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "RecordAbortForgetsTheTargetAndTheHalt",
+			Before: halted(),
+			Set: func(ro *v1alpha1.StackRollout) any {
 				recordAbort(ro)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				st.Aborted, st.Target, st.Phase, st.FailedStacks = rev2, nil, v1alpha1.RolloutAborted, nil
 				st.Conditions = st.Conditions[:2]
 			},
 		},
 		{
-			name:   "RecordResumeForgivesUntilNow",
-			before: halted(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "RecordResumeForgivesUntilNow",
+			Before: halted(),
+			Set: func(ro *v1alpha1.StackRollout) any {
 				recordResume(ro, testNow)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				st.Phase, st.ResumeTime, st.FailedStacks = v1alpha1.RolloutProgressing, &now, nil
 				st.Conditions = st.Conditions[:2]
 			},
 		},
 		{
-			name:   "MarkAbortedWhileRollingBack",
-			before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: rev1, Aborted: rev2},
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "MarkAbortedWhileRollingBack",
+			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: rev1, Aborted: rev2},
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markAborted(ro, []string{"a", "b"})
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
-				st.Conditions = reconciling(v1alpha1.ReasonRollingBack, "revision generation/2 was aborted; 2 Stack(s) are deploying generation/1 again: a, b")
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.Conditions = gen.Reconciling(v1alpha1.ReasonRollingBack, "revision generation/2 was aborted; 2 Stack(s) are deploying generation/1 again: a, b")
 			},
 		},
 		{
-			name:   "MarkAbortedOnceRolledBack",
-			before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: rev1, Aborted: rev2},
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "MarkAbortedOnceRolledBack",
+			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: rev1, Aborted: rev2},
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markAborted(ro, nil)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
-				st.Conditions = ready(v1alpha1.ReasonRolloutAborted, "revision generation/2 was aborted and every Stack has generation/1; a newer revision starts a new rollout")
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.Conditions = gen.Ready(v1alpha1.ReasonRolloutAborted, "revision generation/2 was aborted and every Stack has generation/1; a newer revision starts a new rollout")
 			},
 		},
 		{
-			name:   "MarkAbortedWithNoStableRevision",
-			before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Aborted: rev2},
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "MarkAbortedWithNoStableRevision",
+			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Aborted: rev2},
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markAborted(ro, nil)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
-				st.Conditions = ready(v1alpha1.ReasonRolloutAborted, "revision generation/2 was aborted; no revision ever reached every wave, so there is none to return to and the Stacks keep what they have; a newer revision starts a new rollout")
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.Conditions = gen.Ready(v1alpha1.ReasonRolloutAborted, "revision generation/2 was aborted; no revision ever reached every wave, so there is none to return to and the Stacks keep what they have; a newer revision starts a new rollout")
 			},
 		},
 		{
-			name:   "MarkWaitingForStacks",
-			before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle},
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "MarkWaitingForStacks",
+			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle},
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markWaitingForStacks(ro)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
-				st.Conditions = reconciling(v1alpha1.ReasonRolloutWaiting, "waiting for the selected Stacks to report the revision their source offers")
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.Conditions = gen.Reconciling(v1alpha1.ReasonRolloutWaiting, "waiting for the selected Stacks to report the revision their source offers")
 			},
 		},
 		{
-			name:   "MarkIdleWhileConverging",
-			before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutHalted, Stable: rev1},
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "MarkIdleWhileConverging",
+			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutHalted, Stable: rev1},
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markIdle(ro, []string{"c"}, 3)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				st.Phase = v1alpha1.RolloutIdle
-				st.Conditions = reconciling(v1alpha1.ReasonConverging, "1 Stack(s) are deploying the stable revision generation/1: c")
+				st.Conditions = gen.Reconciling(v1alpha1.ReasonConverging, "1 Stack(s) are deploying the stable revision generation/1: c")
 			},
 		},
 		{
-			name:   "MarkIdleOnceRolledOut",
-			before: v1alpha1.StackRolloutStatus{Stable: rev1, Conditions: reconciling(v1alpha1.ReasonConverging, "converging")},
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "MarkIdleOnceRolledOut",
+			Before: v1alpha1.StackRolloutStatus{Stable: rev1, Conditions: gen.Reconciling(v1alpha1.ReasonConverging, "converging")},
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markIdle(ro, nil, 3)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				st.Phase = v1alpha1.RolloutIdle
-				st.Conditions = ready(v1alpha1.ReasonRolledOut, "3 Stack(s) at generation/1; no newer revision is offered")
+				st.Conditions = gen.Ready(v1alpha1.ReasonRolledOut, "3 Stack(s) at generation/1; no newer revision is offered")
 			},
 		},
 		{
-			name: "RecordStartOpensTheFirstWaveAndForgetsTheLastRollout",
-			before: v1alpha1.StackRolloutStatus{
+			Name: "RecordStartOpensTheFirstWaveAndForgetsTheLastRollout",
+			Before: v1alpha1.StackRolloutStatus{
 				Phase: v1alpha1.RolloutAborted, Stable: rev1, Aborted: rev2, ResumeTime: &earlier, CompletionTime: &earlier, FailedStacks: []string{"a"},
-				Conditions: []metav1.Condition{cond(v1alpha1.ConditionHalted, metav1.ConditionTrue, v1alpha1.ReasonGateFailed, "stale")},
+				Conditions: []metav1.Condition{gen.Condition(v1alpha1.ConditionHalted, metav1.ConditionTrue, v1alpha1.ReasonGateFailed, "stale")},
 			},
-			set: func(ro *v1alpha1.StackRollout) any {
+			Set: func(ro *v1alpha1.StackRollout) any {
 				recordStart(ro, rev2, []v1alpha1.RolloutWaveStatus{{Name: "0", Stacks: []string{"a"}, State: v1alpha1.WavePending}, {Name: "1", Stacks: []string{"b"}, State: v1alpha1.WavePending}}, testNow)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				st.Phase, st.Target, st.StartTime, st.ResumeTime, st.CompletionTime, st.FailedStacks = v1alpha1.RolloutProgressing, rev2, &now, nil, nil, nil
 				st.Waves = []v1alpha1.RolloutWaveStatus{{Name: "0", Stacks: []string{"a"}, State: v1alpha1.WaveUpdating}, {Name: "1", Stacks: []string{"b"}, State: v1alpha1.WavePending}}
 				st.WaveName, st.Conditions = "0", nil
 			},
 		},
 		{
-			name:   "RecordStartWithoutWaves",
-			before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Stable: rev1},
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "RecordStartWithoutWaves",
+			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Stable: rev1},
+			Set: func(ro *v1alpha1.StackRollout) any {
 				recordStart(ro, rev2, nil, testNow)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				st.Phase, st.Target, st.StartTime = v1alpha1.RolloutProgressing, rev2, &now
 			},
 		},
 		{
-			name: "MarkWaveUpdatingBakesAfresh",
-			before: func() v1alpha1.StackRolloutStatus {
+			Name: "MarkWaveUpdatingBakesAfresh",
+			Before: func() v1alpha1.StackRolloutStatus {
 				st := progressing()
 				st.Waves[0].ReadyTime, st.Waves[0].State, st.Waves[0].Updated = &earlier, v1alpha1.WaveBaking, 0
 				return st
 			}(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markWaveUpdating(ro)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				st.Waves[0].ReadyTime, st.Waves[0].State = nil, v1alpha1.WaveUpdating
 			},
 		},
 		{
-			name:   "RecordWaveReadyTheFirstTime",
-			before: progressing(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "RecordWaveReadyTheFirstTime",
+			Before: progressing(),
+			Set: func(ro *v1alpha1.StackRollout) any {
 				return recordWaveReady(ro, testNow)
 			},
-			wantResult: true,
-			change:     func(st *v1alpha1.StackRolloutStatus) { st.Waves[0].ReadyTime = &now },
+			WantResult: true,
+			Change:     func(st *v1alpha1.StackRolloutStatus) { st.Waves[0].ReadyTime = &now },
 		},
 		{
-			name: "RecordWaveReadyKeepsTheFirstTime",
-			before: func() v1alpha1.StackRolloutStatus {
+			Name: "RecordWaveReadyKeepsTheFirstTime",
+			Before: func() v1alpha1.StackRolloutStatus {
 				st := progressing()
 				st.Waves[0].ReadyTime = &earlier
 				return st
 			}(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Set: func(ro *v1alpha1.StackRollout) any {
 				return recordWaveReady(ro, testNow)
 			},
-			wantResult: false,
+			WantResult: false,
 		},
 		{
-			name:   "MarkWaveBaking",
-			before: progressing(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "MarkWaveBaking",
+			Before: progressing(),
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markWaveBaking(ro, 90*time.Second+400*time.Millisecond)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				st.Waves[0].State = v1alpha1.WaveBaking
-				st.Conditions = reconciling(v1alpha1.ReasonWaveBaking, "wave 0 is Ready at generation/2 and bakes for 1m30s more")
+				st.Conditions = gen.Reconciling(v1alpha1.ReasonWaveBaking, "wave 0 is Ready at generation/2 and bakes for 1m30s more")
 			},
 		},
 		{
-			name: "MarkWaveGating",
-			before: func() v1alpha1.StackRolloutStatus {
+			Name: "MarkWaveGating",
+			Before: func() v1alpha1.StackRolloutStatus {
 				st := progressing()
 				st.Waves[0].GateJob = "fleet-gate-0-abcd"
 				return st
 			}(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markWaveGating(ro)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				st.Waves[0].State = v1alpha1.WaveGating
-				st.Conditions = reconciling(v1alpha1.ReasonWaveGating, "wave 0 is Ready at generation/2; its gate Job fleet-gate-0-abcd runs")
+				st.Conditions = gen.Reconciling(v1alpha1.ReasonWaveGating, "wave 0 is Ready at generation/2; its gate Job fleet-gate-0-abcd runs")
 			},
 		},
 		{
-			name:   "EnterAwaitingPromotion",
-			before: progressing(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "EnterAwaitingPromotion",
+			Before: progressing(),
+			Set: func(ro *v1alpha1.StackRollout) any {
 				return enterAwaitingPromotion(ro)
 			},
-			wantResult: true,
-			change:     func(st *v1alpha1.StackRolloutStatus) { st.Waves[0].State = v1alpha1.WaveAwaitingPromotion },
+			WantResult: true,
+			Change:     func(st *v1alpha1.StackRolloutStatus) { st.Waves[0].State = v1alpha1.WaveAwaitingPromotion },
 		},
 		{
-			name: "EnterAwaitingPromotionWhenAwaitingAlready",
-			before: func() v1alpha1.StackRolloutStatus {
+			Name: "EnterAwaitingPromotionWhenAwaitingAlready",
+			Before: func() v1alpha1.StackRolloutStatus {
 				st := progressing()
 				st.Waves[0].State = v1alpha1.WaveAwaitingPromotion
 				return st
 			}(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Set: func(ro *v1alpha1.StackRollout) any {
 				return enterAwaitingPromotion(ro)
 			},
-			wantResult: false,
+			WantResult: false,
 		},
 		{
-			name:   "MarkAwaitingPromotion",
-			before: progressing(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "MarkAwaitingPromotion",
+			Before: progressing(),
+			Set: func(ro *v1alpha1.StackRollout) any {
 				markAwaitingPromotion(ro)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
-				st.Conditions = reconciling(v1alpha1.ReasonAwaitingPromotion,
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.Conditions = gen.Reconciling(v1alpha1.ReasonAwaitingPromotion,
 					"wave 0 passed its gates; promote it with `kubectl stackwright rollout promote fleet` or `kubectl annotate stackrollout fleet stackwright.dev/promote=$(date +%s) --overwrite`")
 			},
 		},
 		{
-			name:   "RecordWavePassedOpensTheNext",
-			before: progressing(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "RecordWavePassedOpensTheNext",
+			Before: progressing(),
+			Set: func(ro *v1alpha1.StackRollout) any {
 				return recordWavePassed(ro).Name
 			},
-			wantResult: "1",
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			WantResult: "1",
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				st.Wave = 1
 				st.Waves[0].State, st.Waves[1].State = v1alpha1.WaveDone, v1alpha1.WaveUpdating
 			},
 		},
 		{
-			name:   "RecordHaltNamesTheFaults",
-			before: progressing(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "RecordHaltNamesTheFaults",
+			Before: progressing(),
+			Set: func(ro *v1alpha1.StackRollout) any {
 				return recordHalt(ro, v1alpha1.ReasonStackUpdateFailed, []string{"Stack a failed to update to generation/2: boom"})
 			},
-			wantResult: haltMessage("Stack a failed to update to generation/2: boom"),
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			WantResult: haltMessage("Stack a failed to update to generation/2: boom"),
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				msg := haltMessage("Stack a failed to update to generation/2: boom")
 				st.Phase, st.Waves[0].State = v1alpha1.RolloutHalted, v1alpha1.WaveFailed
-				st.Conditions = append(stalled(v1alpha1.ReasonStackUpdateFailed, msg), cond(v1alpha1.ConditionHalted, metav1.ConditionTrue, v1alpha1.ReasonStackUpdateFailed, msg))
+				st.Conditions = append(gen.Stalled(v1alpha1.ReasonStackUpdateFailed, msg), gen.Condition(v1alpha1.ConditionHalted, metav1.ConditionTrue, v1alpha1.ReasonStackUpdateFailed, msg))
 			},
 		},
 		{
-			name:   "RecordHaltNamesAtMostTenFaults",
-			before: progressing(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Name:   "RecordHaltNamesAtMostTenFaults",
+			Before: progressing(),
+			Set: func(ro *v1alpha1.StackRollout) any {
 				var faults []string
 				for i := range 12 {
 					faults = append(faults, fmt.Sprintf("fault %d", i))
 				}
 				return recordHalt(ro, v1alpha1.ReasonStackStalled, faults)
 			},
-			wantResult: haltMessage("fault 0; fault 1; fault 2; fault 3; fault 4; fault 5; fault 6; fault 7; fault 8; fault 9"),
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			WantResult: haltMessage("fault 0; fault 1; fault 2; fault 3; fault 4; fault 5; fault 6; fault 7; fault 8; fault 9"),
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				msg := haltMessage("fault 0; fault 1; fault 2; fault 3; fault 4; fault 5; fault 6; fault 7; fault 8; fault 9")
 				st.Phase, st.Waves[0].State = v1alpha1.RolloutHalted, v1alpha1.WaveFailed
-				st.Conditions = append(stalled(v1alpha1.ReasonStackStalled, msg), cond(v1alpha1.ConditionHalted, metav1.ConditionTrue, v1alpha1.ReasonStackStalled, msg))
+				st.Conditions = append(gen.Stalled(v1alpha1.ReasonStackStalled, msg), gen.Condition(v1alpha1.ConditionHalted, metav1.ConditionTrue, v1alpha1.ReasonStackStalled, msg))
 			},
 		},
 		{
-			name: "RecordCompleteMakesTheTargetStable",
-			before: func() v1alpha1.StackRolloutStatus {
+			Name: "RecordCompleteMakesTheTargetStable",
+			Before: func() v1alpha1.StackRolloutStatus {
 				st := progressing()
 				st.Wave = 1
 				return st
 			}(),
-			set: func(ro *v1alpha1.StackRollout) any {
+			Set: func(ro *v1alpha1.StackRollout) any {
 				recordComplete(ro, testNow)
 				return nil
 			},
-			change: func(st *v1alpha1.StackRolloutStatus) {
+			Change: func(st *v1alpha1.StackRolloutStatus) {
 				st.Stable, st.Target, st.Phase, st.CompletionTime = rev2, nil, v1alpha1.RolloutIdle, &now
 			},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ro := &v1alpha1.StackRollout{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Generation: testGeneration}, Status: *tt.before.DeepCopy()}
-			want := tt.before.DeepCopy()
-			if tt.change != nil {
-				tt.change(want)
-			}
-			got := tt.set(ro)
-			if diff := cmp.Diff(tt.wantResult, got); diff != "" {
-				t.Errorf("result (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(*want, ro.Status, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime"), cmpopts.EquateEmpty(),
-				cmpopts.SortSlices(func(a, b metav1.Condition) bool { return a.Type < b.Type })); diff != "" {
-				t.Errorf("status (-want +got):\n%s", diff)
-			}
-		})
-	}
+	statustest.RunTransitions(t, tests,
+		func(st v1alpha1.StackRolloutStatus) *v1alpha1.StackRollout {
+			return &v1alpha1.StackRollout{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Generation: testGeneration}, Status: st}
+		},
+		func(ro *v1alpha1.StackRollout) v1alpha1.StackRolloutStatus { return ro.Status })
 }
 
 // haltMessage is what recordHalt records about the first wave of progressing.
@@ -402,37 +364,12 @@ func haltMessage(faults string) string {
 // The generation counts as observed only once the rollout is Ready or Stalled for it, and
 // Reconciling is then cleared.
 func TestStatus_FinalizeStatus_ObservesOnlyASettledGeneration(t *testing.T) {
-	tests := []struct {
-		name         string
-		conditions   []metav1.Condition
-		wantObserved int64
-		wantTypes    []string
-	}{
-		{name: "Ready", conditions: ready(v1alpha1.ReasonRolledOut, "done"), wantObserved: testGeneration, wantTypes: []string{pulumiv1.ConditionReady}},
-		{name: "Stalled", conditions: stalled(v1alpha1.ReasonMixedSources, "two sources"), wantObserved: testGeneration, wantTypes: []string{pulumiv1.ConditionStalled, pulumiv1.ConditionReady}},
-		{name: "Reconciling", conditions: reconciling(v1alpha1.ReasonWaveUpdating, "updating"), wantObserved: 1, wantTypes: []string{pulumiv1.ConditionReconciling, pulumiv1.ConditionReady}},
-		{
-			name: "ReadyForAnEarlierGeneration",
-			conditions: []metav1.Condition{{
-				Type: pulumiv1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRolledOut, ObservedGeneration: testGeneration - 1,
-			}},
-			wantObserved: 1, wantTypes: []string{pulumiv1.ConditionReady},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ro := &v1alpha1.StackRollout{ObjectMeta: metav1.ObjectMeta{Generation: testGeneration}}
-			ro.Status.ObservedGeneration, ro.Status.Conditions = 1, tt.conditions
-			finalizeStatus(ro)
-			var types []string
-			for _, c := range ro.Status.Conditions {
-				types = append(types, c.Type)
-			}
-			if ro.Status.ObservedGeneration != tt.wantObserved || !cmp.Equal(tt.wantTypes, types) {
-				t.Errorf("observedGeneration, conditions = %d, %v; want %d, %v", ro.Status.ObservedGeneration, types, tt.wantObserved, tt.wantTypes)
-			}
-		})
-	}
+	gen.RunFinalize(t, func(conds []metav1.Condition) (int64, []metav1.Condition) {
+		ro := &v1alpha1.StackRollout{ObjectMeta: metav1.ObjectMeta{Generation: testGeneration}}
+		ro.Status.ObservedGeneration, ro.Status.Conditions = 1, conds
+		finalizeStatus(ro)
+		return ro.Status.ObservedGeneration, ro.Status.Conditions
+	})
 }
 
 func TestStatus_Names_NamesAtMostTen(t *testing.T) {

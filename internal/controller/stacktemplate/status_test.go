@@ -5,31 +5,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/testing/statustest"
 )
 
-func condition(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
-	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: 3}
-}
-
-// stalled and reconciling are the kstatus pairs the setters write.
-func stalled(reason, msg string) []metav1.Condition {
-	return []metav1.Condition{
-		condition(pulumiv1.ConditionStalled, metav1.ConditionTrue, reason, msg),
-		condition(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyStalled, msg),
-	}
-}
-
-func reconciling(reason, msg string) []metav1.Condition {
-	return []metav1.Condition{
-		condition(pulumiv1.ConditionReconciling, metav1.ConditionTrue, reason, msg),
-		condition(pulumiv1.ConditionReady, metav1.ConditionFalse, pulumiv1.ReasonNotReadyInProgress, msg),
-	}
-}
+// gen builds the conditions the setters write on an object of generation 3.
+var gen = statustest.Generation(3)
 
 func TestSetters_Conditions_SayWhatTheTemplateWaitsFor(t *testing.T) {
 	tests := []struct {
@@ -41,39 +26,39 @@ func TestSetters_Conditions_SayWhatTheTemplateWaitsFor(t *testing.T) {
 		{
 			name: "GroupNotAllowed",
 			set:  func(t *v1alpha1.StackTemplate) { markGroupNotAllowed(t, []string{"a.example.com", "b.example.com"}) },
-			want: stalled(v1alpha1.ReasonAPIGroupNotAllowed, "this install serves templates of the API groups [a.example.com b.example.com] only (--template-api-groups), not db.example.com"),
+			want: gen.Stalled(v1alpha1.ReasonAPIGroupNotAllowed, "this install serves templates of the API groups [a.example.com b.example.com] only (--template-api-groups), not db.example.com"),
 		},
 		{
 			name: "Invalid",
 			set:  func(t *v1alpha1.StackTemplate) { markInvalid(t, "spec.stack is not set") },
-			want: stalled(v1alpha1.ReasonTemplateInvalid, "spec.stack is not set"),
+			want: gen.Stalled(v1alpha1.ReasonTemplateInvalid, "spec.stack is not set"),
 		},
 		{
 			name: "DefinitionConflict",
 			set:  func(t *v1alpha1.StackTemplate) { markDefinitionConflict(t, "databases.db.example.com") },
-			want: stalled(v1alpha1.ReasonDefinitionConflict, "CustomResourceDefinition databases.db.example.com exists and was not created for this template: Stackwright never takes one over"),
+			want: gen.Stalled(v1alpha1.ReasonDefinitionConflict, "CustomResourceDefinition databases.db.example.com exists and was not created for this template: Stackwright never takes one over"),
 		},
 		{
 			name: "DefinitionRefused",
 			set: func(t *v1alpha1.StackTemplate) {
 				markDefinitionRefused(t, "databases.db.example.com", errors.New("spec.versions[0].schema: Invalid value"))
 			},
-			want: stalled(v1alpha1.ReasonTemplateInvalid, "the API server refused CustomResourceDefinition databases.db.example.com: spec.versions[0].schema: Invalid value"),
+			want: gen.Stalled(v1alpha1.ReasonTemplateInvalid, "the API server refused CustomResourceDefinition databases.db.example.com: spec.versions[0].schema: Invalid value"),
 		},
 		{
 			name: "Establishing",
 			set:  func(t *v1alpha1.StackTemplate) { markEstablishing(t, "databases.db.example.com") },
-			want: reconciling(v1alpha1.ReasonEstablishing, "waiting for the API server to establish CustomResourceDefinition databases.db.example.com"),
+			want: gen.Reconciling(v1alpha1.ReasonEstablishing, "waiting for the API server to establish CustomResourceDefinition databases.db.example.com"),
 		},
 		{
 			name: "Ready",
 			set:  func(t *v1alpha1.StackTemplate) { markReady(t, "databases.db.example.com") },
-			want: []metav1.Condition{condition(pulumiv1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonServing, "serving Database (databases.db.example.com) at revision 3")},
+			want: []metav1.Condition{gen.Condition(pulumiv1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonServing, "serving Database (databases.db.example.com) at revision 3")},
 		},
 		{
 			name:          "InstancesRemain",
 			set:           func(t *v1alpha1.StackTemplate) { markInstancesRemain(t, 2, "team-a/orders") },
-			want:          reconciling(v1alpha1.ReasonInstancesRemain, "2 Database instance(s) remain, e.g. team-a/orders: the template is removed once they are deleted (each destroys its stack first)"),
+			want:          gen.Reconciling(v1alpha1.ReasonInstancesRemain, "2 Database instance(s) remain, e.g. team-a/orders: the template is removed once they are deleted (each destroys its stack first)"),
 			wantInstances: 2,
 		},
 	}
@@ -82,10 +67,9 @@ func TestSetters_Conditions_SayWhatTheTemplateWaitsFor(t *testing.T) {
 			tmpl := &v1alpha1.StackTemplate{ObjectMeta: metav1.ObjectMeta{Name: "databases", Generation: 3}}
 			tmpl.Spec.API = v1alpha1.TemplateAPI{Group: "db.example.com", Kind: "Database", Plural: "databases"}
 			// A condition of another kind of outcome, which each setter replaces.
-			tmpl.Status.Conditions = []metav1.Condition{condition(pulumiv1.ConditionStalled, metav1.ConditionTrue, "Earlier", "earlier")}
+			tmpl.Status.Conditions = []metav1.Condition{gen.Condition(pulumiv1.ConditionStalled, metav1.ConditionTrue, "Earlier", "earlier")}
 			tt.set(tmpl)
-			if diff := cmp.Diff(tt.want, tmpl.Status.Conditions, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime"),
-				cmpopts.SortSlices(func(a, b metav1.Condition) bool { return a.Type < b.Type })); diff != "" {
+			if diff := cmp.Diff(tt.want, tmpl.Status.Conditions, statustest.Compare); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
 			if tmpl.Status.Instances != tt.wantInstances {
@@ -114,18 +98,9 @@ func TestFinalizeStatus_ObservedGeneration_OnlyOnceSettled(t *testing.T) {
 			if tmpl.Status.ObservedGeneration != tt.want {
 				t.Errorf("observedGeneration = %d; want %d", tmpl.Status.ObservedGeneration, tt.want)
 			}
-			if c := findCondition(tmpl.Status.Conditions, pulumiv1.ConditionReconciling); c != nil && tt.want == 3 {
+			if c := apimeta.FindStatusCondition(tmpl.Status.Conditions, pulumiv1.ConditionReconciling); c != nil && tt.want == 3 {
 				t.Errorf("Reconciling outlived a settled generation: %+v", c)
 			}
 		})
 	}
-}
-
-func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
-	for i := range cs {
-		if cs[i].Type == typ {
-			return &cs[i]
-		}
-	}
-	return nil
 }
