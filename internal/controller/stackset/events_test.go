@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -24,13 +23,7 @@ func TestReconciler_Events_FollowTheStatusTheyAnnounce(t *testing.T) {
 
 	// An Orphan set creates its Stacks, holds removals beyond its bound, and orphans
 	// within it.
-	envs := s.listSet("envs", "dev", "qa", "stage", "prod")
-	bound := intstr.FromInt32(1)
-	envs.Spec.MaxRemovals = &bound
-	s.Create(envs)
-	s.waitReady(envs, "dev", "qa", "stage", "prod")
-	s.update(envs, func(spec *v1alpha1.StackSetSpec) { spec.Generator.List.Elements = listElements("dev") })
-	s.stalled(envs, v1alpha1.ReasonRemovalsHeld)
+	envs, _, _ := s.heldSet()
 	s.update(envs, func(spec *v1alpha1.StackSetSpec) { spec.Generator.List.Elements = listElements("dev", "qa", "stage") })
 	s.waitReady(envs, "dev", "qa", "stage")
 
@@ -71,13 +64,7 @@ func TestReconciler_Events_FollowTheStatusTheyAnnounce(t *testing.T) {
 func TestReconciler_Events_RemovalsHeldOncePerHold(t *testing.T) {
 	t.Parallel()
 	s := newScenario(t)
-	set := s.listSet("envs", "dev", "qa", "stage", "prod")
-	bound := intstr.FromInt32(1)
-	set.Spec.MaxRemovals = &bound
-	s.Create(set)
-	stacks := s.waitReady(set, "dev", "qa", "stage", "prod")
-	s.update(set, func(spec *v1alpha1.StackSetSpec) { spec.Generator.List.Elements = listElements("dev") })
-	s.stalled(set, v1alpha1.ReasonRemovalsHeld)
+	set, stacks, _ := s.heldSet()
 
 	// Two more reconciles, each seen in the status: the one Stack the set still wants
 	// falls out of Ready, and comes back.

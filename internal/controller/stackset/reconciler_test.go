@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -131,16 +130,9 @@ func TestReconciler_Reconcile_OneStackPerProjectDirectory(t *testing.T) {
 func TestReconciler_Reconcile_RemovalsBeyondTheBoundAreHeld(t *testing.T) {
 	t.Parallel()
 	s := newScenario(t)
-	set := s.listSet("envs", "dev", "qa", "stage", "prod")
-	bound := intstr.FromInt32(1)
-	set.Spec.MaxRemovals = &bound
-	s.Create(set)
-	stacks := s.waitReady(set, "dev", "qa", "stage", "prod")
+	set, stacks, held := s.heldSet()
 	s.g.Expect(stacks["qa"].Spec.Stack).To(Equal("qa-t-qa"))
 	s.g.Expect(stacks["qa"].Spec.DestroyOnFinalize).To(BeFalse(), "Orphan: the Stacks keep their resources")
-
-	s.update(set, func(spec *v1alpha1.StackSetSpec) { spec.Generator.List.Elements = listElements("dev") })
-	held := s.stalled(set, v1alpha1.ReasonRemovalsHeld)
 	s.g.Expect(held.Message).To(ContainSubstring("3 of the set's 4 Stacks lost their element at once, more than spec.maxRemovals (1) allows: none is removed"))
 	s.g.Expect(s.live(s.g, set)).To(HaveLen(4), "no Stack is removed beyond the bound")
 

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -137,6 +138,21 @@ func (s *scenario) listSet(name string, names ...string) *v1alpha1.StackSet {
 			Template:  v1alpha1.StackSetTemplate{Spec: template(s.t, map[string]any{"stack": "{{name}}-{{values.tier}}", "programRef": map[string]any{"name": "env"}})},
 		},
 	}
+}
+
+// heldSet creates the list set envs of dev, qa, stage and prod, whose spec.maxRemovals is
+// 1, waits until it is Ready, then drops every element but dev and waits until the set
+// holds the three removals. It returns the set, its Stacks by element as they were when it
+// was Ready, and its Stalled condition.
+func (s *scenario) heldSet() (*v1alpha1.StackSet, map[string]pulumiv1.Stack, *metav1.Condition) {
+	s.t.Helper()
+	set := s.listSet("envs", "dev", "qa", "stage", "prod")
+	bound := intstr.FromInt32(1)
+	set.Spec.MaxRemovals = &bound
+	s.Create(set)
+	stacks := s.waitReady(set, "dev", "qa", "stage", "prod")
+	s.update(set, func(spec *v1alpha1.StackSetSpec) { spec.Generator.List.Elements = listElements("dev") })
+	return set, stacks, s.stalled(set, v1alpha1.ReasonRemovalsHeld)
 }
 
 // set reads the set.
