@@ -51,11 +51,7 @@ type Milestones map[string]map[string]time.Time
 
 // Mark records that run reached milestone at, unless it was seen before.
 func (m Milestones) Mark(run, milestone string, at time.Time) {
-	seen := m[run]
-	if seen == nil {
-		seen = map[string]time.Time{}
-		m[run] = seen
-	}
+	seen := entry(m, run, func() map[string]time.Time { return map[string]time.Time{} })
 	if _, ok := seen[milestone]; !ok {
 		seen[milestone] = at
 	}

@@ -77,6 +77,17 @@ func waveOpened(i int) string { return fmt.Sprintf("wave %d opened", i) }
 
 func key(ns, name string) string { return ns + "/" + name }
 
+// entry returns m's entry for k, first storing there what create makes when m has none:
+// what is seen of an object the first time starts its record.
+func entry[V any](m map[string]V, k string, create func() V) V {
+	v, ok := m[k]
+	if !ok {
+		v = create()
+		m[k] = v
+	}
+	return v
+}
+
 // keysOf returns the tracker's keys of the named objects of ns.
 func keysOf(ns string, names []string) []string {
 	keys := make([]string, len(names))
@@ -169,12 +180,7 @@ func (t *tracker) onStack(obj any, now time.Time) {
 	if !ok {
 		return
 	}
-	k := key(s.Namespace, s.Name)
-	st := t.stacks[k]
-	if st == nil {
-		st = &stackSeen{ready: map[string]time.Time{}}
-		t.stacks[k] = st
-	}
+	st := entry(t.stacks, key(s.Namespace, s.Name), func() *stackSeen { return &stackSeen{ready: map[string]time.Time{}} })
 	st.last = s
 	if !isReady(s) {
 		return
@@ -195,13 +201,10 @@ func (t *tracker) onUpdate(obj any, now time.Time) {
 	if !ok {
 		return
 	}
-	k := key(u.Namespace, u.Name)
-	us := t.updates[k]
-	if us == nil {
-		us = &updateSeen{stack: key(u.Namespace, u.Spec.StackName), revision: u.Spec.Revision, typ: u.Spec.Type,
+	us := entry(t.updates, key(u.Namespace, u.Name), func() *updateSeen {
+		return &updateSeen{stack: key(u.Namespace, u.Spec.StackName), revision: u.Spec.Revision, typ: u.Spec.Type,
 			seen: now, created: u.CreationTimestamp.Time}
-		t.updates[k] = us
-	}
+	})
 	us.phase = u.Status.Phase
 	if u.Status.StartTime != nil {
 		us.started = u.Status.StartTime.Time
@@ -232,12 +235,7 @@ func (t *tracker) onRollout(obj any, now time.Time) {
 	if !ok {
 		return
 	}
-	k := key(ro.Namespace, ro.Name)
-	rs := t.rollouts[k]
-	if rs == nil {
-		rs = &rolloutSeen{at: Milestones{}}
-		t.rollouts[k] = rs
-	}
+	rs := entry(t.rollouts, key(ro.Namespace, ro.Name), func() *rolloutSeen { return &rolloutSeen{at: Milestones{}} })
 	rs.last = ro
 	st := &ro.Status
 	if st.Target != nil {
