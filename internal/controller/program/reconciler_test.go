@@ -18,6 +18,7 @@ import (
 	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/controller/program"
 	"github.com/stackwright/stackwright/internal/source/program/project"
+	"github.com/stackwright/stackwright/internal/testing/statustest"
 )
 
 func js(s string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(s)} }
@@ -61,12 +62,6 @@ func checkObserved(t *testing.T, p *pulumiv1.Program, generation int64) {
 	}
 }
 
-// ignoreTransitionTime compares conditions by content: their order carries no meaning.
-var ignoreTransitionTime = cmp.Options{
-	cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime"),
-	cmpopts.SortSlices(func(a, b metav1.Condition) bool { return a.Type < b.Type }),
-}
-
 func TestReconciler_Reconcile_RendersProgramIntoStore(t *testing.T) {
 	t.Parallel()
 	s := env.Scenario(t)
@@ -89,7 +84,7 @@ func TestReconciler_Reconcile_RendersProgramIntoStore(t *testing.T) {
 		Type: pulumiv1.ConditionReady, Status: metav1.ConditionTrue, Reason: pulumiv1.ReasonArtifactReady,
 		Message: "Rendered generation/1 to artifact " + digest, ObservedGeneration: 1,
 	}}
-	if diff := cmp.Diff(wantConditions, got.Status.Conditions, ignoreTransitionTime); diff != "" {
+	if diff := cmp.Diff(wantConditions, got.Status.Conditions, statustest.Compare); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
 
@@ -191,7 +186,7 @@ func TestReconciler_Reconcile_InvalidSpecStallsUntilFixed(t *testing.T) {
 		{Type: pulumiv1.ConditionReady, Status: metav1.ConditionFalse, Reason: pulumiv1.ReasonNotReadyStalled, Message: msg, ObservedGeneration: 1},
 		{Type: pulumiv1.ConditionStalled, Status: metav1.ConditionTrue, Reason: pulumiv1.ReasonSpecInvalid, Message: msg, ObservedGeneration: 1},
 	}
-	if diff := cmp.Diff(wantConditions, got.Status.Conditions, ignoreTransitionTime); diff != "" {
+	if diff := cmp.Diff(wantConditions, got.Status.Conditions, statustest.Compare); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
 	if got.Status.Artifact != nil {

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/internal/testing/statustest"
 )
 
 func TestStatus_Mark_Transitions(t *testing.T) {
@@ -137,8 +137,7 @@ func TestStatus_Mark_Transitions(t *testing.T) {
 			p := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Generation: tt.generation}, Status: *tt.status.DeepCopy()}
 			tt.mark(p)
 			finalizeStatus(p)
-			if diff := cmp.Diff(tt.want, p.Status, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime"),
-				cmpopts.SortSlices(func(a, b metav1.Condition) bool { return a.Type < b.Type })); diff != "" {
+			if diff := cmp.Diff(tt.want, p.Status, statustest.Compare); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
 		})
