@@ -189,7 +189,11 @@ func ownOp(t string) bool {
 }
 
 // key is what the forge is told, as the set's status records it: a change of it is news.
+// A pending head is one piece of news, whether its Update has started or not.
 func (v verdict) key() string {
+	if v.state == forge.StatePending {
+		return fmt.Sprintf("%s of %s", v.state, short(v.sha))
+	}
 	return fmt.Sprintf("%s of %s by %s", v.state, short(v.sha), cmp.Or(v.update, "-"))
 }
 
