@@ -35,6 +35,10 @@ help: ## Show this help.
 tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, the Kubernetes provider, test provider, stackwright-unlock, linters, helm, promtool, krew, versitygw, fake-gcs-server, the distribution registry; Azurite with npm) into ./bin.
 	@hack/tools.sh
 
+.PHONY: gitea
+gitea: ## Build Gitea (a real forge for tests: API, git over HTTP, webhooks) into ./bin; not part of make tools.
+	@hack/tools.sh gitea
+
 ##@ Development
 .PHONY: generate
 generate: ## Generate deepcopy code for api/.

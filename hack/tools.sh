@@ -12,6 +12,8 @@
 #
 # Usage: hack/tools.sh [tool...]   (default: all tools; "cluster" adds the node's tools)
 #
+# gitea (make gitea) is built only when named: no test of `make test` needs it yet.
+#
 # TOOLS_GOARCH=<arch> cross-compiles the named tools for linux/<arch> into bin/linux-<arch>
 # instead (make release builds the engine that way for every platform of the images). For
 # the machine's own platform the tools in ./bin are copied: the tools that go into images
@@ -151,6 +153,13 @@ tool_spec() {
 	registry)
 		echo "hack/tools/registry|github.com/distribution/distribution/v3/cmd/registry|registry||"
 		;;
+	gitea)
+		# Built as upstream's release is, with tag bindata: the binary carries its
+		# templates, locales and licences (prepare writes the archives it embeds).
+		local v
+		v=$(modversion "$root/hack/tools/gitea/go.mod" gitea.dev)
+		echo "hack/tools/gitea|./cmd/gitea|gitea|-X main.Version=${v#v} -X main.Tags=bindata|bindata"
+		;;
 	*)
 		echo "unknown tool: $1" >&2
 		return 1
@@ -213,6 +222,28 @@ prepare() {
 		fi
 		(cd "$root/$2" && GOOS='' GOARCH='' go run ./gen "$mod" "$k8s_provider_version" ./cmd/pulumi-resource-kubernetes)
 		;;
+	gitea)
+		# The module's zip lacks the archives of assets Gitea's bindata build embeds (its
+		# templates, locales, licences, .gitignore and label templates, migration
+		# schemas): upstream generates them into its packages before building. The module
+		# cache is read-only and a build may not overlay files in it, so the build uses a
+		# copy of the module, with the archives written into it (../gen), in a workspace
+		# with the tool's module (every module at the version the tool's go.mod selects).
+		local mod work="$bin/.gitea-work"
+		(cd "$root/$2" && go mod download gitea.dev)
+		mod=$(cd "$root/$2" && go list -m -f '{{.Dir}}' gitea.dev)
+		if [ -z "$mod" ]; then
+			echo "tools: the module gitea.dev (code.gitea.io/gitea) was not downloaded" >&2
+			exit 1
+		fi
+		rm -rf "$work"
+		mkdir -p "$work"
+		cp -R "$mod" "$work/src"
+		chmod -R u+w "$work/src"
+		(cd "$root/$2" && GOOS='' GOARCH='' go run ./gen "$work/src")
+		(cd "$work" && go work init ./src "$root/$2")
+		gowork="$work/go.work"
+		;;
 	esac
 }
 
@@ -255,9 +286,12 @@ for tool in "${tools[@]}"; do
 		start=$(date +%s)
 		# The old binaries may be links to a cache entry: never write through them.
 		for b in $bins; do rm -f "$bin/$b"; done
+		# prepare may set gowork: a workspace to build in instead of the tool's module.
+		gowork=""
 		prepare "$tool" "$dir"
 		# shellcheck disable=SC2086 # pkgs is a list of package paths; trim may be empty
-		(cd "$root/$dir" && go build $trim -tags "$tags" -ldflags "-s -w $ldflags" -o "$bin/" $pkgs)
+		(cd "$root/$dir" && GOWORK="${gowork:-${GOWORK:-}}" go build $trim -tags "$tags" -ldflags "-s -w $ldflags" -o "$bin/" $pkgs)
+		[ -z "$gowork" ] || rm -rf "${gowork%/*}"
 		echo "$stamp" >"$stamps/$tool"
 		echo "tools: built $tool ($bins) in $(($(date +%s) - start))s"
 		if [ -n "$entry" ]; then
