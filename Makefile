@@ -32,11 +32,11 @@ help: ## Show this help.
 
 ##@ Toolchain
 .PHONY: tools
-tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, the Kubernetes provider, test provider, stackwright-unlock, linters, helm, promtool, krew, versitygw, fake-gcs-server, the distribution registry; Azurite with npm) into ./bin.
+tools: ## Build the pinned toolchain (kube-apiserver, etcd, kubectl, pulumi, YAML host, the Kubernetes provider, test provider, stackwright-unlock, linters, helm, promtool, krew, versitygw, fake-gcs-server, the distribution registry, Gitea; Azurite with npm) into ./bin.
 	@hack/tools.sh
 
 .PHONY: gitea
-gitea: ## Build Gitea (a real forge for tests: API, git over HTTP, webhooks) into ./bin; not part of make tools.
+gitea: ## Build Gitea (a real forge for tests: API, git over HTTP, webhooks) into ./bin (make tools builds it too).
 	@hack/tools.sh gitea
 
 ##@ Development

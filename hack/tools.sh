@@ -12,8 +12,6 @@
 #
 # Usage: hack/tools.sh [tool...]   (default: all tools; "cluster" adds the node's tools)
 #
-# gitea (make gitea) is built only when named: no test of `make test` needs it yet.
-#
 # TOOLS_GOARCH=<arch> cross-compiles the named tools for linux/<arch> into bin/linux-<arch>
 # instead (make release builds the engine that way for every platform of the images). For
 # the machine's own platform the tools in ./bin are copied: the tools that go into images
@@ -167,7 +165,7 @@ tool_spec() {
 	esac
 }
 
-all_tools=(k8s pulumi pulumi-yaml pulumi-kubernetes provider unlock controller-gen golangci-lint helm promtool krew versitygw fake-gcs-server registry azurite)
+all_tools=(k8s pulumi pulumi-yaml pulumi-kubernetes provider unlock controller-gen golangci-lint helm promtool krew versitygw fake-gcs-server registry azurite gitea)
 cluster_tools=(k8s k8s-node containerd versitygw source-controller notification-controller)
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=("${all_tools[@]}")

@@ -349,6 +349,17 @@ func (s *Server) CreateRepo(name string) *Repo {
 	return &Repo{Owner: AdminUser, Name: name, CloneURL: created.CloneURL, s: s}
 }
 
+// Repo returns the existing repository owner/name (another user's, a fork): AdminUser may
+// push to it as to its own.
+func (s *Server) Repo(owner, name string) *Repo {
+	s.t.Helper()
+	var got struct {
+		CloneURL string `json:"clone_url"`
+	}
+	s.API(http.MethodGet, "/repos/"+owner+"/"+name, nil, &got)
+	return &Repo{Owner: owner, Name: name, CloneURL: got.CloneURL, s: s}
+}
+
 func (r *Repo) path() string { return "/repos/" + r.Owner + "/" + r.Name }
 
 // AuthURL is CloneURL with AdminUser and Token as its credentials, for pushes.
