@@ -53,6 +53,7 @@ func TestInstall_JobExecutor(t *testing.T) {
 	}{
 		{"KilledRunnerIsRetried", testKilledRunnerIsRetried},
 		{"StackSetReviewBranches", testStackSetReviewBranches},
+		{"PullRequestPreviews", testPullRequestPreviews},
 		{"TenantCannotStarveOrSpoofAnother", testTenantCannotStarveOrSpoofAnother},
 		{"FluxSources", testFluxSources},
 		{"FluxNotifications", testFluxNotifications},

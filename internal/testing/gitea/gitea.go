@@ -2,6 +2,7 @@ package gitea
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,11 +51,28 @@ type Server struct {
 	config string
 	env    []string
 	client *http.Client
+	host   string
+	wrap   []string
 }
 
 // Start starts Gitea, waits until its API answers, creates AdminUser and Token, and stops
 // it when t ends. It skips t when bin/gitea has not been built.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// Options say where Gitea listens.
+type Options struct {
+	// Host is the address Gitea listens on and names itself by; default 127.0.0.1.
+	Host string
+	// Wrap runs Gitea through a command (e.g. ip netns exec <name>, so that it listens
+	// in a cluster's network namespace, on an address only that namespace has).
+	Wrap []string
+}
+
+// StartWith is Start with o.
+func StartWith(t testing.TB, o Options) *Server {
 	t.Helper()
 	bin, err := repo.Bin()
 	if err != nil {
@@ -67,6 +86,8 @@ func Start(t testing.TB) *Server {
 		bin:    filepath.Join(bin, "gitea"),
 		Dir:    t.TempDir(),
 		client: &http.Client{Timeout: 30 * time.Second},
+		host:   cmp.Or(o.Host, "127.0.0.1"),
+		wrap:   o.Wrap,
 	}
 	s.Log = filepath.Join(s.Dir, "gitea.log")
 	stop, err := s.start()
@@ -81,16 +102,18 @@ func Start(t testing.TB) *Server {
 }
 
 func (s *Server) start() (stop func(), err error) {
-	// Gitea takes its port from app.ini only: take a free one first.
+	// Gitea takes its port from app.ini only: take a free one first (here, which is also
+	// where a wrapped Gitea runs, but for its network namespace: a port free here is
+	// free there but by chance).
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("failed to pick a port: %w", err)
 	}
 	addr := l.Addr().(*net.TCPAddr)
 	l.Close()
-	s.URL = fmt.Sprintf("http://127.0.0.1:%d", addr.Port)
+	s.URL = fmt.Sprintf("http://%s", net.JoinHostPort(s.host, fmt.Sprint(addr.Port)))
 	s.config = filepath.Join(s.Dir, "app.ini")
-	if err := os.WriteFile(s.config, []byte(appINI(s.Dir, addr.Port)), 0o600); err != nil {
+	if err := os.WriteFile(s.config, []byte(appINI(s.Dir, s.host, addr.Port)), 0o600); err != nil {
 		return nil, fmt.Errorf("failed to write app.ini: %w", err)
 	}
 	home := filepath.Join(s.Dir, "home")
@@ -106,7 +129,8 @@ func (s *Server) start() (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the log: %w", err)
 	}
-	cmd := exec.Command(s.bin, "--config", s.config, "--work-path", s.Dir, "web")
+	args := append(slices.Clone(s.wrap), s.bin, "--config", s.config, "--work-path", s.Dir, "web")
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir, cmd.Env = s.Dir, s.env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -141,7 +165,7 @@ func (s *Server) start() (stop func(), err error) {
 // appINI is the configuration of a Gitea in dir on port: installed, SQLite, no SSH, no
 // mail, no Actions or packages, nothing fetched from the internet, in-process queues (as
 // upstream's own integration tests), webhooks allowed to loopback and private addresses.
-func appINI(dir string, port int) string {
+func appINI(dir, host string, port int) string {
 	return fmt.Sprintf(`APP_NAME = Stackwright tests
 RUN_MODE = prod
 WORK_PATH = %[1]s
@@ -150,11 +174,11 @@ I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true
 
 [server]
 PROTOCOL = http
-HTTP_ADDR = 127.0.0.1
+HTTP_ADDR = %[5]s
 HTTP_PORT = %[2]d
-DOMAIN = 127.0.0.1
-ROOT_URL = http://127.0.0.1:%[2]d/
-LOCAL_ROOT_URL = http://127.0.0.1:%[2]d/
+DOMAIN = %[5]s
+ROOT_URL = http://%[5]s:%[2]d/
+LOCAL_ROOT_URL = http://%[5]s:%[2]d/
 APP_DATA_PATH = %[1]s/data
 DISABLE_SSH = true
 START_SSH_SERVER = false
@@ -213,7 +237,7 @@ ENABLED = false
 MODE = console
 LEVEL = Info
 ROOT_PATH = %[1]s/log
-`, dir, port, randomHex(), randomHex())
+`, dir, port, randomHex(), randomHex(), host)
 }
 
 func randomHex() string {
@@ -247,9 +271,10 @@ func (s *Server) waitReady(exited <-chan struct{}, waitErr *error) error {
 // createAdmin creates AdminUser with Gitea's command line (the API needs an
 // administrator to create users), then Token through the API with AdminUser's password.
 func (s *Server) createAdmin() error {
-	cmd := exec.Command(s.bin, "--config", s.config, "--work-path", s.Dir, "admin", "user", "create",
+	args := append(slices.Clone(s.wrap), s.bin, "--config", s.config, "--work-path", s.Dir, "admin", "user", "create",
 		"--admin", "--username", AdminUser, "--password", AdminPassword, "--email", AdminUser+"@example.com",
 		"--must-change-password=false")
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir, cmd.Env = s.Dir, s.env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("failed to create the admin user: %w\n%s", err, out)
