@@ -128,7 +128,7 @@ func New(o Options) (Client, error) {
 			h.Set("Accept", "application/vnd.github+json")
 			h.Set("X-GitHub-Api-Version", "2022-11-28")
 		}
-		return &hub{api: a, repo: "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name), pageParam: "per_page", fullName: o.Repository}, nil
+		return &hub{api: a, repo: "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name), pageParam: "per_page", pagedComments: true, fullName: o.Repository}, nil
 	case GitLab:
 		a.auth = func(h http.Header) { h.Set("PRIVATE-TOKEN", o.Token) }
 		return &lab{api: a, project: "/projects/" + url.PathEscape(o.Repository)}, nil
@@ -229,6 +229,25 @@ func pages(fetch func(page int) (n int, err error)) error {
 		}
 	}
 	return nil
+}
+
+// ids are the IDs of the comments found, in the order first found: a comment that a
+// listing shows twice (a forge that ignores the page asked, an offset shifted between two
+// pages) is one comment, not a duplicate to delete.
+type ids struct {
+	list []int64
+	seen map[int64]bool
+}
+
+func (s *ids) add(id int64) {
+	if s.seen[id] {
+		return
+	}
+	if s.seen == nil {
+		s.seen = map[int64]bool{}
+	}
+	s.seen[id] = true
+	s.list = append(s.list, id)
 }
 
 func pathOnly(p string) string {

@@ -230,6 +230,24 @@ func clones(t *testing.T, fixture []byte, n int, set func(item map[string]any, i
 	return b
 }
 
+// concat joins JSON arrays.
+func concat(t *testing.T, arrays ...[]byte) []byte {
+	t.Helper()
+	var all []json.RawMessage
+	for _, a := range arrays {
+		var items []json.RawMessage
+		if err := json.Unmarshal(a, &items); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, items...)
+	}
+	b, err := json.Marshal(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func header(kv ...string) http.Header {
 	h := http.Header{}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -438,18 +456,18 @@ func commentListing(t *testing.T, s spec, number int) (handler, []call) {
 		name, sort = "notes.json", []string{"sort", "asc", "order_by", "created_at"}
 	}
 	fixture := s.fixture(t, name)
-	if s.kind == Gitea {
-		// Gitea's list of an issue's comments has no paging: it answers every comment,
-		// whatever the query.
-		return answer(http.StatusOK, fixture), []call{
-			{Method: http.MethodGet, Path: s.comments(number), Query: s.pageQuery(1)},
-		}
-	}
 	// A full page of other users' comments, then the fixture's.
 	full := clones(t, fixture, pageSize, func(c map[string]any, i int) {
 		c["id"] = 500 + i
 		c["body"] = fmt.Sprintf("Comment %d", i)
 	})
+	if s.kind == Gitea {
+		// Gitea's list of an issue's comments has no paging: it answers every comment,
+		// whatever the query.
+		return answer(http.StatusOK, concat(t, full, fixture)), []call{
+			{Method: http.MethodGet, Path: s.comments(number)},
+		}
+	}
 	return paged(t, full, fixture), []call{
 		{Method: http.MethodGet, Path: s.comments(number), Query: s.pageQuery(1, sort...)},
 		{Method: http.MethodGet, Path: s.comments(number), Query: s.pageQuery(2, sort...)},
@@ -539,6 +557,48 @@ func TestClient_UpsertComment_OwnCommentByMarker(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestClient_UpsertComment_CommentListedTwiceIsOne(t *testing.T) {
+	// The last comment of page 1 is listed again on page 2 (one before it was deleted
+	// meanwhile): it is edited, not also deleted as its own duplicate.
+	for _, tc := range []struct {
+		s        spec
+		name     string
+		own      map[string]any
+		id, dup  int64
+		editWith string
+	}{
+		{s: githubSpec, name: "comments.json", own: map[string]any{"user": map[string]any{"login": "stackwright-bot", "id": 5830011}}, id: 1003, dup: 1005, editWith: http.MethodPatch},
+		{s: gitlabSpec, name: "notes.json", own: map[string]any{"author": map[string]any{"id": 77, "username": "stackwright-bot"}}, id: 2003, dup: 2006, editWith: http.MethodPut},
+	} {
+		t.Run(string(tc.s.kind), func(t *testing.T) {
+			fixture := tc.s.fixture(t, tc.name)
+			full := clones(t, fixture, pageSize, func(c map[string]any, i int) {
+				c["id"], c["body"] = 500+i, fmt.Sprintf("Comment %d", i)
+				if i == pageSize-1 {
+					c["id"], c["body"] = tc.id, marker("preview-7")
+					for k, v := range tc.own {
+						c[k] = v
+					}
+				}
+			})
+			routes := commentRoutes(t, tc.s, 7)
+			routes["GET "+tc.s.comments(7)] = paged(t, full, fixture)
+			f := newFake(t, routes)
+			if err := f.client(t, tc.s).UpsertComment(t.Context(), 7, marker("preview-7"), marker("preview-7")); err != nil {
+				t.Fatalf("UpsertComment: %v", err)
+			}
+			calls := f.seen()
+			want := []call{
+				{Method: tc.editWith, Path: tc.s.comment(7, tc.id), Body: map[string]any{"body": marker("preview-7")}},
+				{Method: http.MethodDelete, Path: tc.s.comment(7, tc.dup)},
+			}
+			if diff := cmp.Diff(want, calls[min(3, len(calls)):], equateEmpty); diff != "" {
+				t.Errorf("writes (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

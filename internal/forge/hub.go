@@ -9,13 +9,17 @@ import (
 )
 
 // hub speaks GitHub's REST API, and Gitea's, which follows it for everything used here
-// (pulls, issue comments, commit statuses); they differ in authentication and in the name
-// of the page size parameter.
+// (pulls, issue comments, commit statuses); they differ in authentication, in the name of
+// the page size parameter, and in the listing of an issue's comments, which Gitea does not
+// page.
 type hub struct {
 	*api
 	// repo is the repository's path: /repos/<owner>/<name>.
 	repo      string
 	pageParam string
+	// pagedComments is false when the forge answers all of an issue's comments at once,
+	// whatever page is asked (Gitea): asking for page after page would read them again.
+	pagedComments bool
 	// fullName is owner/name, to tell a fork's head from the repository's own.
 	fullName string
 	// login is the token's user, once asked.
@@ -104,32 +108,38 @@ func (h *hub) UpsertComment(ctx context.Context, number int, marker, body string
 	if err != nil {
 		return err
 	}
-	var mine []int64
-	err = pages(func(page int) (int, error) {
+	var mine ids
+	list := fmt.Sprintf("%s/issues/%d/comments", h.repo, number)
+	read := func(query string) (int, error) {
 		var cs []hubComment
-		if _, err := h.do(ctx, http.MethodGet, fmt.Sprintf("%s/issues/%d/comments%s", h.repo, number, h.query(page)), nil, &cs); err != nil {
+		if _, err := h.do(ctx, http.MethodGet, list+query, nil, &cs); err != nil {
 			return 0, err
 		}
 		for _, c := range cs {
 			// Only the token's own comments count: anyone may write the marker.
 			if c.User != nil && c.User.Login == me && strings.Contains(c.Body, marker) {
-				mine = append(mine, c.ID)
+				mine.add(c.ID)
 			}
 		}
 		return len(cs), nil
-	})
+	}
+	if h.pagedComments {
+		err = pages(func(page int) (int, error) { return read(h.query(page)) })
+	} else {
+		_, err = read("")
+	}
 	if err != nil {
 		return err
 	}
 	msg := map[string]string{"body": clip(body)}
-	if len(mine) == 0 {
-		_, err := h.do(ctx, http.MethodPost, fmt.Sprintf("%s/issues/%d/comments", h.repo, number), msg, nil)
+	if len(mine.list) == 0 {
+		_, err := h.do(ctx, http.MethodPost, list, msg, nil)
 		return err
 	}
-	if _, err := h.do(ctx, http.MethodPatch, fmt.Sprintf("%s/issues/comments/%d", h.repo, mine[0]), msg, nil); err != nil {
+	if _, err := h.do(ctx, http.MethodPatch, fmt.Sprintf("%s/issues/comments/%d", h.repo, mine.list[0]), msg, nil); err != nil {
 		return err
 	}
-	for _, id := range mine[1:] {
+	for _, id := range mine.list[1:] {
 		if _, err := h.do(ctx, http.MethodDelete, fmt.Sprintf("%s/issues/comments/%d", h.repo, id), nil, nil); err != nil {
 			return err
 		}

@@ -91,7 +91,7 @@ func (l *lab) UpsertComment(ctx context.Context, number int, marker, body string
 		return err
 	}
 	notes := fmt.Sprintf("%s/merge_requests/%d/notes", l.project, number)
-	var mine []int64
+	var mine ids
 	err = pages(func(page int) (int, error) {
 		var ns []labNote
 		if _, err := l.do(ctx, http.MethodGet, notes+query(page)+"&sort=asc&order_by=created_at", nil, &ns); err != nil {
@@ -99,7 +99,7 @@ func (l *lab) UpsertComment(ctx context.Context, number int, marker, body string
 		}
 		for _, n := range ns {
 			if !n.System && n.Author != nil && n.Author.ID == me && strings.Contains(n.Body, marker) {
-				mine = append(mine, n.ID)
+				mine.add(n.ID)
 			}
 		}
 		return len(ns), nil
@@ -108,14 +108,14 @@ func (l *lab) UpsertComment(ctx context.Context, number int, marker, body string
 		return err
 	}
 	msg := map[string]string{"body": clip(body)}
-	if len(mine) == 0 {
+	if len(mine.list) == 0 {
 		_, err := l.do(ctx, http.MethodPost, notes, msg, nil)
 		return err
 	}
-	if _, err := l.do(ctx, http.MethodPut, fmt.Sprintf("%s/%d", notes, mine[0]), msg, nil); err != nil {
+	if _, err := l.do(ctx, http.MethodPut, fmt.Sprintf("%s/%d", notes, mine.list[0]), msg, nil); err != nil {
 		return err
 	}
-	for _, id := range mine[1:] {
+	for _, id := range mine.list[1:] {
 		if _, err := l.do(ctx, http.MethodDelete, fmt.Sprintf("%s/%d", notes, id), nil, nil); err != nil {
 			return err
 		}
