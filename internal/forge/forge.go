@@ -117,7 +117,7 @@ func New(o Options) (Client, error) {
 	// A forge's redirect would take the token elsewhere.
 	noRedirect := *hc
 	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	a := &api{base: strings.TrimRight(base.String(), "/"), http: &noRedirect}
+	a := &api{base: strings.TrimRight(base.String(), "/"), http: &noRedirect, token: o.Token}
 	switch o.Kind {
 	case Gitea:
 		a.auth = func(h http.Header) { h.Set("Authorization", "token "+o.Token) }
@@ -175,6 +175,10 @@ type api struct {
 	base string
 	auth func(http.Header)
 	http *http.Client
+	// token is kept out of what a forge's answer puts in an error (a proxy that echoes
+	// the request): errors end in the set's status and events, which more may read than
+	// the token's Secret.
+	token string
 }
 
 // do sends a request to path (relative to the API base) and decodes a JSON answer into
@@ -207,7 +211,7 @@ func (a *api) do(ctx context.Context, method, path string, in, out any) (http.He
 		return nil, fmt.Errorf("%s %s: failed to read answer: %w", method, pathOnly(path), err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, &APIError{Method: method, Path: pathOnly(path), Status: resp.StatusCode, Message: excerpt(b), RetryAfter: retryAfter(resp)}
+		return nil, &APIError{Method: method, Path: pathOnly(path), Status: resp.StatusCode, Message: excerpt(a.redact(b)), RetryAfter: retryAfter(resp)}
 	}
 	if len(b) > maxResponseBytes {
 		return nil, fmt.Errorf("%s %s: answer larger than %d bytes", method, pathOnly(path), maxResponseBytes)
@@ -218,6 +222,14 @@ func (a *api) do(ctx context.Context, method, path string, in, out any) (http.He
 		}
 	}
 	return resp.Header, nil
+}
+
+// redact replaces the token in b, before anything cuts b.
+func (a *api) redact(b []byte) []byte {
+	if a.token == "" {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(a.token), []byte("[token]"))
 }
 
 // pages calls fetch for page 1, 2, ... until a page is short or maxPages were read.
