@@ -735,6 +735,36 @@ func TestLab_SetStatus_PostsQuery(t *testing.T) {
 	}
 }
 
+func TestLab_SetStatus_AlreadyRunning(t *testing.T) {
+	// GitLab keeps one running status per name and ref, and answers a second "running"
+	// with a 400 of its state machine: the status is what was asked. Anything else it
+	// refuses is an error.
+	s := gitlabSpec
+	for _, tc := range []struct {
+		name  string
+		state State
+		body  []byte
+		ok    bool
+	}{
+		{name: "running again", state: StatePending, body: s.fixture(t, "error-400-transition.json"), ok: true},
+		{name: "another refusal", state: StatePending, body: []byte(`{"message":{"state":["does not have a valid value"]}}`)},
+		{name: "a refused success", state: StateSuccess, body: []byte(`{"message":"Cannot transition status via :success from :success (Reason(s): Status cannot transition via \"success\")"}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := s.repoPath + "/statuses/" + shaA
+			f := newFake(t, map[string]handler{"POST " + path: answer(http.StatusBadRequest, tc.body)})
+			err := f.client(t, s).SetStatus(t.Context(), shaA, Status{State: tc.state, Context: "stackwright/preview-7", Description: "Stackwright: update of 6dcb09b5b578 pending"})
+			var e *APIError
+			if tc.ok && err != nil {
+				t.Errorf("SetStatus: %v", err)
+			}
+			if !tc.ok && (!errors.As(err, &e) || e.Status != http.StatusBadRequest || Retryable(err)) {
+				t.Errorf("SetStatus: %v, want a 400 that is not retryable", err)
+			}
+		})
+	}
+}
+
 func TestClient_SetStatus_RefusesWhatIsNotASHA(t *testing.T) {
 	for _, s := range allSpecs {
 		for _, sha := range []string{"", "main", "refs/heads/main", strings.ToUpper(shaA), shaA[:12], "../../user" + shaA[10:]} {
