@@ -37,6 +37,9 @@ const (
 	maxCommentBytes = 60000
 	// maxDescription is GitHub's limit on a commit status's description.
 	maxDescription = 140
+	// maxRetryAfter is the longest wait a forge may ask for (GitHub's rate limits reset
+	// within the hour, GitLab's within the minute).
+	maxRetryAfter = time.Hour
 )
 
 // PullRequest is an open pull (or merge) request as the generator needs it.
@@ -284,11 +287,12 @@ func excerpt(b []byte) string {
 }
 
 // retryAfter reads the forge's rate-limit answer: Retry-After, or a spent limit's reset
-// time (GitHub's x-ratelimit-*, GitLab's RateLimit-*).
+// time (GitHub's x-ratelimit-*, GitLab's RateLimit-*), at most maxRetryAfter.
 func retryAfter(resp *http.Response) time.Duration {
 	if s := resp.Header.Get("Retry-After"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil && n > 0 {
-			return time.Duration(n) * time.Second
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+			// Compared in seconds: a large n times a second overflows.
+			return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
 		}
 	}
 	for _, p := range []string{"X-Ratelimit-", "Ratelimit-"} {
@@ -297,7 +301,7 @@ func retryAfter(resp *http.Response) time.Duration {
 		}
 		if n, err := strconv.ParseInt(resp.Header.Get(p+"Reset"), 10, 64); err == nil {
 			if d := time.Until(time.Unix(n, 0)); d > 0 {
-				return d
+				return min(d, maxRetryAfter)
 			}
 			return time.Second
 		}

@@ -906,6 +906,11 @@ func TestAPIError_Retryable_StatusesAndRateLimits(t *testing.T) {
 			retryable: true, after: 45 * time.Second, reset: true,
 		},
 		{name: "429 saying nothing more", s: giteaSpec, status: 429, body: "", retryable: true},
+		// What a forge asks is bounded (an hour: GitHub's limits reset within it).
+		{name: "429 with a Retry-After of centuries", s: githubSpec, status: 429, body: "error-429-secondary.json", message: "secondary rate limit",
+			header: header("Retry-After", "99999999999"), retryable: true, after: maxRetryAfter},
+		{name: "403 with a reset in the year 3000", s: githubSpec, status: 403, body: "error-403-rate-limit.json", message: "API rate limit exceeded",
+			header: header("x-ratelimit-remaining", "0", "x-ratelimit-reset", "32503680000"), retryable: true, after: maxRetryAfter},
 		{name: "429 with a Retry-After date", s: githubSpec, status: 429, body: "", header: header("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT"), retryable: true},
 		{name: "500", s: giteaSpec, status: 500, body: "error-500.json", message: "gitea.example.com/api/swagger", retryable: true},
 		{name: "502 from a proxy", s: gitlabSpec, status: 502, body: "<html><body><h1>502 Bad Gateway</h1></body></html>", message: "502 Bad Gateway", retryable: true},
