@@ -292,10 +292,11 @@ func TestHub_PullRequests_PagesAndForks(t *testing.T) {
 				Number: 4, Title: "Fix the README's install steps", Author: "bob",
 				BaseBranch: "main", HeadBranch: "patch-1", HeadSHA: shaB, HeadRef: "refs/pull/4/head", Fork: true,
 			},
-			// From a fork since deleted: no head repository.
+			// From a fork since deleted: no head repository, and Gitea's head.ref is the
+			// base's refs/pull/5/head; the branch is in head.label.
 			{
 				Number: 5, Title: "Typo in the Stack's name", Author: "carol", Labels: []string{"preview"},
-				BaseBranch: "main", HeadBranch: "refs/pull/5/head", HeadSHA: shaC, HeadRef: "refs/pull/5/head", Fork: true,
+				BaseBranch: "main", HeadBranch: "typo", HeadSHA: shaC, HeadRef: "refs/pull/5/head", Fork: true,
 			},
 		},
 	}, {

@@ -40,9 +40,10 @@ type hubPull struct {
 }
 
 type hubBranch struct {
-	Ref  string `json:"ref"`
-	SHA  string `json:"sha"`
-	Repo *struct {
+	Label string `json:"label"`
+	Ref   string `json:"ref"`
+	SHA   string `json:"sha"`
+	Repo  *struct {
 		FullName string `json:"full_name"`
 	} `json:"repo"`
 }
@@ -67,9 +68,16 @@ func (h *hub) PullRequests(ctx context.Context) ([]PullRequest, error) {
 			return 0, err
 		}
 		for _, p := range ps {
+			branch := p.Head.Ref
+			if strings.HasPrefix(branch, "refs/pull/") && p.Head.Label != "" {
+				// Gitea's name of a head whose repository or branch is gone: the base's
+				// ref of it. Its label is the branch (GitHub's is owner:branch, but
+				// GitHub's ref is always the branch).
+				branch = p.Head.Label
+			}
 			pr := PullRequest{
 				Number: p.Number, Title: p.Title, BaseBranch: p.Base.Ref,
-				HeadBranch: p.Head.Ref, HeadSHA: p.Head.SHA, HeadRef: fmt.Sprintf("refs/pull/%d/head", p.Number),
+				HeadBranch: branch, HeadSHA: p.Head.SHA, HeadRef: fmt.Sprintf("refs/pull/%d/head", p.Number),
 				// A head whose repository is gone (a deleted fork) is a fork's.
 				Fork: p.Head.Repo == nil || !strings.EqualFold(p.Head.Repo.FullName, h.fullName),
 			}
