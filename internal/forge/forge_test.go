@@ -34,8 +34,8 @@ type spec struct {
 	prefix string
 	repo   string
 	// repoPath is where the repository lives in the API, as the client must send it
-	// (escaped), and apiPath the same without the prefix, as errors name it.
-	repoPath, apiPath string
+	// (escaped).
+	repoPath string
 	// dir holds the forge's fixtures in testdata.
 	dir string
 }
@@ -43,15 +43,15 @@ type spec struct {
 var (
 	giteaSpec = spec{
 		kind: Gitea, prefix: "/api/v1", repo: "platform/infra",
-		repoPath: "/api/v1/repos/platform/infra", apiPath: "/repos/platform/infra", dir: "gitea",
+		repoPath: "/api/v1/repos/platform/infra", dir: "gitea",
 	}
 	githubSpec = spec{
 		kind: GitHub, prefix: "", repo: "octo-org/hello-world",
-		repoPath: "/repos/octo-org/hello-world", apiPath: "/repos/octo-org/hello-world", dir: "github",
+		repoPath: "/repos/octo-org/hello-world", dir: "github",
 	}
 	gitlabSpec = spec{
 		kind: GitLab, prefix: "/api/v4", repo: "acme/platform/infra",
-		repoPath: "/api/v4/projects/acme%2Fplatform%2Finfra", apiPath: "/projects/acme%2Fplatform%2Finfra", dir: "gitlab",
+		repoPath: "/api/v4/projects/acme%2Fplatform%2Finfra", dir: "gitlab",
 	}
 	allSpecs = []spec{giteaSpec, githubSpec, gitlabSpec}
 	hubSpecs = []spec{giteaSpec, githubSpec}
