@@ -205,8 +205,9 @@ func (r *Reconciler) tell(ctx context.Context, s *scope, fb feedbackOpts, pr for
 	link := feedbackLink(fb.url, set.Namespace, stack, v.update)
 	var u *v1alpha1.Update
 	if v.update != "" && v.state != forge.StatePending {
+		// From the API server: the manager's cache of Updates leaves their steps out.
 		u = &v1alpha1.Update{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: set.Namespace, Name: v.update}, u); err != nil {
+		if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: set.Namespace, Name: v.update}, u); err != nil {
 			// The Stack's record is enough without the Update's steps.
 			u = nil
 		}

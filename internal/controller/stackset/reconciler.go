@@ -55,7 +55,7 @@ type Reconciler struct {
 	// MaxElements bounds the elements (and so the Stacks) of one set: a repository's
 	// branches or directories are the tenant's to multiply. 0 means DefaultMaxElements.
 	MaxElements int
-	// Reader reads what the manager does not cache: Namespaces.
+	// Reader reads what the manager does not cache: Namespaces, and Updates' steps.
 	Reader client.Reader
 	// NewForge makes a forge's client; nil means forge.New.
 	NewForge func(forge.Options) (forge.Client, error)
