@@ -176,7 +176,7 @@ stringData: {value: `+previewCanary+`}
 	for i := range 10 {
 		sha := repo.Push("feature/a", "main", map[string]string{"Pulumi.yaml": previewProgram(fmt.Sprintf("a%d", i+2), false)})
 		pushed := time.Now()
-		waitFeedback(pr.Number, "preview-1", sha, "success", "**succeeded**", "1 to create")
+		waitFeedback(pr.Number, "preview-1", sha, "success", "**succeeded**", "`kubernetes:core/v1:ConfigMap` | 1 | 0 | 0 | 0 |")
 		took = append(took, time.Since(pushed))
 		head = sha
 	}

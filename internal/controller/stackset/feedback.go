@@ -301,7 +301,8 @@ func comment(set *v1alpha1.StackSet, stack string, v verdict, u *v1alpha1.Update
 func changeTable(u *v1alpha1.Update) string {
 	counts := map[string]map[string]int{}
 	for _, st := range u.Status.Steps {
-		if !slices.Contains(changeOps, st.Op) {
+		// Providers are not counted in the engine's summary either.
+		if !slices.Contains(changeOps, st.Op) || strings.HasPrefix(st.Type, "pulumi:providers:") {
 			continue
 		}
 		typ := strings.ReplaceAll(cmp.Or(st.Type, "(unknown)"), "`", "")

@@ -131,6 +131,7 @@ func TestComment_Preview_ChangesByTypeAndQuotedError(t *testing.T) {
 			{Op: "create", Type: "kubernetes:core/v1:ConfigMap"},
 			{Op: "create", Type: "kubernetes:core/v1:ConfigMap"},
 			{Op: "update", Type: "kubernetes:apps/v1:Deployment"},
+			{Op: "create", Type: "pulumi:providers:kubernetes"},
 			{Op: "same", Type: "pulumi:pulumi:Stack"},
 		},
 	}}
