@@ -37,8 +37,8 @@ const (
 // feedback tells the forge what became of each pull request's Stack: a commit status on
 // its head and one comment, edited in place, each time the Stack's verdict on the head
 // changes; and, once a closed pull request's Stack is gone, that it is. What did not reach
-// the forge is retried (30 s later, or when the forge says) and shown on the Stack (an event) and in the set's
-// status, without failing anything.
+// the forge is retried (30 s later, or when the forge says) and shown on the Stack (an
+// event) and in the set's status, without failing anything.
 func (r *Reconciler) feedback(ctx context.Context, s *scope) (bool, error) {
 	set := s.set
 	g := set.Spec.Generator.PullRequests
