@@ -78,7 +78,6 @@ func TestServer_Requests_OnlyTheUpdatesOwnRunner(t *testing.T) {
 	wrongAudience, err := boundToken(t.Context(), kubelet.cs, impostor, "https://kubernetes.default.svc")
 	s.g.Expect(err).NotTo(HaveOccurred())
 
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test checks the server's answers, not its identity
 	for _, tc := range []struct {
 		name, method, path, token string
 		want                      int
@@ -89,20 +88,8 @@ func TestServer_Requests_OnlyTheUpdatesOwnRunner(t *testing.T) {
 		{name: "other Pod writes result", method: http.MethodPost, path: "/v1/results/" + s.Namespace + "/" + u.Name, token: token, want: http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(t.Context(), tc.method, apiURL+tc.path, bytes.NewReader([]byte(`{"updateUID":"`+string(u.UID)+`","status":{"phase":"Succeeded"}}`)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.token != "" {
-				req.Header.Set("Authorization", "Bearer "+tc.token)
-			}
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = resp.Body.Close()
-			if resp.StatusCode != tc.want {
-				t.Errorf("status = %d, want %d", resp.StatusCode, tc.want)
+			if got := runnerAPIStatus(t, tc.method, tc.path, tc.token, `{"updateUID":"`+string(u.UID)+`","status":{"phase":"Succeeded"}}`); got != tc.want {
+				t.Errorf("status = %d, want %d", got, tc.want)
 			}
 		})
 	}
@@ -145,7 +132,6 @@ func TestServer_Requests_ImpostorWithControllerRefStaysInItsUpdate(t *testing.T)
 	token, err := boundToken(t.Context(), kubelet.cs, impostor, job.TokenAudience)
 	s.g.Expect(err).NotTo(HaveOccurred())
 
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test checks the server's answers, not its identity
 	for _, tc := range []struct {
 		name, method, path string
 		body               string
@@ -163,18 +149,8 @@ func TestServer_Requests_ImpostorWithControllerRefStaysInItsUpdate(t *testing.T)
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(t.Context(), tc.method, apiURL+tc.path, bytes.NewReader([]byte(tc.body)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+token)
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = resp.Body.Close()
-			if resp.StatusCode != tc.want {
-				t.Errorf("status = %d, want %d", resp.StatusCode, tc.want)
+			if got := runnerAPIStatus(t, tc.method, tc.path, token, tc.body); got != tc.want {
+				t.Errorf("status = %d, want %d", got, tc.want)
 			}
 		})
 	}
@@ -182,6 +158,26 @@ func TestServer_Requests_ImpostorWithControllerRefStaysInItsUpdate(t *testing.T)
 	s.g.Expect(victim.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning), "another namespace's Update took a forged result")
 	s.g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(&u), &u)).To(Succeed())
 	s.g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseRunning), "a result for another UID was recorded")
+}
+
+// runnerAPIStatus sends body to the runner API's path with token ("" for none), and
+// returns the answer's status code.
+func runnerAPIStatus(t *testing.T, method, path, token, body string) int {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test checks the server's answers, not its identity
+	req, err := http.NewRequestWithContext(t.Context(), method, apiURL+path, bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
 }
 
 func TestExecutor_LostRunner_JobDeletedFailsUpdateAndStackRetries(t *testing.T) {
