@@ -117,15 +117,21 @@ func configKey(project, key string) (config.Key, error) {
 	return config.ParseKey(key)
 }
 
-// configure writes the request's config: plain values, and secrets whose ciphertext for
-// this stack is cached, straight into the stack settings file (keeping everything else in
-// it: other keys, the secrets provider and its salt); then each other secret through
-// `pulumi config set --secret`, which encrypts it with the stack's secrets provider, and
-// whose ciphertext it then caches. Secrets go to the CLI on stdin, one invocation each: the
-// Automation API's SetConfig/SetAllConfig put them on the command line, where any process
-// on the machine can read them in /proc.
+// configure writes the request's config: plain values, secrets whose ciphertext for this
+// stack is cached, and the environments to import, straight into the stack settings file
+// (keeping everything else in it: other keys, the secrets provider and its salt, the
+// project's own imports); then each other secret through `pulumi config set --secret`,
+// which encrypts it with the stack's secrets provider, and whose ciphertext it then
+// caches. Secrets go to the CLI on stdin, one invocation each: the Automation API's
+// SetConfig/SetAllConfig put them on the command line, where any process on the machine
+// can read them in /proc.
+//
+// The environments' import list is the one `pulumi config env add` edits (the Automation
+// API's AddEnvironments, which PKO calls): writing it here costs no process, where the
+// command would start one that also asks the backend for the stack.
 func (x *run) configure(ctx context.Context, ws auto.Workspace, stack, project string, entries []configEntry) error {
-	if len(entries) == 0 {
+	addEnvs := len(x.req.Environments) > 0 && !x.envAdded
+	if len(entries) == 0 && !addEnvs {
 		return nil
 	}
 	action := "failed to set config of stack " + stack
@@ -154,7 +160,7 @@ func (x *run) configure(ctx context.Context, ws auto.Workspace, stack, project s
 		direct = append(direct, i)
 		x.usedCache = true
 	}
-	if len(direct) > 0 {
+	if len(direct) > 0 || addEnvs {
 		ps, err := x.stackSettings(ctx, ws, stack)
 		if err != nil {
 			return x.fail(ctx, action, "", ClassPermanent, err)
@@ -162,9 +168,13 @@ func (x *run) configure(ctx context.Context, ws auto.Workspace, stack, project s
 		for _, i := range direct {
 			ps.Config[keys[i]] = values[i]
 		}
+		if addEnvs {
+			ps.Environment = ps.Environment.Append(slices.Clone(x.req.Environments)...)
+		}
 		if err := ws.SaveStackSettings(ctx, stack, ps); err != nil {
 			return x.fail(ctx, action, "", "", err)
 		}
+		x.envAdded = x.envAdded || addEnvs
 	}
 	for _, i := range set {
 		args := []string{"config", "set", "--stack", stack, "--secret", "--raw", "--", keys[i].String()}

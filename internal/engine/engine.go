@@ -64,6 +64,14 @@ type Request struct {
 	// the project's own stack settings file. Keys without a namespace ("replicas") belong
 	// to the project, as on the CLI.
 	Config map[string]ConfigValue
+	// Environments are Pulumi ESC environments the stack imports, in order, named as given
+	// ("project/env", or "env" of the default project). Run appends them to the import list
+	// of the stack settings file, after any the project's own file imports, which is what
+	// `pulumi config env add` does; the CLI opens them through the backend at every
+	// operation, and their pulumiConfig values are the stack's config where Config and the
+	// file do not set a key. Only Pulumi Cloud serves environments: on a self-managed
+	// backend every operation fails with ClassBackendUnsupported.
+	Environments []string
 	// Env is added to the environment of every pulumi invocation of this run (backend URL,
 	// access token, passphrase, envRefs). Values of variables whose names look like
 	// credentials are masked in logs and errors.
@@ -365,6 +373,9 @@ type run struct {
 	ciphers            *cipherCache
 	stackKey           string
 	usedCache, noCache bool
+	// envAdded says the settings file imports Request.Environments already: configure runs
+	// again when the stack had to be created, and must not import them twice.
+	envAdded bool
 	// project is the project's name; crypters, when set, lets the run read secret outputs
 	// from a file:// backend's state (see stateSecrets).
 	project  string
@@ -489,6 +500,8 @@ func (r Request) validate() error {
 		return errors.New("only a preview saves a plan")
 	case len(r.Plan) > 0 && r.Operation != OpUp:
 		return errors.New("only an up applies a plan")
+	case slices.Contains(r.Environments, ""):
+		return errors.New("an environment name is empty")
 	}
 	return nil
 }

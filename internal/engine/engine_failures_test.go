@@ -218,3 +218,46 @@ func TestEngine_Run_CancelStopsUpQuickly(t *testing.T) {
 		t.Errorf("preview after the cancelled up failed (%s): %v", Classify(err), err)
 	}
 }
+
+// A self-managed backend serves no Pulumi ESC environments: every operation on a stack
+// that imports some fails before it changes anything, with the CLI's own reason, and
+// for good (BackendUnsupported), since retrying cannot make the backend serve them.
+func TestEngine_Run_EnvironmentsOnSelfManagedBackendAreBackendUnsupported(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, filesProgram)
+	ctx := testContext(t)
+	f.mustRun(ctx, f.request(OpUp))
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pkg/cmd/pulumi/config's errBackendNoEnvironments; a DIY backend is named after the host.
+	reason := "backend " + host + " does not support environments; Pulumi ESC environments require the Pulumi Cloud backend, " +
+		"use `pulumi login` without arguments to log into the Pulumi Cloud backend"
+	for _, tt := range []struct {
+		op   Operation
+		want string
+	}{
+		{OpUp, "failed to update stack dev: getting stack configuration: opening environment: " + reason},
+		{OpPreview, "failed to preview stack dev: getting stack configuration: opening environment: " + reason},
+		{OpRefresh, "failed to refresh stack dev: getting stack configuration: opening environment: " + reason},
+		{OpDrift, "failed to check stack dev for drift: getting stack configuration: opening environment: " + reason},
+		{OpDestroy, "failed to destroy stack dev: getting stack configuration: opening environment: " + reason},
+	} {
+		t.Run(string(tt.op), func(t *testing.T) {
+			f.work = f.workDir(filesProgram)
+			r := f.request(tt.op)
+			r.StackExists = true
+			r.Environments = []string{"platform/aws-dev", "defaults"}
+			r.Config = map[string]ConfigValue{"greeting": {Value: jsonValue(t, "changed")}}
+			_, err := f.eng.Run(ctx, r)
+			if got := Classify(err); got != ClassBackendUnsupported {
+				t.Fatalf("Classify(%v) = %q; want BackendUnsupported", err, got)
+			}
+			if msg := Message(err); msg != tt.want {
+				t.Errorf("Message = %q; want %q", msg, tt.want)
+			}
+			f.requireContent("a.txt", "hello")
+		})
+	}
+}

@@ -29,6 +29,10 @@ const (
 	// the engine does not have. Plugins are never downloaded at run time, so nothing
 	// changes until someone provides it: retrying only repeats the failure.
 	ClassMissingPlugin Class = "MissingPlugin"
+	// ClassBackendUnsupported: the stack asks for something its backend does not offer
+	// (Pulumi ESC environments on a self-managed backend). Every operation fails the same
+	// way until the stack or its backend changes: retrying only repeats the failure.
+	ClassBackendUnsupported Class = "BackendUnsupported"
 )
 
 // maxMessage bounds Message: it ends up in a Kubernetes condition message.
@@ -131,6 +135,13 @@ var (
 		"gateway timeout",
 		"backend is unavailable",
 	}
+	// backendUnsupportedMarkers: the CLI's refusal to open a stack's environments on a
+	// backend that is not Pulumi Cloud (pkg/cmd/pulumi/config's errBackendNoEnvironments:
+	// "backend <name> does not support environments; Pulumi ESC environments require the
+	// Pulumi Cloud backend, ...").
+	backendUnsupportedMarkers = []string{
+		"does not support environments",
+	}
 	// statusMarker matches HTTP statuses as the Pulumi service client prints them ("[503]").
 	statusMarker = regexp.MustCompile(`\[(429|5\d\d)\]`)
 	// pluginSourceDown matches a plugin download that the plugin source (or the manager's
@@ -217,6 +228,8 @@ const reconcileRequestAnnotation = "pulumi.com/reconciliation-request"
 //   - PlanInvalid: an up held to a plan met an operation the plan does not allow;
 //   - Conflict: the CLI's conflict and lock messages;
 //   - MissingPlugin: the CLI found no plugin the program needs (FindMissingPlugin);
+//   - BackendUnsupported: the backend cannot serve what the stack asks for (its ESC
+//     environments, which only Pulumi Cloud serves);
 //   - Transient: network failures, timeouts, HTTP 429/5xx (of the backend or of a plugin
 //     download), backend unavailable;
 //   - Permanent: program, compilation and runtime errors, invalid config, a missing stack
@@ -245,6 +258,9 @@ func Classify(err error) Class {
 	}
 	if _, ok := FindMissingPlugin(err); ok {
 		return ClassMissingPlugin
+	}
+	if containsAny(text, backendUnsupportedMarkers) {
+		return ClassBackendUnsupported
 	}
 	if pluginSourceDown.MatchString(text) {
 		return ClassTransient

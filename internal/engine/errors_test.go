@@ -66,6 +66,10 @@ func TestClassify_SyntheticErrors_Class(t *testing.T) {
 		{"missing language host", cli("", "error: no language plugin 'pulumi-language-nodejs' found in the workspace or on your $PATH"), ClassMissingPlugin},
 		{"missing plugin behind a run error", &runError{action: "failed to update stack dev",
 			cause: cli("", "error: no resource plugin 'pulumi-resource-random' found in the workspace or on your $PATH")}, ClassMissingPlugin},
+		{"environments on a self-managed backend", &runError{action: "failed to preview stack dev",
+			cause: cli("", "error: getting stack configuration: opening environment: backend runner-1 does not support environments; "+
+				"Pulumi ESC environments require the Pulumi Cloud backend, use `pulumi login` without arguments to log into the Pulumi Cloud backend")},
+			ClassBackendUnsupported},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
