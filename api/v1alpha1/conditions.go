@@ -34,6 +34,12 @@ const (
 	// never downloaded at run time, so the Stack stalls at once, without retrying, until
 	// its spec, references or source change or the reconcile-request annotation is set.
 	ReasonMissingPlugin = "MissingPlugin"
+	// ReasonBackendUnsupported: the Stack asks for something its backend does not offer
+	// (Pulumi ESC environments, which only Pulumi Cloud serves, on a self-managed backend);
+	// the message quotes the CLI. Every run would fail the same way, so the Stack stalls
+	// at once, without retrying, until its spec or references change or the
+	// reconcile-request annotation is set.
+	ReasonBackendUnsupported = "BackendUnsupported"
 	// ReasonCancelled: the operation was interrupted (manager shutdown); retried.
 	ReasonCancelled = "Cancelled"
 	// ReasonPlanInvalid: an up held to an approved plan met a change the plan does not

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -257,6 +258,7 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 		Stack:           stack.Spec.Stack,
 		SecretsProvider: stack.Spec.SecretsProvider,
 		Config:          make(map[string]engine.ConfigValue, len(in.Config)),
+		Environments:    slices.Clone(stack.Spec.Environment),
 		Env:             in.Env,
 		CreateStack:     !stack.Spec.UseLocalStackOnly,
 		StackExists:     StackExists(stack),
@@ -528,6 +530,8 @@ func failure(err error) (reason string, result v1alpha1.UpdateResult, msg string
 		return v1alpha1.ReasonPlanInvalid, v1alpha1.UpdateResultFailed, msg
 	case engine.ClassMissingPlugin:
 		return v1alpha1.ReasonMissingPlugin, v1alpha1.UpdateResultFailed, msg
+	case engine.ClassBackendUnsupported:
+		return v1alpha1.ReasonBackendUnsupported, v1alpha1.UpdateResultFailed, msg
 	case engine.ClassCancelled:
 		return v1alpha1.ReasonCancelled, v1alpha1.UpdateResultCancelled, msg
 	case engine.ClassConflict:

@@ -42,6 +42,7 @@ func TestFailure_Error_MapsToRetryReason(t *testing.T) {
 		{name: "networkIsTransient", err: errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), wantReason: v1alpha1.ReasonTransientFailure, wantResult: v1alpha1.UpdateResultFailed},
 		{name: "unofferedBundleIsMissingPlugin", err: fault.Stall(pulumiv1.ReasonMissingPlugin, "bundle %q not offered", "aws"), wantReason: v1alpha1.ReasonMissingPlugin, wantResult: v1alpha1.UpdateResultFailed},
 		{name: "missingProviderIsMissingPlugin", err: errors.New("error: no resource plugin 'pulumi-resource-aws' found in the workspace or on your $PATH"), wantReason: v1alpha1.ReasonMissingPlugin, wantResult: v1alpha1.UpdateResultFailed},
+		{name: "environmentsOnSelfManagedBackendAreBackendUnsupported", err: errors.New("error: getting stack configuration: opening environment: backend runner-1 does not support environments; Pulumi ESC environments require the Pulumi Cloud backend, use `pulumi login` without arguments to log into the Pulumi Cloud backend"), wantReason: v1alpha1.ReasonBackendUnsupported, wantResult: v1alpha1.UpdateResultFailed},
 		{name: "unknownIsPermanent", err: errors.New("error: something odd"), wantReason: v1alpha1.ReasonPermanentFailure, wantResult: v1alpha1.UpdateResultFailed},
 	}
 	for _, tt := range tests {
@@ -247,6 +248,43 @@ func TestRunner_WriteOutputs_TakesOnlyTheUpdatesOwnSecret(t *testing.T) {
 			}
 			if diff := cmp.Diff(`"https://web.example"`, string(got.Data["url"])); diff != "" {
 				t.Errorf("outputs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The engine request names the Stack's ESC environments as the spec does: same order,
+// project-qualified names kept as written, duplicates kept (the CLI's import list keeps
+// them too).
+func TestRunner_Request_Environments_AsTheSpecNamesThem(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		envs []string
+		want []string
+	}{
+		{name: "none"},
+		{name: "inOrder", envs: []string{"platform/aws-dev", "defaults", "team-a/overrides", "defaults"}, want: []string{"platform/aws-dev", "defaults", "team-a/overrides", "defaults"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sch, err := scheme.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stack := &pulumiv1.Stack{
+				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+				Spec:       pulumiv1.StackSpec{Stack: "acme/web/dev", Backend: "https://api.pulumi.example", Environment: tt.envs},
+			}
+			r := &Runner{Client: fake.NewClientBuilder().WithScheme(sch).WithObjects(stack).Build()}
+			u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: "web-k-1", Namespace: "default"}, Spec: v1alpha1.UpdateSpec{StackName: "web", Type: v1alpha1.UpdateTypeUp}}
+			_, req, err := r.Request(context.Background(), u)
+			if err != nil {
+				t.Fatalf("Request: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, req.Environments); diff != "" {
+				t.Errorf("Environments (-want +got):\n%s", diff)
 			}
 		})
 	}

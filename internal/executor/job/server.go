@@ -301,6 +301,7 @@ const (
 var runnerFailureReasons = []string{
 	v1alpha1.ReasonTransientFailure, v1alpha1.ReasonUpdateConflict, v1alpha1.ReasonPermanentFailure,
 	v1alpha1.ReasonCancelled, v1alpha1.ReasonPlanInvalid, v1alpha1.ReasonMissingPlugin,
+	v1alpha1.ReasonBackendUnsupported,
 }
 
 // sanitizeResult holds a runner's report to the bounds above, in place: it cuts the

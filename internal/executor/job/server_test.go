@@ -211,6 +211,7 @@ func TestSanitizeResult_RunnerFailureReasons_Recorded(t *testing.T) {
 	for _, reason := range []string{
 		v1alpha1.ReasonTransientFailure, v1alpha1.ReasonUpdateConflict, v1alpha1.ReasonPermanentFailure,
 		v1alpha1.ReasonCancelled, v1alpha1.ReasonPlanInvalid, v1alpha1.ReasonMissingPlugin,
+		v1alpha1.ReasonBackendUnsupported,
 	} {
 		t.Run(reason, func(t *testing.T) {
 			r := failedResult(v1alpha1.UpdateResultFailed, reason)
