@@ -102,7 +102,7 @@ func (r *Reconciler) checkSuspended(_ context.Context, s *scope) (bool, error) {
 // generation.
 func (r *Reconciler) reviewSpec(_ context.Context, s *scope) (bool, error) {
 	review := s.stack.Spec.Review()
-	if p := append(review.Problems, unsupported(&s.stack.Spec)...); len(p) > 0 {
+	if p := review.Problems; len(p) > 0 {
 		markStalled(s.stack, pulumiv1.ReasonSpecInvalid, strings.Join(p, "; "))
 		return false, nil
 	}
@@ -112,16 +112,6 @@ func (r *Reconciler) reviewSpec(_ context.Context, s *scope) (bool, error) {
 		s.event(corev1.EventTypeWarning, EventFieldsIgnored, "%s", strings.Join(ignored, "; "))
 	}
 	return true, nil
-}
-
-// unsupported lists the PKO fields a Stack sets that Stackwright cannot honour yet and
-// must not run without: the Stack stalls rather than deploy a different configuration.
-func unsupported(spec *pulumiv1.StackSpec) []string {
-	var out []string
-	if len(spec.Environment) > 0 {
-		out = append(out, "spec.environment (Pulumi ESC environments) is not supported yet: set the configuration with spec.config, configRef or secretsRef instead")
-	}
-	return out
 }
 
 // notApplied lists the fields of spec that are accepted (PKO manifests set them) but
@@ -213,8 +203,16 @@ func (r *Reconciler) decideNext(_ context.Context, s *scope) (bool, error) {
 		return false, nil
 	case decide.Stalled:
 		failures := stackwrightStatus(s.stack).PermanentFailures
-		if stackwrightStatus(s.stack).LastFailureReason == v1alpha1.ReasonMissingPlugin {
+		switch stackwrightStatus(s.stack).LastFailureReason {
+		case v1alpha1.ReasonMissingPlugin:
 			markStalled(s.stack, pulumiv1.ReasonMissingPlugin, fmt.Sprintf("%s needs a plugin the runner does not have (Update %s): %s", s.op, lu.Name, lu.Message))
+			return false, nil
+		case v1alpha1.ReasonBackendUnsupported:
+			// The spec is the cause, not the program: what it asks of the backend (today only
+			// ESC environments) is what a person has to change, or where the state lives.
+			markStalled(s.stack, pulumiv1.ReasonSpecInvalid, fmt.Sprintf("%s failed because the stack's backend cannot serve what the spec asks of it (Update %s): %s. "+
+				"Pulumi ESC environments (spec.environment) need a Pulumi Cloud backend: use one, or set the configuration with spec.config, configRef or secretsRef instead",
+				s.op, lu.Name, lu.Message))
 			return false, nil
 		}
 		markStalled(s.stack, failedReason(s.op), fmt.Sprintf("%s failed %d times in a row with a permanent error; change the spec, its references or the source, or set the %s annotation to retry. Last error: %s",

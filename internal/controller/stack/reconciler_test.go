@@ -782,22 +782,41 @@ func TestStackReconciler_Reconcile_AdoptsStacksLeftByPKO(t *testing.T) {
 	s.waitGone(st)
 }
 
-// A Stack importing Pulumi ESC environments, which Stackwright cannot do yet, stalls with
-// a message saying so and never runs without the configuration they would give.
-func TestStackReconciler_Reconcile_ESCEnvironmentStalls(t *testing.T) {
+// A Stack importing Pulumi ESC environments on a self-managed backend (the manager's own
+// file:// backend here) runs one up, which the CLI refuses with its own reason; the Stack
+// stalls at once saying so, and does not retry what cannot succeed.
+func TestStackReconciler_Reconcile_ESCEnvironmentOnSelfManagedBackendStalls(t *testing.T) {
 	t.Parallel()
 	s := newScenario(t)
 	s.create(s.program("esc", map[string]pulumiv1.Resource{"f": fileResource("esc.txt", "x")}, nil))
 	st := s.stack("esc", "esc")
-	st.Spec.Environment = []string{"platform/dev"}
+	st.Spec.Environment = []string{"platform/dev", "defaults"}
+	// The destroy would be refused for the same reason, holding the Stack's finalizer.
+	st.Spec.DestroyOnFinalize = false
 	s.create(st)
 
 	st = s.waitCondition("esc", pulumiv1.ConditionStalled, metav1.ConditionTrue, pulumiv1.ReasonSpecInvalid)
-	if msg := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message; !strings.HasPrefix(msg, "spec.environment (Pulumi ESC environments) is not supported yet") {
-		t.Errorf("Stalled message = %q", msg)
+	msg := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionStalled).Message
+	for _, want := range []string{
+		"up failed because the stack's backend cannot serve what the spec asks of it",
+		"does not support environments; Pulumi ESC environments require the Pulumi Cloud backend",
+		"Pulumi ESC environments (spec.environment) need a Pulumi Cloud backend",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Stalled message = %q; want it to contain %q", msg, want)
+		}
 	}
-	if n := len(s.updates("esc")); n != 0 {
-		t.Errorf("%d Updates were created for a Stack that cannot run", n)
+	// Retries would start within a second (the suite's RetryBase) and keep coming.
+	time.Sleep(3 * time.Second)
+	ups := s.updates("esc")
+	if len(ups) != 1 {
+		t.Fatalf("%d Updates; want the one up, not retried", len(ups))
+	}
+	if c := apimeta.FindStatusCondition(ups[0].Status.Conditions, v1alpha1.ConditionComplete); c == nil || c.Reason != v1alpha1.ReasonBackendUnsupported {
+		t.Errorf("Update's Complete condition = %+v; want reason BackendUnsupported", c)
+	}
+	if _, err := s.readFile("esc.txt"); err == nil {
+		t.Error("esc.txt exists: the program ran without the configuration its environments give")
 	}
 }
 

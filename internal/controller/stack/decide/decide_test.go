@@ -136,6 +136,21 @@ func TestNext_Status_ChoosesAction(t *testing.T) {
 			want: Decision{Action: Stalled},
 		},
 		{
+			name: "backendUnsupportedStallsAtOnce",
+			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0, 1), Stackwright: &pulumiv1.StackwrightStatus{
+				LastAttemptedKey: "k", Attempt: 1, PermanentFailures: 1, LastFailureReason: v1alpha1.ReasonBackendUnsupported,
+			}},
+			want: Decision{Action: Stalled},
+		},
+		{
+			name:  "reconcileRequestRetriesBackendUnsupported",
+			annot: "moved to Pulumi Cloud",
+			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0, 1), Stackwright: &pulumiv1.StackwrightStatus{
+				LastAttemptedKey: "k", Attempt: 1, PermanentFailures: 1, LastFailureReason: v1alpha1.ReasonBackendUnsupported,
+			}},
+			want: Decision{Action: Run, Attempt: 2, Why: "reconcile requested"},
+		},
+		{
 			name:  "reconcileRequestRetriesMissingPlugin",
 			annot: "plugins added",
 			status: pulumiv1.StackStatus{LastUpdate: failedAt(t0, 1), Stackwright: &pulumiv1.StackwrightStatus{
