@@ -350,6 +350,11 @@ func errorLines(text string) string {
 			}
 		}
 		rest += lockList(lines[i+1:])
+		if strings.HasSuffix(rest, escTooManyErrors) {
+			if d := escDiagnostics(lines[:i]); d != "" {
+				rest += ": " + d
+			}
+		}
 		if rest == "" || seen[rest] {
 			continue
 		}
@@ -391,6 +396,28 @@ func lockList(lines []string) string {
 		return ""
 	}
 	return " Locks: " + strings.Join(locks, "; ")
+}
+
+// escTooManyErrors ends the CLI's error for an environment ESC refused to open (an
+// unknown import, a bad definition); ESC's diagnostics, which say why, are the lines the
+// CLI wrote just before it, without "error:" (pkg/cmd/pulumi/config's printESCDiagnostics).
+const escTooManyErrors = "opening environment: too many errors"
+
+// maxESCDiagnostics bounds the diagnostics escDiagnostics keeps.
+const maxESCDiagnostics = 5
+
+// escDiagnostics returns ESC's diagnostics among the lines before the CLI's
+// escTooManyErrors error, joined with "; ": the non-empty lines right before it.
+func escDiagnostics(before []string) string {
+	var diags []string
+	for i := len(before) - 1; i >= 0 && len(diags) < maxESCDiagnostics; i-- {
+		l := outputLine(before[i])
+		if l == "" || strings.HasPrefix(strings.ToLower(l), "error:") || strings.HasPrefix(l, "code:") {
+			break
+		}
+		diags = append([]string{l}, diags...)
+	}
+	return strings.Join(diags, "; ")
 }
 
 func firstLine(text string) string {

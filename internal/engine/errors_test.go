@@ -132,6 +132,11 @@ func TestMessage_Errors_SummarisesMeaningfulLines(t *testing.T) {
 				"file:///b/.pulumi/locks/organization/p/dev/a.json: created by ann@laptop (pid 12) at 2026-11-26T09:00:00Z; " +
 				"s3://b/.pulumi/locks/organization/p/dev/b.json: created by root@runner-x (pid 7) at 2026-11-26T09:01:00Z"},
 		{"foreign error", fmt.Errorf("outer: %w", errors.New("plain failure")), "outer: plain failure"},
+		{"environment ESC refused to open says why",
+			&runError{action: "failed to update stack acme/p/dev", cause: cli("", "unknown environment \"platform/missing\"\n"+
+				"unknown environment \"defaults\"\nerror: getting stack configuration: opening environment: too many errors\n")},
+			`failed to update stack acme/p/dev: getting stack configuration: opening environment: too many errors: ` +
+				`unknown environment "platform/missing"; unknown environment "defaults"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
