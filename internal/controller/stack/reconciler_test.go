@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/testing/kubetest"
+	"github.com/stackwright/stackwright/internal/testing/pulumicloud"
 )
 
 // The whole life of a Program Stack against the real engine: first up, outputs with
@@ -817,6 +819,39 @@ func TestStackReconciler_Reconcile_ESCEnvironmentOnSelfManagedBackendStalls(t *t
 	}
 	if _, err := s.readFile("esc.txt"); err == nil {
 		t.Error("esc.txt exists: the program ran without the configuration its environments give")
+	}
+}
+
+// A Stack on Pulumi Cloud (a fake of the endpoints the CLI calls) imports its ESC
+// environments in the spec's order, and their values reach its program.
+func TestStackReconciler_Reconcile_ESCEnvironmentOnPulumiCloudReachesProgram(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	cloud := pulumicloud.New(t, "acme", "pul-fake-token")
+	cloud.SetEnvironment("platform/base", map[string]any{"greeting": "from base", "farewell": "bye"})
+	cloud.SetEnvironment("team/dev", map[string]any{"greeting": "from team/dev"})
+	prog := s.program("escgreet", map[string]pulumiv1.Resource{"f": fileResource("esc-greeting.txt", "${greeting}, ${farewell}")}, nil)
+	prog.Program.Configuration = map[string]pulumiv1.Configuration{"greeting": {Type: "String"}, "farewell": {Type: "String"}}
+	s.create(prog)
+	st := s.stack("esccloud", "escgreet")
+	st.Spec.Stack = "acme/escgreet/dev"
+	st.Spec.Backend = cloud.URL
+	st.Spec.EnvRefs["PULUMI_ACCESS_TOKEN"] = literal(cloud.Token)
+	st.Spec.Environment = []string{"platform/base", "team/dev"}
+	// The fake does not delete stacks.
+	st.Spec.DestroyOnFinalize = false
+	s.create(st)
+
+	s.waitReady("esccloud")
+	content, err := s.readFile("esc-greeting.txt")
+	if err != nil || content != "from team/dev, bye" {
+		t.Errorf("esc-greeting.txt = %q, %v; want the environments' values, the later import winning", content, err)
+	}
+	if opened := cloud.Opened(); len(opened) == 0 || !slices.Equal(opened[0], []string{"platform/base", "team/dev"}) {
+		t.Errorf("imports opened = %q; want [platform/base team/dev] first", opened)
+	}
+	if u := cloud.Unanswered(); len(u) > 0 {
+		t.Errorf("the fake did not answer %q", u)
 	}
 }
 
