@@ -57,7 +57,6 @@ var docsPKOValues = []string{
 	"Honoured",
 	"Mapped",
 	"Accepted, not applied",
-	"Accepted, **not supported yet**",
 	"Partly applied",
 	"Stackwright",
 	"Honoured with the Job executor",

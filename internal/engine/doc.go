@@ -3,9 +3,9 @@
 // thing that needs one: a steady-state operation (up, preview, refresh, destroy or a drift
 // check on a stack known to exist) is exactly one CLI process. Change counts and outputs
 // come from that process's event log; the stack is created (`stack init`) only when it is
-// new; plain config is written into Pulumi.<stack>.yaml in this process, and only secret
-// config values cost a process each (`config set --secret`, plaintext on stdin), once per
-// stack: the engine remembers their ciphertexts. The values of secret outputs, which the
+// new; plain config and the ESC environments to import are written into Pulumi.<stack>.yaml
+// in this process, and only secret config values cost a process each (`config set
+// --secret`, plaintext on stdin), once per stack: the engine remembers their ciphertexts. The values of secret outputs, which the
 // event log never carries, are read from the state of a file:// backend with the
 // passphrase provider, and elsewhere with one more call (`stack output --show-secrets`). The Automation API supplies the types, the
 // project and stack settings files, and the CLI version check; none of its operation
