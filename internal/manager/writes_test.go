@@ -23,6 +23,8 @@ import (
 type writeCounter struct {
 	mu     sync.Mutex
 	counts map[string]int
+	// last is when the last write was counted.
+	last time.Time
 }
 
 // resourceOf turns /apis/<group>/<version>/namespaces/<ns>/<resource>[/<name>[/<sub>]] into
@@ -39,6 +41,7 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				}
 				w.mu.Lock()
 				w.counts[key]++
+				w.last = time.Now()
 				w.mu.Unlock()
 			}
 		}
@@ -91,8 +94,14 @@ func TestManager_Writes_PerUpdateAreBounded(t *testing.T) {
 	stack := createHello(t, ns, "w", nil)
 	waitReady(t, stack, "the first update")
 	settle := func() (map[string]int, int) {
-		// Whatever a last reconcile writes is counted with the Update it follows.
-		time.Sleep(2 * time.Second)
+		// Whatever a last reconcile writes is counted with the Update it follows: the
+		// writes are taken once none came for 2 s (a fixed wait let a loaded machine's
+		// late write of one Update count against the next).
+		g.Eventually(func() time.Duration {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return time.Since(w.last)
+		}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(BeNumerically(">=", 2*time.Second))
 		return w.take()
 	}
 	settle()
