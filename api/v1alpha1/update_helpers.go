@@ -43,6 +43,13 @@ func RunnerLostReason(reason string) bool {
 	return reason == ReasonRunnerLost || reason == ReasonEvicted
 }
 
+// FailsEveryRun reports whether an Update that failed for reason would fail the same way
+// on every run of the same spec (MissingPlugin, BackendUnsupported): its Stack stalls at
+// once, without retries, until something a person controls changes.
+func FailsEveryRun(reason string) bool {
+	return reason == ReasonMissingPlugin || reason == ReasonBackendUnsupported
+}
+
 // MarkRecovered corrects the record of a lost Update whose engine run the backend's history
 // shows succeeded: by names the Update that found it.
 func (u *Update) MarkRecovered(by string, version int64) {

@@ -155,8 +155,7 @@ func recordStart(s *pulumiv1.Stack, u *v1alpha1.Update) {
 // never does: the lock is another update in progress, or one whose holder Stackwright
 // could not prove gone, and either way waiting is right and stalling is not.
 func failureCountsAsPermanent(c *metav1.Condition) bool {
-	return c == nil || c.Reason == v1alpha1.ReasonPermanentFailure || c.Reason == v1alpha1.ReasonMissingPlugin ||
-		c.Reason == v1alpha1.ReasonBackendUnsupported
+	return c == nil || c.Reason == v1alpha1.ReasonPermanentFailure || v1alpha1.FailsEveryRun(c.Reason)
 }
 
 // recordFinish mirrors a finished Update into the Stack's status: PKO's lastUpdate, the

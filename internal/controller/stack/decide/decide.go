@@ -118,9 +118,7 @@ func Next(now time.Time, stack *pulumiv1.Stack, key string, p Policy) Decision {
 		if !locked && sw.PermanentFailures >= p.StallAfter {
 			return Decision{Action: Stalled}
 		}
-		if sw.LastFailureReason == v1alpha1.ReasonMissingPlugin || sw.LastFailureReason == v1alpha1.ReasonBackendUnsupported {
-			// No plugin is ever downloaded, and a backend does not learn to serve what it
-			// lacks: the same run fails the same way until someone changes something.
+		if v1alpha1.FailsEveryRun(sw.LastFailureReason) {
 			return Decision{Action: Stalled}
 		}
 		limit := p.MaxBackoff
