@@ -3,7 +3,6 @@ package gitea
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -155,7 +154,7 @@ func (s *Server) start() (stop func(), err error) {
 		}
 		logFile.Close()
 	}
-	if err := s.waitReady(exited, &waitErr); err != nil {
+	if err := repo.WaitHTTP(s.client, s.URL+"/api/v1/version", time.Minute, 100*time.Millisecond, exited, &waitErr); err != nil {
 		stop()
 		return nil, s.withLog(fmt.Errorf("failed to start gitea: %w", err))
 	}
@@ -246,27 +245,6 @@ func randomHex() string {
 	return hex.EncodeToString(b)
 }
 
-func (s *Server) waitReady(exited <-chan struct{}, waitErr *error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/api/v1/version", nil)
-		resp, err := s.client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited: %w", *waitErr)
-		case <-ctx.Done():
-			return errors.New("no answer on /api/v1/version within a minute")
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
 
 // createAdmin creates AdminUser with Gitea's command line (the API needs an
 // administrator to create users), then Token through the API with AdminUser's password.

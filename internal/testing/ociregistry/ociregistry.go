@@ -1,8 +1,6 @@
 package ociregistry
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -105,7 +103,7 @@ http:
 		logFile.Close()
 	}
 	r := &Registry{Host: addr, Log: logPath}
-	if err := r.waitReady(exited, &waitErr); err != nil {
+	if err := repo.WaitHTTP(http.DefaultClient, "http://"+r.Host+"/v2/", 30*time.Second, 50*time.Millisecond, exited, &waitErr); err != nil {
 		stop()
 		b, _ := os.ReadFile(logPath)
 		return nil, nil, fmt.Errorf("failed to start the registry: %w; its log:\n%s", err, b)
@@ -113,24 +111,3 @@ http:
 	return r, stop, nil
 }
 
-func (r *Registry) waitReady(exited <-chan struct{}, waitErr *error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.Host+"/v2/", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited: %w", *waitErr)
-		case <-ctx.Done():
-			return errors.New("no answer on /v2/ within 30s")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
