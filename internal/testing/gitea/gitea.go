@@ -245,7 +245,6 @@ func randomHex() string {
 	return hex.EncodeToString(b)
 }
 
-
 // createAdmin creates AdminUser with Gitea's command line (the API needs an
 // administrator to create users), then Token through the API with AdminUser's password.
 func (s *Server) createAdmin() error {

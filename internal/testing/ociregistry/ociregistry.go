@@ -110,4 +110,3 @@ http:
 	}
 	return r, stop, nil
 }
-
