@@ -39,16 +39,9 @@ func TestStackReconciler_Reconcile_GitHubApp(t *testing.T) {
 	s.create(secretOf(s.ns, "wrong-app", map[string]string{"appID": "4242", "installationID": "777", "privateKey": wrongKey}))
 
 	appStack := func(name, secret string, src pulumiv1.GitSource) *pulumiv1.Stack {
-		st := s.stack(name, "")
-		st.Spec.Stack = name
-		st.Spec.ProgramRef = nil
-		src.ProjectRepo, src.RepoDir = server.URL+"/app.git", "infra"
-		src.GitAuth = &pulumiv1.GitAuthConfig{GitHubApp: &pulumiv1.GitHubAppAuth{
+		return s.gitStack(name, server.URL+"/app.git", src, &pulumiv1.GitAuthConfig{GitHubApp: &pulumiv1.GitHubAppAuth{
 			AppID: secretRefOf(secret, "appID"), InstallationID: secretRefOf(secret, "installationID"), PrivateKey: secretRefOf(secret, "privateKey"),
-		}}
-		st.Spec.GitSource = src
-		st.Spec.ResyncFrequencySeconds = 10
-		return st
+		}})
 	}
 	tracking := appStack("tracking", "github-app", pulumiv1.GitSource{Branch: "main"})
 	pinned := appStack("pinned", "github-app", pulumiv1.GitSource{Commit: first})

@@ -37,14 +37,9 @@ func TestStackReconciler_Reconcile_GitBranchAndCommit(t *testing.T) {
 	s.create(secretOf(s.ns, "git-creds", map[string]string{"user": "bot", "password": "s3cret", "wrong": "nope"}))
 
 	gitStack := func(name, password string, src pulumiv1.GitSource) *pulumiv1.Stack {
-		st := s.stack(name, "")
-		st.Spec.Stack = name
-		st.Spec.ProgramRef = nil
-		src.ProjectRepo, src.RepoDir = server.URL+"/app.git", "infra"
-		src.GitAuth = &pulumiv1.GitAuthConfig{BasicAuth: &pulumiv1.BasicAuth{UserName: secretRefOf("git-creds", "user"), Password: secretRefOf("git-creds", password)}}
-		st.Spec.GitSource = src
-		st.Spec.ResyncFrequencySeconds = 10
-		return st
+		return s.gitStack(name, server.URL+"/app.git", src, &pulumiv1.GitAuthConfig{BasicAuth: &pulumiv1.BasicAuth{
+			UserName: secretRefOf("git-creds", "user"), Password: secretRefOf("git-creds", password),
+		}})
 	}
 	tracking := gitStack("tracking", "password", pulumiv1.GitSource{Branch: "main"})
 	pinned := gitStack("pinned", "password", pulumiv1.GitSource{Commit: first})
@@ -81,4 +76,16 @@ func TestStackReconciler_Reconcile_GitBranchAndCommit(t *testing.T) {
 	listings := server.Counts()[0]
 	// Three Stacks, two credentials, a handful of polls: far fewer listings than reconciles.
 	s.g.Expect(listings).To(BeNumerically("<", 20))
+}
+
+// gitStack is a Stack named name running the project in infra/ of repoURL, at src's branch
+// or commit, with auth, polling every 10 s.
+func (s *scenario) gitStack(name, repoURL string, src pulumiv1.GitSource, auth *pulumiv1.GitAuthConfig) *pulumiv1.Stack {
+	st := s.stack(name, "")
+	st.Spec.Stack = name
+	st.Spec.ProgramRef = nil
+	src.ProjectRepo, src.RepoDir, src.GitAuth = repoURL, "infra", auth
+	st.Spec.GitSource = src
+	st.Spec.ResyncFrequencySeconds = 10
+	return st
 }
