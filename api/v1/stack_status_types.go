@@ -338,9 +338,15 @@ type CurrentStackUpdate struct {
 	// +optional
 	Commit string `json:"commit,omitempty"`
 
-	// Type is the operation in flight when it is not the Stack's own (a drift check).
+	// Type is the operation in flight when it is not the Stack's own (a drift check, a
+	// one-off operation).
 	// +optional
 	Type string `json:"type,omitempty"`
+
+	// Request names the auto.pulumi.com Update (a one-off operation someone asked for)
+	// that the update in flight runs.
+	// +optional
+	Request string `json:"request,omitempty"`
 }
 
 // ProjectInfo is what Pulumi.yaml says about the project.

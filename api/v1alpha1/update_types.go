@@ -8,6 +8,10 @@ import (
 // a Stack's Updates can be listed with a label selector.
 const StackLabel = "stackwright.dev/stack"
 
+// RequestLabel is set on an Update that runs a one-off operation someone asked for, to
+// the name of the auto.pulumi.com Update that asked (when the name fits a label value).
+const RequestLabel = "stackwright.dev/request"
+
 // LabelManagedBy, with value ManagedBy, marks the objects Stackwright creates for its runs
 // (runner Jobs and their Pods, work Secrets, rollout gate Jobs): what the executors find
 // their runners by, and what the manager-rights admission policy lets the manager create.
@@ -175,6 +179,23 @@ type UpdateOptions struct {
 	// RunProgram runs the program during refresh and destroy.
 	// +optional
 	RunProgram bool `json:"runProgram,omitempty"`
+
+	// Replace lists URNs of resources an up or preview replaces even if nothing about
+	// them changed.
+	// +optional
+	// +listType=atomic
+	Replace []string `json:"replace,omitempty"`
+
+	// Parallel bounds the resource operations run at once (1: one at a time); 0 leaves
+	// the CLI's default.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Parallel int32 `json:"parallel,omitempty"`
+
+	// ContinueOnError makes an up or destroy go on with the resources that do not depend
+	// on one that failed; the operation still fails.
+	// +optional
+	ContinueOnError bool `json:"continueOnError,omitempty"`
 
 	// Remove deletes the stack itself from the backend after a successful
 	// destroy.

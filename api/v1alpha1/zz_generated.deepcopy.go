@@ -1405,6 +1405,11 @@ func (in *UpdateOptions) DeepCopyInto(out *UpdateOptions) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.Replace != nil {
+		in, out := &in.Replace, &out.Replace
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Recover != nil {
 		in, out := &in.Recover, &out.Recover
 		*out = make([]string, len(*in))

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/stackwright/stackwright/internal/crashpoint"
@@ -89,6 +90,9 @@ func (x *run) operation(ctx context.Context, step string, args ...string) (opEve
 	}
 	if x.req.RunProgram {
 		args = append(args, "--run-program=true")
+	}
+	if x.req.Parallel > 0 {
+		args = append(args, "--parallel="+strconv.Itoa(int(x.req.Parallel)))
 	}
 	stdout, err := x.cli(ctx, step, nil, false, args...)
 	crashpoint.Hit(crashpoint.EngineCLIFinished)

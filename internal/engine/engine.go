@@ -97,6 +97,13 @@ type Request struct {
 	Targets []string
 	// TargetDependents extends Targets to the resources that depend on them.
 	TargetDependents bool
+	// Replace lists URNs an up or preview replaces even if they did not change.
+	Replace []string
+	// Parallel bounds the resource operations run at once; 0 leaves the CLI's default.
+	Parallel int32
+	// ContinueOnError makes an up or destroy carry on past a failed resource with the
+	// resources that do not depend on it; the operation still fails.
+	ContinueOnError bool
 	// RemoveStack removes the stack from the backend after a successful destroy.
 	RemoveStack bool
 	// RunProgram (PKO spec.runProgram) runs the program during destroy and during the

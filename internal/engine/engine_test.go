@@ -268,3 +268,59 @@ func TestEngine_Run_DestroyRunsTheProgramOnlyWithRunProgram(t *testing.T) {
 	f.mustRun(ctx, r)
 	f.requireGone("a.txt")
 }
+
+// Replace re-creates a resource whose inputs did not change, in a preview as in an up.
+func TestEngine_Run_ReplaceRecreatesUnchangedResources(t *testing.T) {
+	t.Parallel()
+	f, _ := upFiles(t)
+	ctx := testContext(t)
+	const urn = "urn:pulumi:dev::enginetest::stackwright-testing:index:File::a"
+	for _, op := range []Operation{OpPreview, OpUp} {
+		r := f.request(op)
+		r.Replace = []string{urn}
+		res := f.mustRun(ctx, r)
+		if res.Changes["replace"] != 1 {
+			t.Errorf("%s with Replace: changes = %v; want the unchanged file replaced", op, res.Changes)
+		}
+	}
+}
+
+// flakyProgram's first resource always fails; the file declared after it does not depend
+// on it. One operation at a time (Parallel 1) makes the failure come first.
+const flakyProgram = `name: enginetest
+runtime: yaml
+resources:
+  flaky:
+    type: stackwright-testing:index:Flaky
+    properties:
+      failures: 1000000
+      counterFile: flaky.count
+  a:
+    type: stackwright-testing:index:File
+    properties:
+      path: a.txt
+      content: independent
+`
+
+// ContinueOnError lets an up create what does not depend on a failed resource; the up
+// still fails. Without it the first failure ends the update.
+func TestEngine_Run_ContinueOnErrorGoesPastAFailedResource(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	for _, tc := range []struct {
+		name string
+		goOn bool
+	}{{"stops", false}, {"continues", true}} {
+		f := newFixture(t, flakyProgram)
+		r := f.request(OpUp)
+		r.Parallel, r.ContinueOnError = 1, tc.goOn
+		if _, err := f.eng.Run(ctx, r); err == nil {
+			t.Fatalf("%s: up with a resource that always fails succeeded", tc.name)
+		}
+		if tc.goOn {
+			f.requireContent("a.txt", "independent")
+		} else {
+			f.requireGone("a.txt")
+		}
+	}
+}

@@ -33,6 +33,10 @@ func (x *run) up(ctx context.Context) (Result, error) {
 	if r.ExpectNoChanges && !r.Refresh {
 		args = append(args, "--expect-no-changes")
 	}
+	args = append(args, x.replaceFlags()...)
+	if r.ContinueOnError {
+		args = append(args, "--continue-on-error")
+	}
 	if len(r.Plan) > 0 {
 		path, cleanup, err := planFile()
 		if err != nil {
@@ -65,6 +69,15 @@ func (x *run) up(ctx context.Context) (Result, error) {
 		Message:           "up succeeded: " + describe(changes, false),
 		PendingOperations: pendingOperations(stdout),
 	})
+}
+
+// replaceFlags asks an up or preview to replace the request's resources.
+func (x *run) replaceFlags() []string {
+	flags := make([]string, 0, len(x.req.Replace))
+	for _, urn := range x.req.Replace {
+		flags = append(flags, "--replace="+urn)
+	}
+	return flags
 }
 
 // planFile returns a path for an update plan in a fresh private directory, and the
@@ -107,6 +120,7 @@ func (x *run) preview(ctx context.Context) (Result, error) {
 	if r.ExpectNoChanges {
 		args = append(args, "--expect-no-changes")
 	}
+	args = append(args, x.replaceFlags()...)
 	var path string
 	if r.SavePlan {
 		p, cleanup, err := planFile()
@@ -175,6 +189,9 @@ func (x *run) destroy(ctx context.Context) (Result, error) {
 	}
 	if r.RemoveStack {
 		args = append(args, "--remove")
+	}
+	if r.ContinueOnError {
+		args = append(args, "--continue-on-error")
 	}
 	ev, stdout, err := x.operation(ctx, "destroy", args...)
 	if err != nil {

@@ -9,13 +9,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	autov1alpha1 "github.com/stackwright/stackwright/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/budget"
+	autoupdatectrl "github.com/stackwright/stackwright/internal/controller/autoupdate"
 	instancectrl "github.com/stackwright/stackwright/internal/controller/instance"
 	policyctrl "github.com/stackwright/stackwright/internal/controller/policy"
 	programctrl "github.com/stackwright/stackwright/internal/controller/program"
@@ -324,13 +328,17 @@ func (s *setup) controllers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	oneOffs, err := servesOneOffs(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
 	list := []namedController{
 		{"Stack", &stackctrl.Reconciler{
 			Client: c, APIReader: mgr.GetAPIReader(), Sources: sources, Detached: s.detached,
 			Recorder: recorder, Now: o.Now, Requests: requests, Store: s.store,
 			Options: stackctrl.Options{
 				MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, UpdateMaxAge: o.UpdateMaxAge, Inputs: s.in,
-				RunnerPods: o.Executor == executorJob, DetachedTenantImages: o.DetachedRunnerTenantImages,
+				RunnerPods: o.Executor == executorJob, DetachedTenantImages: o.DetachedRunnerTenantImages, OneOffs: oneOffs,
 			},
 		}},
 		{"Program", &programctrl.Reconciler{Client: c, Store: s.store, Recorder: recorder}},
@@ -338,6 +346,11 @@ func (s *setup) controllers(ctx context.Context) error {
 		{"Policy", &policyctrl.Controllers{Client: c}},
 		{"StackRollout", &rolloutctrl.Reconciler{Client: c, Recorder: recorder, Now: o.Now}},
 		{"StackSet", sets},
+	}
+	if oneOffs {
+		list = append(list, namedController{"auto.pulumi.com Update", &autoupdatectrl.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: recorder, Now: o.Now}})
+	} else {
+		ctrl.Log.WithName("setup").Info("The auto.pulumi.com Update kind is not installed: one-off operations (PKO's hand-made Updates) are not served; apply its CRD and restart the manager to serve them")
 	}
 	if len(o.TemplateAPIGroups) > 0 {
 		instances := &instancectrl.Controller{
@@ -355,4 +368,19 @@ func (s *setup) controllers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// servesOneOffs reports whether the API server serves PKO's auto.pulumi.com Update kind,
+// which a chart upgrade does not install (Helm leaves CRDs alone on upgrade): the manager
+// must start without it.
+func servesOneOffs(mapper meta.RESTMapper) (bool, error) {
+	gv := autov1alpha1.GroupVersion
+	_, err := mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: "Update"}, gv.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("failed to discover %s Update: %w", gv, err)
+	}
+	return true, nil
 }

@@ -270,6 +270,7 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 	if o := u.Spec.Options; o != nil {
 		req.Refresh, req.ExpectNoChanges, req.Targets, req.TargetDependents = o.Refresh, o.ExpectNoChanges, o.Targets, o.TargetDependents
 		req.RemoveStack, req.Message, req.RunProgram = o.Remove, o.Message, o.RunProgram
+		req.Replace, req.Parallel, req.ContinueOnError = o.Replace, o.Parallel, o.ContinueOnError
 		if u.Spec.Type == v1alpha1.UpdateTypeUp {
 			req.Recover = o.Recover
 		}

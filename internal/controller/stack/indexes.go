@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	autov1alpha1 "github.com/stackwright/stackwright/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/inputs"
@@ -29,6 +30,8 @@ const (
 	IndexUpdateStack = "stackwright.dev/stackName"
 	// IndexPrerequisites indexes Stacks by the names of their prerequisites.
 	IndexPrerequisites = "stackwright.dev/prerequisites"
+	// IndexRequestWorkspace indexes auto.pulumi.com Updates by the Stack they name.
+	IndexRequestWorkspace = "stackwright.dev/workspaceName"
 	// IndexFluxSourceRef indexes Stacks by the Flux source they use ("<kind>/<name>").
 	IndexFluxSourceRef = "stackwright.dev/fluxSourceRef"
 )
@@ -137,8 +140,9 @@ func dedupe(s []string) []string {
 	return out
 }
 
-// registerIndexes registers the cache indexes the Stack controller looks objects up by.
-func registerIndexes(ctx context.Context, idx client.FieldIndexer) error {
+// registerIndexes registers the cache indexes the Stack controller looks objects up by;
+// with oneOffs, auto.pulumi.com Updates' too.
+func registerIndexes(ctx context.Context, idx client.FieldIndexer, oneOffs bool) error {
 	indexes := []struct {
 		obj client.Object
 		key string
@@ -160,6 +164,15 @@ func registerIndexes(ctx context.Context, idx client.FieldIndexer) error {
 			}
 			return nil
 		}},
+	}
+	if oneOffs {
+		indexes = append(indexes, struct {
+			obj client.Object
+			key string
+			fn  client.IndexerFunc
+		}{&autov1alpha1.Update{}, IndexRequestWorkspace, func(o client.Object) []string {
+			return []string{o.(*autov1alpha1.Update).Spec.WorkspaceName}
+		}})
 	}
 	for _, i := range indexes {
 		if err := idx.IndexField(ctx, i.obj, i.key, i.fn); err != nil {

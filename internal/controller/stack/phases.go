@@ -49,6 +49,8 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 	switch {
 	case err != nil:
 		return false, err
+	case cu.Request != "":
+		return r.observeRequest(ctx, s, u, detached)
 	case cu.Type == string(v1alpha1.UpdateTypeDrift):
 		return r.observeDrift(ctx, s, u)
 	case isApprovalPreview(s.stack):
@@ -245,7 +247,7 @@ func (r *Reconciler) startUpdate(ctx context.Context, s *scope) (bool, error) {
 // attempt's name would then be taken by the earlier round's finished Update. The name is
 // chosen here, before the intent is recorded, so a crash still resumes the same Update.
 func (r *Reconciler) skipTakenNames(ctx context.Context, s *scope) error {
-	if s.resume != "" || s.driftName != "" || s.previewName != "" {
+	if s.resume != "" || s.driftName != "" || s.previewName != "" || s.request != nil {
 		return nil
 	}
 	for range maxTakenNames {

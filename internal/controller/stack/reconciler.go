@@ -68,6 +68,9 @@ type Options struct {
 	// may run the Stack's own workspace image in the manager's namespace; otherwise a
 	// Stack whose program is baked into its image is released with its resources kept.
 	DetachedTenantImages bool
+	// OneOffs runs the one-off operations requested of a Stack as auto.pulumi.com
+	// Updates (PKO's kind): set when that kind is served.
+	OneOffs bool
 }
 
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=get;list;watch;update;patch
@@ -78,6 +81,8 @@ type Options struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=stackwright.dev,resources=stackrollouts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=updates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=auto.pulumi.com,resources=updates/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets,verbs=get;list;watch
 
@@ -161,6 +166,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.resolveSource,
 		r.holdForRollout,
 		r.resolveInputs,
+		r.runRequested,
 		r.decideNext,
 		r.awaitPrerequisites,
 		r.gateChange,

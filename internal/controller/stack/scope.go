@@ -6,6 +6,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	autov1alpha1 "github.com/stackwright/stackwright/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/kit"
@@ -39,6 +40,8 @@ type scope struct {
 	driftName string
 	// previewName names the approval preview gateChange starts instead of the up.
 	previewName string
+	// request is the one-off operation runRequested starts instead of the Stack's own.
+	request *autov1alpha1.Update
 	// plan names the approved preview whose plan the up is held to.
 	plan string
 	// policyKey identifies the policies that select the Stack ("" for none).

@@ -9,12 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	autov1alpha1 "github.com/stackwright/stackwright/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/predicates"
@@ -23,7 +26,7 @@ import (
 
 // SetupWithManager registers the indexes and watches the Stack controller needs.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if err := registerIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := registerIndexes(ctx, mgr.GetFieldIndexer(), r.Options.OneOffs); err != nil {
 		return err
 	}
 	// Only the Flux kinds installed now are watched: a manager must start where Flux is
@@ -58,6 +61,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		src := &unstructured.Unstructured{}
 		src.SetGroupVersionKind(gvk)
 		b = b.Watches(src, r.enqueueReferrersBy(IndexFluxSourceRef, flux.ObjectIndexKey), builder.WithPredicates(flux.ArtifactChanged{}))
+	}
+	if r.Options.OneOffs {
+		// A new request is the Stack's to run.
+		b = b.Watches(&autov1alpha1.Update{}, handler.EnqueueRequestsFromMapFunc(requestedStack), builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return true },
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		}))
 	}
 	if r.Requests != nil {
 		b = b.WatchesRawSource(source.Channel(r.Requests, &handler.EnqueueRequestForObject{}))
@@ -96,4 +108,13 @@ func (programRendered) Update(e event.UpdateEvent) bool {
 	return o.Status.ObservedGeneration != n.Status.ObservedGeneration ||
 		!equality.Semantic.DeepEqual(o.Status.Artifact, n.Status.Artifact) ||
 		!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions)
+}
+
+// requestedStack maps a request to the Stack it names.
+func requestedStack(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.(*autov1alpha1.Update).Spec.WorkspaceName
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
 }

@@ -77,6 +77,9 @@ func (r *Reconciler) buildUpdate(s *scope) *v1alpha1.Update {
 	if len(stack.Name) <= 63 {
 		u.Labels = map[string]string{v1alpha1.StackLabel: stack.Name}
 	}
+	if s.request != nil {
+		requestUpdate(u, s)
+	}
 	applyUpdateTemplate(u, spec)
 	return u
 }
