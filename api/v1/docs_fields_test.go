@@ -147,7 +147,9 @@ func TestDocs_APIFields_EveryCRDFieldIsListed(t *testing.T) {
 		}
 	}
 	for kind := range docs.abs {
-		if !slices.ContainsFunc(crds, func(c *apiextensionsv1.CustomResourceDefinition) bool { return docsKind(c.Spec.Names.Kind, c.Spec.Group) == kind }) {
+		if !slices.ContainsFunc(crds, func(c *apiextensionsv1.CustomResourceDefinition) bool {
+			return docsKind(c.Spec.Names.Kind, c.Spec.Group) == kind
+		}) {
 			unknown = append(unknown, fmt.Sprintf("docs/api.md has a \"## %s\" section with field rows, but no CRD serves kind %s", kind, kind))
 		}
 	}
