@@ -202,7 +202,7 @@ func NewCommand(scheme *runtime.Scheme, out io.Writer, connect func() (*Env, err
 	for _, c := range []*cobra.Command{history, outputs, retry, suspend, resume, preview, approve, reject, extend} {
 		c.ValidArgsFunction = completeStacks(connect)
 	}
-	root.AddCommand(get, history, logs, outputs, retry, suspend, resume, preview, approve, reject, extend, rolloutCommand(connect))
+	root.AddCommand(get, history, logs, outputs, retry, suspend, resume, preview, approve, reject, extend, runCommand(connect), rolloutCommand(connect))
 	return root
 }
 
