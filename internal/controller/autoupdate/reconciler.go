@@ -76,7 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key ctrl.Request) (ctrl.Resu
 	if apimeta.FindStatusCondition(req.Status.Conditions, autov1alpha1.ConditionProgressing) != nil {
 		return ctrl.Result{}, nil
 	}
-	MarkQueued(req, fmt.Sprintf("waiting for Stack %s to run it: it runs when the Stack has no update in flight and is neither suspended nor stalled", stack.Name))
+	MarkQueued(req, fmt.Sprintf("waiting for Stack %s to run it: it runs once the Stack has no update in flight, is not suspended, and its spec, source and inputs resolve", stack.Name))
 	return ctrl.Result{}, p.Status(ctx, req, patch.WithOptimisticLock())
 }
 
