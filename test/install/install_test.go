@@ -305,6 +305,8 @@ func TestChart_Lint_Passes(t *testing.T) {
 		{name: "defaults"},
 		{name: "namespaced", args: []string{"--set", "watchNamespaces={a,b}"}},
 		{name: "no persistence, two replicas", args: []string{"--set", "persistence.enabled=false", "--set", "replicas=2"}},
+		{name: "private CA mounted", args: []string{"--set", "extraVolumes[0].name=ca", "--set", "extraVolumes[0].configMap.name=ca",
+			"--set", "extraVolumeMounts[0].name=ca", "--set", "extraVolumeMounts[0].mountPath=/etc/stackwright/ca"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -333,6 +335,9 @@ func TestChart_Template_SchemaRejectsBadValues(t *testing.T) {
 		{name: "two replicas on one ReadWriteOnce volume", set: "replicas=2", want: "ReadWriteMany"},
 		{name: "image digest not a sha256", set: "image.digest=latest", want: "digest"},
 		{name: "runner image digest truncated", set: "runner.image.digest=sha256:abc", want: "digest"},
+		{name: "extra volume named like the chart's", set: "extraVolumes[0].name=data", want: "/extraVolumes/0/name"},
+		{name: "extra mount without a path", set: "extraVolumeMounts[0].name=ca", want: "mountPath"},
+		{name: "extra mount over the data directory", set: "extraVolumeMounts[0].mountPath=/var/lib/stackwright", want: "/extraVolumeMounts/0/mountPath"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -361,6 +366,65 @@ func TestChart_Template_PersistenceDisabledUsesEmptyDir(t *testing.T) {
 		if v.Name == "data" && v.EmptyDir == nil {
 			t.Errorf("data volume %+v, want an emptyDir", v.VolumeSource)
 		}
+	}
+}
+
+// A platform whose git host's certificate is signed by a private CA mounts the CA into the
+// manager and names its directory in SSL_CERT_DIR (docs/operations.md, "Git hosts with a
+// private CA"): the chart renders the volumes and mounts as given, after its own, and the
+// Pod still meets the restricted profile.
+func TestChart_Template_ExtraVolumesMountedAfterTheChartsOwn(t *testing.T) {
+	tests := []struct {
+		name        string
+		set         []string
+		wantVolumes []string
+		wantMounts  []corev1.VolumeMount
+	}{
+		{name: "defaults", wantVolumes: []string{"data", "tmp"}, wantMounts: []corev1.VolumeMount{
+			{Name: "data", MountPath: "/var/lib/stackwright"}, {Name: "tmp", MountPath: "/tmp"},
+		}},
+		{
+			name: "private CA",
+			set: []string{
+				"extraVolumes[0].name=git-ca", "extraVolumes[0].configMap.name=git-ca",
+				"extraVolumeMounts[0].name=git-ca", "extraVolumeMounts[0].mountPath=/etc/stackwright/ca", "extraVolumeMounts[0].readOnly=true",
+				"extraEnv[0].name=SSL_CERT_DIR", "extraEnv[0].value=/etc/ssl/certs:/etc/stackwright/ca",
+			},
+			wantVolumes: []string{"data", "tmp", "git-ca"},
+			wantMounts: []corev1.VolumeMount{
+				{Name: "data", MountPath: "/var/lib/stackwright"}, {Name: "tmp", MountPath: "/tmp"},
+				{Name: "git-ca", MountPath: "/etc/stackwright/ca", ReadOnly: true},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var args []string
+			for _, s := range tt.set {
+				args = append(args, "--set", s)
+			}
+			dep := checkDeployment(t, parse(t, helmTemplate(args...)(t)), "stackwright-system")
+			pod := dep.Spec.Template.Spec
+			var volumes []string
+			for _, v := range pod.Volumes {
+				volumes = append(volumes, v.Name)
+			}
+			if diff := cmp.Diff(tt.wantVolumes, volumes); diff != "" {
+				t.Errorf("Pod volumes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantMounts, pod.Containers[0].VolumeMounts); diff != "" {
+				t.Errorf("manager volumeMounts (-want +got):\n%s", diff)
+			}
+			if len(tt.set) == 0 {
+				return
+			}
+			if cm := pod.Volumes[2].ConfigMap; cm == nil || cm.Name != "git-ca" {
+				t.Errorf("volume git-ca %+v, want ConfigMap git-ca", pod.Volumes[2].VolumeSource)
+			}
+			if !slices.Contains(pod.Containers[0].Env, corev1.EnvVar{Name: "SSL_CERT_DIR", Value: "/etc/ssl/certs:/etc/stackwright/ca"}) {
+				t.Errorf("manager env %v lacks SSL_CERT_DIR", pod.Containers[0].Env)
+			}
+		})
 	}
 }
 
