@@ -91,6 +91,20 @@ resources:
 `
 }
 
+// waitCommitDeployed waits for Stack name of ns to be Ready at commit, a commit of
+// configMapProgram(value), and for the ConfigMap it made to say value.
+func waitCommitDeployed(t *testing.T, c client.Client, ns, name, commit, value string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		st := waitStackReadyOnce(g, c, ns, name)
+		g.Expect(st.Status.LastUpdate).NotTo(BeNil())
+		g.Expect(st.Status.LastUpdate.LastSuccessfulCommit).To(Equal(commit))
+		var cm corev1.ConfigMap
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "made-from-git"}, &cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("commit", value))
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "commit %s not deployed\n%s", commit, describeNamespace(ns))
+}
+
 // testGitStackFollowsBranch runs a git Stack through runner Jobs: the
 // manager fetches the branch from a git server on the node, each commit is deployed by a
 // short-lived runner Pod, and a new commit is picked up by polling.
@@ -122,18 +136,7 @@ spec:
 ` + s3EnvRefsYAML
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, manifest))
 
-	deployed := func(commit, value string) {
-		t.Helper()
-		NewWithT(t).Eventually(func(g Gomega) {
-			st := waitStackReadyOnce(g, c, ns, "infra")
-			g.Expect(st.Status.LastUpdate).NotTo(BeNil())
-			g.Expect(st.Status.LastUpdate.LastSuccessfulCommit).To(Equal(commit))
-			var cm corev1.ConfigMap
-			g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "made-from-git"}, &cm)).To(Succeed())
-			g.Expect(cm.Data).To(HaveKeyWithValue("commit", value))
-		}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "commit %s not deployed\n%s", commit, describeNamespace(ns))
-	}
-	deployed(first, "first")
+	waitCommitDeployed(t, c, ns, "infra", first, "first")
 
 	// A hostile tenant's Stack follows a git:// server that never stops advertising refs:
 	// the manager cuts the listing off at its cap and neither restarts nor stops serving
@@ -162,7 +165,7 @@ spec:
 	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "\n%s", describeNamespace(hostile))
 	second := repo.Commit(map[string]string{"app/Pulumi.yaml": configMapProgram("second")})
 	committed := time.Now()
-	deployed(second, "second")
+	waitCommitDeployed(t, c, ns, "infra", second, "second")
 	took := time.Since(committed)
 	t.Logf("a commit beside a hostile endless git:// server: deployed %.1f s after it was made", took.Seconds())
 	g.Expect(took).To(BeNumerically("<", 60*time.Second), "another tenant's commit waited behind the hostile listing")
