@@ -26,6 +26,8 @@ type jobCluster struct {
 	flux *fluxCluster
 	// gitWebhookIP is the cluster IP of the manager's git webhook Service.
 	gitWebhookIP string
+	// nodeCA signs the certificates of HTTPS servers on the node; the manager trusts it.
+	nodeCA *nodeCA
 }
 
 // TestInstall_JobExecutor installs once and runs its tests in parallel, each in namespaces
@@ -35,13 +37,14 @@ func TestInstall_JobExecutor(t *testing.T) {
 	buildBakedImage(t)
 	// Flux first: the manager watches the Flux source kinds installed when it starts.
 	const defaultBucket = "tenants"
-	jc := &jobCluster{c: c, s3: startS3(t, c, withTenantBucket(defaultBucket)), defaultBucket: defaultBucket, flux: installFlux(t, c)}
+	jc := &jobCluster{c: c, s3: startS3(t, c, withTenantBucket(defaultBucket)), defaultBucket: defaultBucket, flux: installFlux(t, c), nodeCA: newNodeCA(t)}
+	jc.nodeCA.publish(t, c)
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	// Four slots for the parallel tests below, one of which holds its tenant's share for
 	// the whole run (a tenant of two namespaces, by tenantLabel); unschedulable runners give theirs back after a minute (they are made
 	// so by a node label the platform lets runners be placed by).
 	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\ntenantLabel: "+tenantLabel+"\nrunner:\n  pendingTimeout: 1m\n  allowed:\n    nodeSelectorKeys: [kubernetes.io/os, stackwright.dev/e2e]\ntemplates:\n  apiGroups: ["+templateGroup+"]\ndefaultBackend: "+jc.s3.bucket(t, jc.defaultBucket, "")+
-		"\nflux:\n  eventsAddress: "+jc.flux.eventsURL+"\ngitWebhook:\n  enabled: true\n"), 0o600)).To(Succeed())
+		"\nflux:\n  eventsAddress: "+jc.flux.eventsURL+"\ngitWebhook:\n  enabled: true\n"+nodeCAValues), 0o600)).To(Succeed())
 	helmInstall(t, "install", "-f", values)
 	waitManager(t, c)
 	jc.gitWebhookIP = serviceIP(t, c, systemNamespace, "stackwright-git-webhook")
@@ -61,6 +64,7 @@ func TestInstall_JobExecutor(t *testing.T) {
 		{"SelfServiceTemplate", testSelfServiceTemplate},
 		{"FleetRollout", testFleetRollout},
 		{"GitStackFollowsBranch", testGitStackFollowsBranch},
+		{"GitHubAppFollowsBranch", testGitHubAppFollowsBranch},
 		{"NamespaceDeletionDestroys", testNamespaceDeletionDestroys},
 		{"StacksActAsTheirServiceAccount", testStacksActAsTheirServiceAccount},
 		{"RunnerPodPerUpdate", testRunnerPodPerUpdate},
