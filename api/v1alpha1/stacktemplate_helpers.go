@@ -14,14 +14,40 @@ import (
 // DefaultTemplateVersion is a template kind's version when spec.api.version is unset.
 const DefaultTemplateVersion = "v1alpha1"
 
-// GVK is the kind the template defines.
+// GVK is the kind the template defines, in its storage version: the version Stackwright
+// reads instances in.
 func (t *StackTemplate) GVK() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: t.Spec.API.Group, Version: t.StorageVersion(), Kind: t.Spec.API.Kind}
+}
+
+// KindVersions returns the versions of the template's kind, oldest first: spec.versions,
+// or else the one version spec.api.version, with spec.parameters, served and stored.
+func (t *StackTemplate) KindVersions() []TemplateVersion {
+	if len(t.Spec.Versions) > 0 {
+		return t.Spec.Versions
+	}
 	v := t.Spec.API.Version
 	if v == "" {
 		v = DefaultTemplateVersion
 	}
-	return schema.GroupVersionKind{Group: t.Spec.API.Group, Version: v, Kind: t.Spec.API.Kind}
+	return []TemplateVersion{{Name: v, Storage: true, Parameters: t.Spec.Parameters}}
 }
+
+// StorageVersion returns the version instances are stored in (the last one marked so,
+// should admission have let two through).
+func (t *StackTemplate) StorageVersion() string {
+	versions := t.KindVersions()
+	name := versions[len(versions)-1].Name
+	for _, v := range versions {
+		if v.Storage {
+			name = v.Name
+		}
+	}
+	return name
+}
+
+// IsServed reports whether the API server serves the version.
+func (v *TemplateVersion) IsServed() bool { return v.Served == nil || *v.Served }
 
 // DefinitionName is the name of the CustomResourceDefinition of the template's kind.
 func (t *StackTemplate) DefinitionName() string {

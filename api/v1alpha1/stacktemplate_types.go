@@ -8,6 +8,9 @@ import (
 // StackTemplateSpec is a self-service API that a platform team publishes: a namespaced kind
 // whose instances, created by tenants in their own namespaces, each become a Stack in the
 // platform namespace, run under the template's identity.
+// +kubebuilder:validation:XValidation:rule="!has(self.versions) || !has(self.parameters)",message="spec.parameters and spec.versions are exclusive: give each version its parameters"
+// +kubebuilder:validation:XValidation:rule="!has(self.versions) || self.versions.exists_one(v, has(v.storage) && v.storage)",message="exactly one of spec.versions must be the storage version"
+// +kubebuilder:validation:XValidation:rule="!has(self.versions) || self.versions.all(v, !(has(v.storage) && v.storage) || !has(v.served) || v.served)",message="the storage version must be served"
 type StackTemplateSpec struct {
 	// API is the kind the template defines. Stackwright installs its CustomResourceDefinition
 	// (<plural>.<group>), which tenants use with plain kubectl. It cannot change: another
@@ -18,11 +21,25 @@ type StackTemplateSpec struct {
 	// Parameters is the OpenAPI v3 schema of an instance's spec.parameters: what a tenant
 	// may set, with its types, defaults, enums and ranges. It must be a structural schema
 	// (the API server says why when it is not). Unset, an instance takes no parameters.
+	// With spec.versions, each version has its own, and this must be unset.
 	// +optional
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Parameters *apiextensionsv1.JSON `json:"parameters,omitempty"`
+
+	// Versions are the kind's versions, when it has evolved: each with its parameters'
+	// schema, whether it is served, deprecated, and which one instances are stored in.
+	// Listed oldest first: each version's schema must read every instance a version before
+	// it wrote (only additions: no property removed, no type changed, no new required
+	// field without a default), since instances are converted between versions by their
+	// apiVersion alone. Unset, the kind has one version, spec.api.version, with
+	// spec.parameters; set, spec.api.version is not used.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=10
+	Versions []TemplateVersion `json:"versions,omitempty"`
 
 	// Namespace is the platform namespace: each instance's Stack lives there, and every
 	// reference of Stack (its program, backend credentials, envRefs, Secrets,
@@ -86,6 +103,40 @@ type StackTemplateSpec struct {
 	Approvers *TemplateApprovers `json:"approvers,omitempty"`
 }
 
+// TemplateVersion is one version of a template's kind.
+type TemplateVersion struct {
+	// Name is the version, e.g. v1 or v2beta1.
+	// +kubebuilder:validation:Pattern=`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Served: the API server accepts and returns instances in this version. Unset means
+	// true; the storage version must be served.
+	// +optional
+	Served *bool `json:"served,omitempty"`
+	// Storage marks the version instances are stored in: exactly one. When it changes,
+	// Stackwright rewrites the instances stored in older versions (their content is
+	// unchanged, so no Stack runs an update for it) and then lets the definition forget
+	// those versions.
+	// +optional
+	Storage bool `json:"storage,omitempty"`
+	// Deprecated makes the API server answer every request in this version with a
+	// warning (kubectl prints it), DeprecationWarning or its own.
+	// +optional
+	Deprecated bool `json:"deprecated,omitempty"`
+	// DeprecationWarning is the warning of a deprecated version, e.g. "use v2: v1 goes in
+	// March".
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	DeprecationWarning string `json:"deprecationWarning,omitempty"`
+	// Parameters is this version's schema of an instance's spec.parameters (as
+	// spec.parameters is for a kind of one version).
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Parameters *apiextensionsv1.JSON `json:"parameters,omitempty"`
+}
+
 // TemplateApprovers names who may approve an instance's change.
 type TemplateApprovers struct {
 	// Groups: a user in any of them may approve or reject, as the API server authenticated
@@ -104,7 +155,7 @@ type TemplateAPI struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$`
 	Group string `json:"group"`
 
-	// Version is the kind's only version.
+	// Version is the kind's only version, when spec.versions is unset.
 	// +optional
 	// +kubebuilder:default=v1alpha1
 	// +kubebuilder:validation:Pattern=`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`

@@ -106,7 +106,7 @@ func (c *Controller) isServed(gvk schema.GroupVersionKind) bool {
 }
 
 // Serve implements stacktemplate.Server: it watches gvk's instances, once.
-func (c *Controller) Serve(_ context.Context, template string, gvk schema.GroupVersionKind) error {
+func (c *Controller) Serve(ctx context.Context, template string, gvk schema.GroupVersionKind) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.served[gvk]; ok {
@@ -121,6 +121,20 @@ func (c *Controller) Serve(_ context.Context, template string, gvk schema.GroupV
 		return fmt.Errorf("failed to watch %s: %w", gvk, err)
 	}
 	c.served[gvk] = template
+	// The kind's instances are read in its storage version: once that changes, the
+	// informer of the earlier one would only duplicate every event, and fail once that
+	// version is no longer served.
+	for old, t := range c.served {
+		if t != template || old == gvk {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(old)
+		if err := c.Cache.RemoveInformer(ctx, u); err != nil {
+			return fmt.Errorf("failed to stop watching %s: %w", old, err)
+		}
+		delete(c.served, old)
+	}
 	return nil
 }
 

@@ -14,33 +14,33 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
-// definition builds the CustomResourceDefinition of t's kind: spec.parameters with the
-// template's schema, the two output references, and the status every instance has.
+// definition builds the CustomResourceDefinition of t's kind: for each of its versions,
+// spec.parameters with that version's schema, the two output references, and the status
+// every instance has. Versions are converted by their apiVersion alone (strategy None),
+// which the breaking-change guard makes safe: each version reads what the others wrote.
 func definition(t *v1alpha1.StackTemplate) (*apiextensionsv1.CustomResourceDefinition, error) {
-	params := apiextensionsv1.JSONSchemaProps{Type: "object"}
-	if p := t.Spec.Parameters; p != nil && len(p.Raw) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(p.Raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&params); err != nil {
-			return nil, fmt.Errorf("spec.parameters is not an OpenAPI v3 schema: %w", err)
-		}
-	}
-	if params.Type != "object" {
-		return nil, fmt.Errorf("spec.parameters must be a schema of type object, not %q", params.Type)
-	}
-	// An empty object by default, so that the API server applies the parameters' own
-	// defaults to an instance that sets none.
-	params.Default = &apiextensionsv1.JSON{Raw: []byte("{}")}
 	api := t.Spec.API
-	gvk := t.GVK()
-	spec := apiextensionsv1.JSONSchemaProps{
-		Type:        "object",
-		Description: fmt.Sprintf("What the instance asks of StackTemplate %s.", t.Name),
-		Properties: map[string]apiextensionsv1.JSONSchemaProps{
-			"parameters":                 params,
-			"writeConnectionSecretToRef": localRef("A Secret in the instance's namespace that receives every output the template publishes; Stackwright creates and owns it."),
-			"writeOutputsToConfigMapRef": localRef("A ConfigMap in the instance's namespace that receives the non-secret outputs the template publishes; Stackwright creates and owns it."),
-		},
+	var versions []apiextensionsv1.CustomResourceDefinitionVersion
+	for _, v := range t.KindVersions() {
+		schema, err := versionSchema(t, &v)
+		if err != nil {
+			return nil, err
+		}
+		cv := apiextensionsv1.CustomResourceDefinitionVersion{
+			Name: v.Name, Served: v.IsServed(), Storage: v.Name == t.StorageVersion(), Deprecated: v.Deprecated,
+			Schema:       &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: schema},
+			Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+			AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
+				{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
+				{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].reason`},
+				{Name: "Revision", Type: "integer", JSONPath: ".status.templateRevision"},
+				{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+			},
+		}
+		if v.Deprecated && v.DeprecationWarning != "" {
+			cv.DeprecationWarning = ptr.To(v.DeprecationWarning)
+		}
+		versions = append(versions, cv)
 	}
 	return &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: t.DefinitionName(), Labels: map[string]string{v1alpha1.TemplateLabel: t.Name}},
@@ -50,28 +50,57 @@ func definition(t *v1alpha1.StackTemplate) (*apiextensionsv1.CustomResourceDefin
 				Kind: api.Kind, ListKind: api.Kind + "List", Plural: api.Plural, Singular: strings.ToLower(api.Kind),
 				ShortNames: api.ShortNames, Categories: categories(api.Categories),
 			},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: gvk.Version, Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type:        "object",
-					Description: fmt.Sprintf("%s is a self-service kind of StackTemplate %s: each one becomes a stack run by the platform team's Stackwright.", api.Kind, t.Name),
-					Properties: map[string]apiextensionsv1.JSONSchemaProps{
-						"apiVersion": {Type: "string"},
-						"kind":       {Type: "string"},
-						"metadata":   {Type: "object"},
-						"spec":       spec,
-						"status":     statusSchema(),
-					},
-				}},
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
-					{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
-					{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].reason`},
-					{Name: "Revision", Type: "integer", JSONPath: ".status.templateRevision"},
-					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
-				},
-			}},
+			Scope:      apiextensionsv1.NamespaceScoped,
+			Versions:   versions,
+			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter},
+		},
+	}, nil
+}
+
+// parameters decodes a version's schema of spec.parameters; unset is an object that takes
+// nothing.
+func parameters(v *v1alpha1.TemplateVersion) (apiextensionsv1.JSONSchemaProps, error) {
+	params := apiextensionsv1.JSONSchemaProps{Type: "object"}
+	if p := v.Parameters; p != nil && len(p.Raw) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(p.Raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&params); err != nil {
+			return params, fmt.Errorf("the parameters of version %s are not an OpenAPI v3 schema: %w", v.Name, err)
+		}
+	}
+	if params.Type != "object" {
+		return params, fmt.Errorf("the parameters of version %s must be a schema of type object, not %q", v.Name, params.Type)
+	}
+	return params, nil
+}
+
+// versionSchema is the schema of an instance in version v.
+func versionSchema(t *v1alpha1.StackTemplate, v *v1alpha1.TemplateVersion) (*apiextensionsv1.JSONSchemaProps, error) {
+	params, err := parameters(v)
+	if err != nil {
+		return nil, err
+	}
+	// An empty object by default, so that the API server applies the parameters' own
+	// defaults to an instance that sets none.
+	params.Default = &apiextensionsv1.JSON{Raw: []byte("{}")}
+	spec := apiextensionsv1.JSONSchemaProps{
+		Type:        "object",
+		Description: fmt.Sprintf("What the instance asks of StackTemplate %s.", t.Name),
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"parameters":                 params,
+			"writeConnectionSecretToRef": localRef("A Secret in the instance's namespace that receives every output the template publishes; Stackwright creates and owns it."),
+			"writeOutputsToConfigMapRef": localRef("A ConfigMap in the instance's namespace that receives the non-secret outputs the template publishes; Stackwright creates and owns it."),
+		},
+	}
+	return &apiextensionsv1.JSONSchemaProps{
+		Type:        "object",
+		Description: fmt.Sprintf("%s is a self-service kind of StackTemplate %s: each one becomes a stack run by the platform team's Stackwright.", t.Spec.API.Kind, t.Name),
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"apiVersion": {Type: "string"},
+			"kind":       {Type: "string"},
+			"metadata":   {Type: "object"},
+			"spec":       spec,
+			"status":     statusSchema(),
 		},
 	}, nil
 }

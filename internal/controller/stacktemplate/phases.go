@@ -9,6 +9,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -112,6 +113,39 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
+}
+
+// migrateStorage rewrites the instances still stored in a version other than the storage
+// one, and then has the definition forget those versions (status.storedVersions), so that
+// a version no instance is stored in may later be dropped. An update that changes nothing
+// is written again in the storage version, as the storage version migrator does it; the
+// instances' content, and so their Stacks, do not change.
+func (r *Reconciler) migrateStorage(ctx context.Context, s *scope) (bool, error) {
+	crd, storage := s.crd, s.template.StorageVersion()
+	if slices.Equal(crd.Status.StoredVersions, []string{storage}) {
+		return true, nil
+	}
+	list, err := listInstances(ctx, r.APIReader, s.template)
+	if err != nil {
+		return false, err
+	}
+	for i := range list.Items {
+		item := &list.Items[i]
+		if err := r.Client.Update(ctx, item, client.FieldOwner(FieldManager)); client.IgnoreNotFound(err) != nil {
+			// A conflict is a tenant's write, which stored it in the storage version.
+			if !apierrors.IsConflict(err) {
+				return false, fmt.Errorf("failed to rewrite %s %s/%s in version %s: %w", item.GetKind(), item.GetNamespace(), item.GetName(), storage, err)
+			}
+		}
+	}
+	migrated := crd.DeepCopy()
+	migrated.Status.StoredVersions = []string{storage}
+	if err := r.Client.Status().Update(ctx, migrated, client.FieldOwner(FieldManager)); err != nil {
+		return false, fmt.Errorf("failed to record the stored versions of CustomResourceDefinition %s: %w", crd.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Migrated instances to the storage version", "definition", crd.Name, "from", crd.Status.StoredVersions, "to", storage, "instances", len(list.Items))
+	s.crd = migrated
+	return true, nil
 }
 
 // serve has the instance controller reconcile the kind's instances.

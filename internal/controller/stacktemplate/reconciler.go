@@ -78,6 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.checkSpec,
 		r.applyDefinition,
 		r.awaitEstablished,
+		r.migrateStorage,
 		r.serve,
 		// The revision exists before its generation is announced as the latest.
 		r.ensureRevision,
