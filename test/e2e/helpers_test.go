@@ -136,9 +136,13 @@ func waitStackReadyOnce(g Gomega, c client.Client, ns, name string) *pulumiv1.St
 
 // describeNamespace is what a failure in a tenant namespace needs to be acted on.
 func describeNamespace(ns string) string {
-	out, _ := runErr("kubectl", "-n", ns, "get", "stacks,updates,jobs,pods,pvc", "-o", "wide")
+	// A bare "updates" is auto.pulumi.com's once both CRDs are installed: the API server
+	// lists CRD groups by name, and kubectl takes the first. The one-off requests are asked
+	// for on their own: an install without their CRD would fail the whole listing.
+	out, _ := runErr("kubectl", "-n", ns, "get", "stacks,updates.stackwright.dev,jobs,pods,pvc", "-o", "wide")
+	requests, _ := runErr("kubectl", "-n", ns, "get", "updates.auto.pulumi.com", "-o", "wide")
 	pods, _ := runErr("kubectl", "-n", ns, "logs", "-l", "app.kubernetes.io/name=stackwright-runner", "--tail=40", "--prefix")
-	return out + "\n--- runner logs ---\n" + pods + "\n" + describeManager()
+	return out + requests + "\n--- runner logs ---\n" + pods + "\n" + describeManager()
 }
 
 // waitStackReady waits for Ready=True at the Stack's current generation.
