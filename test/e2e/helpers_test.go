@@ -49,10 +49,28 @@ func run(t *testing.T, name string, args ...string) string {
 }
 
 func runErr(name string, args ...string) (string, error) {
+	return execErr("", filepath.Join(root, "bin", name), args...)
+}
+
+// runStdin is run with stdin as the command's standard input, as a runbook feeds
+// `kubectl apply -f -`.
+func runStdin(t *testing.T, stdin, name string, args ...string) string {
+	t.Helper()
+	out, err := execErr(stdin, filepath.Join(root, "bin", name), args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// execErr runs the program at path from the repository root, with stdin as its standard
+// input, and returns its output, stdout and stderr together.
+func execErr(stdin, path string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", name), args...)
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = root
+	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
