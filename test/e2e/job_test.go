@@ -66,6 +66,7 @@ func TestInstall_JobExecutor(t *testing.T) {
 		{"GitStackFollowsBranch", testGitStackFollowsBranch},
 		{"GitHubAppFollowsBranch", testGitHubAppFollowsBranch},
 		{"NamespaceDeletionDestroys", testNamespaceDeletionDestroys},
+		{"PKOOneOffOperations", testPKOOneOffOperations},
 		{"StacksActAsTheirServiceAccount", testStacksActAsTheirServiceAccount},
 		{"RunnerPodPerUpdate", testRunnerPodPerUpdate},
 		{"ProgramSeesOnlyItsEnvironment", testProgramSeesOnlyItsEnvironment},
