@@ -55,7 +55,7 @@ func TestManifests_Render_RestrictedPodAndScopedRBAC(t *testing.T) {
 				crds = append(crds, o.GetName())
 			}
 			slices.Sort(crds)
-			if diff := cmp.Diff([]string{"clusterpolicies.stackwright.dev", "policies.stackwright.dev", "programs.pulumi.com", "stackrollouts.stackwright.dev", "stacks.pulumi.com", "stacksets.stackwright.dev", "stacktemplaterevisions.stackwright.dev", "stacktemplates.stackwright.dev", "updates.stackwright.dev"}, crds); diff != "" {
+			if diff := cmp.Diff([]string{"clusterpolicies.stackwright.dev", "policies.stackwright.dev", "programs.pulumi.com", "stackrollouts.stackwright.dev", "stacks.pulumi.com", "stacksets.stackwright.dev", "stacktemplaterevisions.stackwright.dev", "stacktemplates.stackwright.dev", "updates.auto.pulumi.com", "updates.stackwright.dev"}, crds); diff != "" {
 				t.Errorf("CRDs (-want +got):\n%s", diff)
 			}
 
