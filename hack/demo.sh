@@ -40,7 +40,7 @@ kubectl apply -f config/samples/pulumi_v1_program_files.yaml -f config/samples/p
 start=$(date +%s)
 kubectl wait --for=condition=Ready stack/files stack/kubernetes --timeout=5m
 say "Stacks Ready after $(($(date +%s) - start))s"
-kubectl get stacks,programs,updates -o wide
+kubectl get stacks,programs,updates.stackwright.dev -o wide
 say "Stack status"
 kubectl get stack files -o jsonpath='{.status}' | head -c 4000
 echo
