@@ -93,6 +93,12 @@ const (
 	// stack is not a Stack's spec, or the API server refused the CustomResourceDefinition
 	// built from it (the message says why).
 	ReasonTemplateInvalid = "TemplateInvalid"
+	// ReasonBreakingChange (Stalled=True): the template's schemas would not read instances
+	// that are stored, or that an earlier version wrote (a property removed, a type changed,
+	// a new required property without a default, an enum narrowed, ...), or it drops a
+	// version instances are still stored in. The message names each change; the
+	// definition keeps serving what it served.
+	ReasonBreakingChange = "BreakingChange"
 	// ReasonInstancesRemain (Reconciling=True, while the template is being deleted): the
 	// template waits until its last instance is gone (each destroys its stack first),
 	// then removes its CustomResourceDefinition.

@@ -76,6 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return s.run(ctx,
 		r.checkGroup,
 		r.checkSpec,
+		r.guardChanges,
 		r.applyDefinition,
 		r.awaitEstablished,
 		r.migrateStorage,

@@ -2,6 +2,7 @@ package stacktemplate
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/stackwright/stackwright/api/conditions"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -19,6 +20,14 @@ func markGroupNotAllowed(t *v1alpha1.StackTemplate, allowed []string) {
 // markInvalid stalls a template whose spec cannot be served as written.
 func markInvalid(t *v1alpha1.StackTemplate, msg string) {
 	conditions.MarkStalled(t, v1alpha1.ReasonTemplateInvalid, msg)
+}
+
+// markBreakingChange stalls a template whose schemas would break instances, naming each
+// change.
+func markBreakingChange(t *v1alpha1.StackTemplate, changes []string) {
+	conditions.MarkStalled(t, v1alpha1.ReasonBreakingChange, fmt.Sprintf(
+		"the change would break instances, so the kind keeps serving its previous schemas: %s. Publish the change as a new version whose schema still reads what earlier versions wrote (new properties optional or defaulted)",
+		strings.Join(changes, "; ")))
 }
 
 // markDefinitionConflict stalls a template whose kind's definition name is taken.

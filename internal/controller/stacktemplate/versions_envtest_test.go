@@ -1,6 +1,7 @@
 package stacktemplate_test
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -48,16 +49,17 @@ func TestReconciler_Reconcile_VersionsEvolveTheKind(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	const v1Params = `{"type":"object","properties":{"size":{"type":"integer","default":3}}}`
-	tmpl := template("gadgets", s.Namespace, v1Params)
+	tmpl := template("gizmos", s.Namespace, v1Params)
+	tmpl.Spec.API.Kind = "Gizmo"
 	create(t, tmpl)
 	waitTemplate(t, tmpl, pulumiv1.ConditionReady, v1alpha1.ReasonServing)
 	waitUsable(t, tmpl)
-	g.Expect(env.Client.Create(ctx, instance(s.Namespace, "early", "Bucket", `{"size":2}`))).To(Succeed())
+	g.Expect(env.Client.Create(ctx, instance(s.Namespace, "early", "Gizmo", `{"size":2}`))).To(Succeed())
 
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
 	tmpl.Spec.Parameters = nil
 	tmpl.Spec.Versions = []v1alpha1.TemplateVersion{
-		{Name: "v1alpha1", Deprecated: true, DeprecationWarning: "gadgets v1alpha1 is going: use v1", Parameters: &apiextensionsv1.JSON{Raw: []byte(v1Params)}},
+		{Name: "v1alpha1", Deprecated: true, DeprecationWarning: "gizmos v1alpha1 is going: use v1", Parameters: &apiextensionsv1.JSON{Raw: []byte(v1Params)}},
 		{Name: "v1", Storage: true, Parameters: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"size":{"type":"integer","default":3},"owner":{"type":"string"}}}`)}},
 	}
 	g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed())
@@ -67,7 +69,7 @@ func TestReconciler_Reconcile_VersionsEvolveTheKind(t *testing.T) {
 	})
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "gadgets." + group}, crd)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "gizmos." + group}, crd)).To(Succeed())
 		g.Expect(crd.Status.StoredVersions).To(Equal([]string{"v1"}), "the instances were moved to the storage version")
 	}).WithTimeout(waitTimeout).WithPolling(waitPolling).Should(Succeed())
 	type version struct {
@@ -79,7 +81,7 @@ func TestReconciler_Reconcile_VersionsEvolveTheKind(t *testing.T) {
 	for _, v := range crd.Spec.Versions {
 		got = append(got, version{v.Name, v.Served, v.Storage, v.Deprecated, ptr.Deref(v.DeprecationWarning, "")})
 	}
-	want := []version{{"v1alpha1", true, false, true, "gadgets v1alpha1 is going: use v1"}, {"v1", true, true, false, ""}}
+	want := []version{{"v1alpha1", true, false, true, "gizmos v1alpha1 is going: use v1"}, {"v1", true, true, false, ""}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("definition's versions (-want +got):\n%s", diff)
 	}
@@ -92,12 +94,12 @@ func TestReconciler_Reconcile_VersionsEvolveTheKind(t *testing.T) {
 	cfg.WarningHandler = w
 	dyn, err := dynamic.NewForConfig(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
-	old := schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "gadgets"}
+	old := schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "gizmos"}
 	g.Eventually(func() error {
-		_, err := dyn.Resource(old).Namespace(s.Namespace).Create(ctx, instance(s.Namespace, "late", "Bucket", `{"size":4}`), metav1.CreateOptions{})
+		_, err := dyn.Resource(old).Namespace(s.Namespace).Create(ctx, instance(s.Namespace, "late", "Gizmo", `{"size":4}`), metav1.CreateOptions{})
 		return err
 	}).WithTimeout(waitTimeout).WithPolling(waitPolling).Should(Succeed())
-	g.Expect(w.all()).To(ContainSubstring("gadgets v1alpha1 is going: use v1"))
+	g.Expect(w.all()).To(ContainSubstring("gizmos v1alpha1 is going: use v1"))
 
 	// No instance is stored in v1alpha1 any more: dropping it leaves them all readable.
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
@@ -105,7 +107,7 @@ func TestReconciler_Reconcile_VersionsEvolveTheKind(t *testing.T) {
 	g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed())
 	waitTemplateTo(t, tmpl, "serving v1 alone", func(g Gomega) {
 		g.Expect(tmpl.Status.ObservedGeneration).To(Equal(tmpl.Generation))
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "gadgets." + group}, crd)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "gizmos." + group}, crd)).To(Succeed())
 		g.Expect(crd.Spec.Versions).To(HaveLen(1))
 	})
 	for name, size := range map[string]int64{"early": 2, "late": 4} {
@@ -117,4 +119,69 @@ func TestReconciler_Reconcile_VersionsEvolveTheKind(t *testing.T) {
 		got, _, _ := unstructured.NestedInt64(u.Object, "spec", "parameters", "size")
 		g.Expect(got).To(Equal(size), name)
 	}
+}
+
+// A change that would break instances is refused, naming it, and the definition keeps
+// serving what it served; an additive one is applied. Both a change of a served version's
+// schema and a new version that does not read an earlier one's instances count.
+func TestReconciler_Reconcile_BreakingChangesAreRefused(t *testing.T) {
+	t.Parallel()
+	s := env.Scenario(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	const served = `{"type":"object","properties":{"size":{"type":"integer"},"tier":{"type":"string","enum":["bronze","gold"]}}}`
+	tmpl := template("widgetries", s.Namespace, served)
+	tmpl.Spec.API.Kind = "Widgetry"
+	create(t, tmpl)
+	waitTemplate(t, tmpl, pulumiv1.ConditionReady, v1alpha1.ReasonServing)
+	schemaOf := func() string {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "widgetries." + group}, crd)).To(Succeed())
+		b, err := json.Marshal(crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["parameters"].Properties)
+		g.Expect(err).NotTo(HaveOccurred())
+		return string(b)
+	}
+	before := schemaOf()
+	for _, tc := range []struct {
+		name   string
+		mutate func(*v1alpha1.StackTemplateSpec)
+		want   string
+	}{
+		{"typeChanged", func(spec *v1alpha1.StackTemplateSpec) {
+			spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"size":{"type":"string"},"tier":{"type":"string","enum":["bronze","gold"]}}}`)}
+		}, "version v1alpha1: spec.parameters.size: type changed from integer to string"},
+		{"enumNarrowed", func(spec *v1alpha1.StackTemplateSpec) {
+			spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"size":{"type":"integer"},"tier":{"type":"string","enum":["bronze"]}}}`)}
+		}, `version v1alpha1: spec.parameters.tier: enum no longer allows "gold"`},
+		{"newVersionDropsAProperty", func(spec *v1alpha1.StackTemplateSpec) {
+			spec.Parameters = nil
+			spec.Versions = []v1alpha1.TemplateVersion{
+				{Name: "v1alpha1", Parameters: &apiextensionsv1.JSON{Raw: []byte(served)}},
+				{Name: "v1", Storage: true, Parameters: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"size":{"type":"integer"}}}`)}},
+			}
+		}, "version v1 does not read what v1alpha1 wrote: spec.parameters.tier: "},
+		{"storedVersionRemoved", func(spec *v1alpha1.StackTemplateSpec) {
+			spec.Parameters = nil
+			spec.Versions = []v1alpha1.TemplateVersion{{Name: "v1", Storage: true, Parameters: &apiextensionsv1.JSON{Raw: []byte(served)}}}
+		}, "version v1alpha1 is removed while instances are stored in it"},
+	} {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+		good := tmpl.Spec.DeepCopy()
+		tc.mutate(&tmpl.Spec)
+		g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed(), tc.name)
+		c := waitTemplate(t, tmpl, pulumiv1.ConditionStalled, v1alpha1.ReasonBreakingChange)
+		g.Expect(c.Message).To(ContainSubstring(tc.want), tc.name)
+		g.Expect(schemaOf()).To(Equal(before), "%s: the definition changed", tc.name)
+		tmpl.Spec = *good
+		g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed(), tc.name)
+		waitTemplate(t, tmpl, pulumiv1.ConditionReady, v1alpha1.ReasonServing)
+	}
+
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+	tmpl.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"size":{"type":"integer"},"tier":{"type":"string","enum":["bronze","gold","silver"]},"owner":{"type":"string"}}}`)}
+	g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed())
+	waitTemplateTo(t, tmpl, "an additive change is served", func(g Gomega) {
+		g.Expect(tmpl.Status.ObservedGeneration).To(Equal(tmpl.Generation))
+		g.Expect(schemaOf()).To(ContainSubstring(`"owner"`))
+	})
 }
