@@ -19,6 +19,11 @@ const (
 // is not held up.
 const InputsFinalizer = "stackwright.dev/stack-inputs"
 
+// ProtectedAnnotation, set to "true" on a Stack or a template instance, protects it from
+// deletion: the install's admission policy (stackwright-deletion-protection) refuses to
+// delete it until the annotation is removed (or set to anything else).
+const ProtectedAnnotation = "stackwright.dev/protected"
+
 // Stackwright's own annotations of a Stack with spec.stackwright.approval: Manual.
 const (
 	// ApproveAnnotation approves a change: its value names the preview Update
@@ -205,4 +210,11 @@ const (
 	// ReasonExpired (Reconciling=True): the Stack's TTL (spec.stackwright.ttl)
 	// expired; its resources are being destroyed and the Stack deleted.
 	ReasonExpired = "Expired"
+	// ReasonInUse (Reconciling=True, while the Stack is being deleted): other Stacks read
+	// the outputs it publishes (spec.stackwright.outputs) as their inputs; it is destroyed
+	// and released once they are gone, so that their own destroys still find those values.
+	ReasonInUse = "InUse"
+	// ReasonDeletionProtected (Stalled=True): the Stack's TTL expired, but it is protected
+	// (stackwright.dev/protected): remove the annotation to let it be destroyed and deleted.
+	ReasonDeletionProtected = "DeletionProtected"
 )

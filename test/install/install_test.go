@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -713,7 +714,7 @@ func TestManifests_Render_LocalExecutorServesOneNamespace(t *testing.T) {
 }
 
 // Every install ships the guidance policy, as warnings only (it must never refuse a
-// Stack), and the manager-rights policy, refusing.
+// Stack), and the manager-rights and deletion-protection policies, refusing.
 func TestManifests_Render_StackGuidancePolicyOnlyWarns(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -735,6 +736,8 @@ func TestManifests_Render_StackGuidancePolicyOnlyWarns(t *testing.T) {
 					policies["guidance"] = p
 				case strings.HasSuffix(p.Name, "manager-rights"):
 					policies["rights"] = p
+				case strings.HasSuffix(p.Name, "deletion-protection"):
+					policies["protection"] = p
 				default:
 					t.Errorf("unexpected policy %s", p.Name)
 				}
@@ -749,7 +752,7 @@ func TestManifests_Render_StackGuidancePolicyOnlyWarns(t *testing.T) {
 					}
 				}
 			}
-			want := map[string][]admissionv1.ValidationAction{"guidance": {admissionv1.Warn}, "rights": {admissionv1.Deny}}
+			want := map[string][]admissionv1.ValidationAction{"guidance": {admissionv1.Warn}, "rights": {admissionv1.Deny}, "protection": {admissionv1.Deny}}
 			if diff := cmp.Diff(want, actions); diff != "" {
 				t.Errorf("policies bound with (-want +got):\n%s", diff)
 			}
@@ -1013,5 +1016,27 @@ func TestManifests_Render_DetachedRunnersGetNoIngress(t *testing.T) {
 				t.Errorf("policy types (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The chart's deletion protection covers the instances of the install's template kinds
+// too, and only deletions.
+func TestChart_Template_DeletionProtectionCoversTemplateKinds(t *testing.T) {
+	objs := parse(t, helmTemplate("--set", "templates.apiGroups={platform.example.com}")(t))
+	var rules []admissionv1.NamedRuleWithOperations
+	for _, o := range objs.ofKind("ValidatingAdmissionPolicy") {
+		if strings.HasSuffix(o.GetName(), "deletion-protection") {
+			p := &admissionv1.ValidatingAdmissionPolicy{}
+			convert(t, o, p)
+			rules = p.Spec.MatchConstraints.ResourceRules
+		}
+	}
+	var got []string
+	for _, r := range rules {
+		got = append(got, fmt.Sprintf("%v %v %v", r.APIGroups, r.Operations, r.Resources))
+	}
+	want := []string{"[pulumi.com] [DELETE] [stacks]", "[platform.example.com] [DELETE] [*]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deletion protection's rules (-want +got):\n%s", diff)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/instance"
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
 
 // A tenant's instance becomes a Stack in the platform namespace, rendered from its
@@ -194,8 +195,11 @@ func TestController_Instance_HoldKeepsItsRevisionUntilOpened(t *testing.T) {
 	s.waitStack(inst, "the instance runs the first revision", rendered("one", "3", first))
 
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+	before := tmpl.DeepCopy()
 	tmpl.Spec.Stack = apiextensionsv1.JSON{Raw: []byte(`{"stack":"q","programRef":{"name":"held"},"config":{"flavour":"two"}}`)}
-	g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed())
+	// A merge patch of the change alone: the controller's status writes would make an
+	// update of the whole object conflict.
+	g.Expect(env.Client.Patch(ctx, tmpl, client.MergeFrom(before))).To(Succeed())
 	s.waitTemplate(tmpl, "the new revision is served and the instance is behind", func(g Gomega) {
 		g.Expect(tmpl.Status.Revision).To(BeNumerically(">", first))
 		g.Expect(tmpl.Status.InstancesBehind).To(BeEquivalentTo(1))
@@ -331,4 +335,33 @@ func TestController_Instance_ApprovalWithoutApproversIsIgnored(t *testing.T) {
 	s.WaitEvent(inst, corev1.EventTypeWarning, instance.EventApprovalIgnored)
 	st := s.waitStack(inst, "the instance becomes a Stack", func(Gomega, *pulumiv1.Stack) {})
 	s.g.Expect(st.Annotations).NotTo(HaveKey(pulumiv1.ApproveAnnotation), "the approval is not forwarded")
+}
+
+// The platform team protects what an instance stands for by annotating its Stack: the
+// instance's deletion then waits, Stalled with the reason, until the annotation goes.
+func TestController_Instance_DeletionWaitsForItsProtectedStack(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	ctx := t.Context()
+	g := s.g
+	kubetest.InstallProtection(ctx, t, env.Client, s.platform)
+	tmpl := s.template(group, "Locker", `{"stack":"lockers","programRef":{"name":"locker"}}`)
+	s.serve(tmpl)
+	inst := s.instance(tmpl, "keep", `{}`)
+	g.Expect(env.Client.Create(ctx, inst)).To(Succeed())
+	st := s.waitStack(inst, "the instance becomes a Stack", func(Gomega, *pulumiv1.Stack) {})
+	stack := &unstructured.Unstructured{}
+	stack.SetGroupVersionKind(pulumiv1.GroupVersion.WithKind("Stack"))
+	stack.SetNamespace(st.Namespace)
+	stack.SetName(st.Name)
+	g.Expect(annotate(ctx, env.Client, stack, pulumiv1.ProtectedAnnotation, "true")).To(Succeed())
+
+	g.Expect(env.Client.Delete(ctx, inst)).To(Succeed())
+	held := s.waitInstance(inst, pulumiv1.ConditionStalled, pulumiv1.ReasonDeletionProtected, "the protected Stack holds the instance")
+	g.Expect(condition(held, pulumiv1.ConditionStalled)["message"]).To(ContainSubstring("is protected from deletion (stackwright.dev/protected=true)"))
+
+	g.Expect(annotate(ctx, env.Client, stack, pulumiv1.ProtectedAnnotation, "false")).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(inst), inst.DeepCopy()))
+	}).WithTimeout(waitTimeout).Should(BeTrue(), "the instance goes once its Stack may")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,7 +30,14 @@ func (c *Controller) reconcileDelete(ctx context.Context, s *scope) error {
 		return fmt.Errorf("failed to get Stack %s/%s: %w", t.Spec.Namespace, s.name, err)
 	case err == nil && st.Labels[v1alpha1.InstanceUIDLabel] == string(u.GetUID()):
 		if st.DeletionTimestamp.IsZero() {
-			if err := c.Client.Delete(ctx, st); client.IgnoreNotFound(err) != nil {
+			err := c.Client.Delete(ctx, st)
+			if apierrors.IsForbidden(err) && st.Annotations[pulumiv1.ProtectedAnnotation] == "true" {
+				// The platform team protects what the instance stands for: its deletion waits
+				// for them (the Stack's annotation change brings the instance back).
+				markStackProtected(s.in, st)
+				return nil
+			}
+			if client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("failed to delete Stack %s/%s: %w", st.Namespace, st.Name, err)
 			}
 		}

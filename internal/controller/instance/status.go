@@ -184,6 +184,14 @@ func markOutputsConflict(in *instance, kind, name string) {
 	conditions.MarkStalled(in, v1alpha1.ReasonOutputsConflict, fmt.Sprintf("%s %s exists and is not this instance's: rename it, or name another in the spec", kind, name))
 }
 
+// markStackProtected stalls a deleted instance whose Stack the platform team protects from
+// deletion: a person must lift the protection.
+func markStackProtected(in *instance, st *pulumiv1.Stack) {
+	conditions.MarkStalled(in, pulumiv1.ReasonDeletionProtected, fmt.Sprintf(
+		"Stack %s/%s, which this instance became, is protected from deletion (%s=true): the platform team must remove the annotation for the instance to go",
+		st.Namespace, st.Name, pulumiv1.ProtectedAnnotation))
+}
+
 // markDestroying records the wait for the deleted instance's Stack st to go, saying what
 // the Stack does in its own words only where the template's policy repeats them.
 func markDestroying(in *instance, st *pulumiv1.Stack, policy v1alpha1.InstanceMessagePolicy) {

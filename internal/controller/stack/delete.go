@@ -30,6 +30,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	s.op = v1alpha1.UpdateTypeDestroy
 	return s.run(ctx,
 		r.observeUpdate,
+		r.holdWhileInUse,
 		r.chooseDestroy,
 		r.resolveDestroyInputs,
 		r.decideNext,

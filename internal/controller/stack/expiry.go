@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,7 +78,15 @@ func (r *Reconciler) checkExpiry(ctx context.Context, s *scope) (bool, error) {
 		}
 		s.event(corev1.EventTypeNormal, EventExpired, "%s", msg)
 	}
-	if err := r.Client.Delete(ctx, stack, client.Preconditions{UID: &stack.UID}); client.IgnoreNotFound(err) != nil {
+	err := r.Client.Delete(ctx, stack, client.Preconditions{UID: &stack.UID})
+	switch {
+	case apierrors.IsForbidden(err) && stack.Annotations[pulumiv1.ProtectedAnnotation] == "true":
+		// The install's deletion protection refused it: a person must remove the
+		// annotation (the Stack is looked at again when they do).
+		markStalled(stack, pulumiv1.ReasonDeletionProtected, fmt.Sprintf("the Stack's TTL expired at %s, but it is protected (%s=true): remove the annotation to let it be destroyed and deleted",
+			sw.ExpiresAt.Format(time.RFC3339), pulumiv1.ProtectedAnnotation))
+		return false, nil
+	case client.IgnoreNotFound(err) != nil:
 		return false, fmt.Errorf("failed to delete expired Stack: %w", err)
 	}
 	return false, nil

@@ -39,6 +39,17 @@ func (w *warnings) all() string {
 	return strings.Join(w.seen, "\n")
 }
 
+// updateSpec changes tmpl's spec with a merge patch of the change alone, which the
+// controller's status writes meanwhile do not conflict with.
+func updateSpec(t *testing.T, tmpl *v1alpha1.StackTemplate, mutate func(*v1alpha1.StackTemplateSpec)) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+	before := tmpl.DeepCopy()
+	mutate(&tmpl.Spec)
+	g.Expect(env.Client.Patch(t.Context(), tmpl, client.MergeFrom(before))).To(Succeed())
+}
+
 // A kind evolves by versions: a second version that adds an optional parameter is served
 // beside the first, which is deprecated (the API server warns whoever uses it); instances
 // move to the new storage version without changing, so the first version can then be
@@ -56,13 +67,13 @@ func TestReconciler_Reconcile_VersionsEvolveTheKind(t *testing.T) {
 	waitUsable(t, tmpl)
 	g.Expect(env.Client.Create(ctx, instance(s.Namespace, "early", "Gizmo", `{"size":2}`))).To(Succeed())
 
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-	tmpl.Spec.Parameters = nil
-	tmpl.Spec.Versions = []v1alpha1.TemplateVersion{
-		{Name: "v1alpha1", Deprecated: true, DeprecationWarning: "gizmos v1alpha1 is going: use v1", Parameters: &apiextensionsv1.JSON{Raw: []byte(v1Params)}},
-		{Name: "v1", Storage: true, Parameters: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"size":{"type":"integer","default":3},"owner":{"type":"string"}}}`)}},
-	}
-	g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed())
+	updateSpec(t, tmpl, func(spec *v1alpha1.StackTemplateSpec) {
+		spec.Parameters = nil
+		spec.Versions = []v1alpha1.TemplateVersion{
+			{Name: "v1alpha1", Deprecated: true, DeprecationWarning: "gizmos v1alpha1 is going: use v1", Parameters: &apiextensionsv1.JSON{Raw: []byte(v1Params)}},
+			{Name: "v1", Storage: true, Parameters: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"size":{"type":"integer","default":3},"owner":{"type":"string"}}}`)}},
+		}
+	})
 	waitTemplateTo(t, tmpl, "serving two versions", func(g Gomega) {
 		g.Expect(tmpl.Status.ObservedGeneration).To(Equal(tmpl.Generation))
 		g.Expect(tmpl.GVK().Version).To(Equal("v1"))
@@ -102,9 +113,7 @@ func TestReconciler_Reconcile_VersionsEvolveTheKind(t *testing.T) {
 	g.Expect(w.all()).To(ContainSubstring("gizmos v1alpha1 is going: use v1"))
 
 	// No instance is stored in v1alpha1 any more: dropping it leaves them all readable.
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-	tmpl.Spec.Versions = tmpl.Spec.Versions[1:]
-	g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed())
+	updateSpec(t, tmpl, func(spec *v1alpha1.StackTemplateSpec) { spec.Versions = spec.Versions[1:] })
 	waitTemplateTo(t, tmpl, "serving v1 alone", func(g Gomega) {
 		g.Expect(tmpl.Status.ObservedGeneration).To(Equal(tmpl.Generation))
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "gizmos." + group}, crd)).To(Succeed())
@@ -167,19 +176,17 @@ func TestReconciler_Reconcile_BreakingChangesAreRefused(t *testing.T) {
 	} {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
 		good := tmpl.Spec.DeepCopy()
-		tc.mutate(&tmpl.Spec)
-		g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed(), tc.name)
+		updateSpec(t, tmpl, tc.mutate)
 		c := waitTemplate(t, tmpl, pulumiv1.ConditionStalled, v1alpha1.ReasonBreakingChange)
 		g.Expect(c.Message).To(ContainSubstring(tc.want), tc.name)
 		g.Expect(schemaOf()).To(Equal(before), "%s: the definition changed", tc.name)
-		tmpl.Spec = *good
-		g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed(), tc.name)
+		updateSpec(t, tmpl, func(spec *v1alpha1.StackTemplateSpec) { *spec = *good })
 		waitTemplate(t, tmpl, pulumiv1.ConditionReady, v1alpha1.ReasonServing)
 	}
 
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
-	tmpl.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"size":{"type":"integer"},"tier":{"type":"string","enum":["bronze","gold","silver"]},"owner":{"type":"string"}}}`)}
-	g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed())
+	updateSpec(t, tmpl, func(spec *v1alpha1.StackTemplateSpec) {
+		spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"size":{"type":"integer"},"tier":{"type":"string","enum":["bronze","gold","silver"]},"owner":{"type":"string"}}}`)}
+	})
 	waitTemplateTo(t, tmpl, "an additive change is served", func(g Gomega) {
 		g.Expect(tmpl.Status.ObservedGeneration).To(Equal(tmpl.Generation))
 		g.Expect(schemaOf()).To(ContainSubstring(`"owner"`))

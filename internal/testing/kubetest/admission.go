@@ -14,6 +14,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -172,6 +173,56 @@ func InstallGuidance(ctx context.Context, t testing.TB, c client.Client, ns stri
 	}
 	if err := awaitProbes(ctx, c, ns, probes); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// InstallProtection installs config/protection's deletion protection policy and binding,
+// renamed for namespace ns and bound to it alone, and returns once it refuses to delete a
+// protected probe Stack there.
+func InstallProtection(ctx context.Context, t testing.TB, c client.Client, ns string) {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, bindings, err := ReadAdmission(filepath.Join(root, "config", "protection"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(policies) != 1 || len(bindings) != 1 {
+		t.Fatalf("config/protection ships %d policies and %d bindings; want one of each", len(policies), len(bindings))
+	}
+	p, b := policies[0], bindings[0]
+	p.Name = "protection-" + ns
+	b.Name, b.Spec.PolicyName = p.Name, p.Name
+	b.Spec.MatchResources = &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+		MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
+	}}
+	for _, o := range []client.Object{p, b} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("failed to create %T %s: %v", o, o.GetName(), err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
+	}
+	// The binding takes a moment to be in force: probe Stacks are deleted until one is not.
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; ; i++ {
+		probe := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "pulumi.com/v1", "kind": "Stack",
+			"metadata": map[string]any{"namespace": ns, "name": fmt.Sprintf("protection-probe-%d", i), "annotations": map[string]any{"stackwright.dev/protected": "true"}},
+			"spec":     map[string]any{"stack": "probe", "programRef": map[string]any{"name": "probe"}},
+		}}
+		if err := c.Create(ctx, probe); err != nil {
+			t.Fatalf("failed to create probe Stack: %v", err)
+		}
+		err := c.Delete(ctx, probe)
+		if apierrors.IsForbidden(err) {
+			return
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("deletion protection not in force in namespace %s: %v", ns, err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }
 
