@@ -68,6 +68,11 @@ type UpdateSpec struct {
 	// Remove deletes the stack from the backend after a destroy.
 	// +optional
 	Remove *bool `json:"remove,omitempty"`
+	// RunProgram runs the program during a refresh or destroy (and the refresh of an up
+	// or preview), so that providers it configures take part; unset, the Stack's
+	// spec.runProgram decides.
+	// +optional
+	RunProgram *bool `json:"runProgram,omitempty"`
 	// PreviewOnly makes a refresh report the differences it finds without recording
 	// them in the state.
 	// +optional

@@ -121,6 +121,11 @@ func (in *UpdateSpec) DeepCopyInto(out *UpdateSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.RunProgram != nil {
+		in, out := &in.RunProgram, &out.RunProgram
+		*out = new(bool)
+		**out = **in
+	}
 	if in.PreviewOnly != nil {
 		in, out := &in.PreviewOnly, &out.PreviewOnly
 		*out = new(bool)

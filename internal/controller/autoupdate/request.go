@@ -55,6 +55,9 @@ func Operation(req *autov1alpha1.Update, stack *pulumiv1.Stack) (v1alpha1.Update
 		Refresh: deref(s.Refresh), ExpectNoChanges: deref(s.ExpectNoChanges), Targets: s.Target, TargetDependents: deref(s.TargetDependents),
 		RunProgram: stack.Spec.RunProgram, ContinueOnError: deref(s.ContinueOnError), Message: requestMessage(req),
 	}
+	if s.RunProgram != nil {
+		o.RunProgram = *s.RunProgram
+	}
 	if s.Parallel != nil {
 		o.Parallel = max(*s.Parallel, 0)
 	}

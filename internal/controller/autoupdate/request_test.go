@@ -53,6 +53,20 @@ func TestOperation_MapsPKOOptions(t *testing.T) {
 	}
 }
 
+// The request's runProgram, when set, overrides the Stack's.
+func TestOperation_RunProgramOverridesTheStacks(t *testing.T) {
+	stack := &pulumiv1.Stack{Spec: pulumiv1.StackSpec{RunProgram: true}}
+	for _, tc := range []struct {
+		set  *bool
+		want bool
+	}{{nil, true}, {ptr.To(false), false}, {ptr.To(true), true}} {
+		_, opts := autoupdate.Operation(&autov1alpha1.Update{Spec: autov1alpha1.UpdateSpec{Type: autov1alpha1.DestroyType, RunProgram: tc.set}}, stack)
+		if opts.RunProgram != tc.want {
+			t.Errorf("runProgram %v: options.runProgram %v; want %v", tc.set, opts.RunProgram, tc.want)
+		}
+	}
+}
+
 func TestOperation_DefaultMessageNamesTheRequest(t *testing.T) {
 	req := &autov1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "fix"}, Spec: autov1alpha1.UpdateSpec{Type: autov1alpha1.UpType}}
 	_, opts := autoupdate.Operation(req, &pulumiv1.Stack{})
