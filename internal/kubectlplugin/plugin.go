@@ -196,13 +196,14 @@ func NewCommand(scheme *runtime.Scheme, out io.Writer, connect func() (*Env, err
 		},
 	}
 	extend.Flags().DurationVar(&by, "by", 0, "How much longer than its current expiry (or than now, if later) the Stack lives (default: its TTL's length)")
-	for _, c := range []*cobra.Command{get, history, outputs, preview} {
+	trace := traceCommand(connect, &format)
+	for _, c := range []*cobra.Command{get, history, outputs, preview, trace} {
 		c.Flags().StringVarP(&format, "output", "o", formatTable, "Output format: json or yaml (a table when unset)")
 	}
 	for _, c := range []*cobra.Command{history, outputs, retry, suspend, resume, preview, approve, reject, extend} {
 		c.ValidArgsFunction = completeStacks(connect)
 	}
-	root.AddCommand(get, history, logs, outputs, retry, suspend, resume, preview, approve, reject, extend, runCommand(connect), rolloutCommand(connect))
+	root.AddCommand(get, history, logs, outputs, retry, suspend, resume, preview, approve, reject, extend, trace, runCommand(connect), rolloutCommand(connect))
 	return root
 }
 
