@@ -335,7 +335,7 @@ type UpdateStatus struct {
 	EndTime *metav1.Time `json:"endTime,omitempty"`
 
 	// Runner identifies who executed the operation (e.g. "local/<pod>/<pid>"
-	// or "job/<job-name>").
+	// or "job/<namespace>/<job-name>").
 	// +optional
 	Runner string `json:"runner,omitempty"`
 
