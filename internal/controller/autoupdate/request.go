@@ -11,6 +11,7 @@ import (
 	autov1alpha1 "github.com/stackwright/stackwright/api/auto/v1alpha1"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/clip"
 )
 
 // Reasons of a refused request (its Failed condition).
@@ -20,6 +21,10 @@ const (
 	ReasonStackNameMismatch = "StackNameMismatch"
 	ReasonStackDeleted      = "StackDeleted"
 )
+
+// maxQuoted bounds what a refusal quotes of the request: the schema leaves its strings
+// unbounded, and a message must fit a condition and an event.
+const maxQuoted = 253
 
 // Completed reports whether a request has ended (run, or refused).
 func Completed(req *autov1alpha1.Update) bool {
@@ -32,17 +37,17 @@ func Refusal(req *autov1alpha1.Update, stack *pulumiv1.Stack) (reason, message s
 	switch req.Spec.Type {
 	case autov1alpha1.PreviewType, autov1alpha1.UpType, autov1alpha1.RefreshType, autov1alpha1.DestroyType:
 	default:
-		return ReasonUnsupportedType, fmt.Sprintf("spec.type %q is not an operation: use preview, up, refresh or destroy", req.Spec.Type)
+		return ReasonUnsupportedType, fmt.Sprintf("spec.type %q is not an operation: use preview, up, refresh or destroy", clip.Line(string(req.Spec.Type), maxQuoted))
 	}
 	switch {
 	case req.Spec.WorkspaceName == "":
 		return ReasonStackNotFound, "spec.workspaceName is empty: it names the Stack to operate on (PKO names a Stack's Workspace after the Stack)"
 	case stack == nil:
-		return ReasonStackNotFound, fmt.Sprintf("no Stack %s in namespace %s: spec.workspaceName names the Stack to operate on (PKO names a Stack's Workspace after the Stack)", req.Spec.WorkspaceName, req.Namespace)
+		return ReasonStackNotFound, fmt.Sprintf("no Stack %q in namespace %s: spec.workspaceName names the Stack to operate on (PKO names a Stack's Workspace after the Stack)", clip.Line(req.Spec.WorkspaceName, maxQuoted), req.Namespace)
 	case !stack.DeletionTimestamp.IsZero():
 		return ReasonStackDeleted, fmt.Sprintf("Stack %s is being deleted", stack.Name)
 	case req.Spec.StackName != "" && req.Spec.StackName != stack.Spec.Stack:
-		return ReasonStackNameMismatch, fmt.Sprintf("spec.stackName %q is not the Pulumi stack of Stack %s (%q): a Stack operates on its own stack only", req.Spec.StackName, stack.Name, stack.Spec.Stack)
+		return ReasonStackNameMismatch, fmt.Sprintf("spec.stackName %q is not the Pulumi stack of Stack %s (%q): a Stack operates on its own stack only", clip.Line(req.Spec.StackName, maxQuoted), stack.Name, stack.Spec.Stack)
 	}
 	return "", ""
 }

@@ -107,9 +107,10 @@ func TestRefusal_SaysWhy(t *testing.T) {
 		{"noStack", autov1alpha1.UpdateSpec{WorkspaceName: "db", Type: autov1alpha1.UpType}, nil, autoupdate.ReasonStackNotFound},
 		{"deleted", autov1alpha1.UpdateSpec{WorkspaceName: "web", Type: autov1alpha1.UpType}, deleted, autoupdate.ReasonStackDeleted},
 		{"otherStack", autov1alpha1.UpdateSpec{WorkspaceName: "web", Type: autov1alpha1.UpType, StackName: "prod"}, stack, autoupdate.ReasonStackNameMismatch},
+		{"hugeType", autov1alpha1.UpdateSpec{WorkspaceName: "web", Type: autov1alpha1.UpdateType(strings.Repeat("x", 1<<20))}, stack, autoupdate.ReasonUnsupportedType},
 	} {
 		reason, msg := autoupdate.Refusal(&autov1alpha1.Update{Spec: tc.spec}, tc.stack)
-		if reason != tc.want || (reason == "") != (msg == "") {
+		if reason != tc.want || (reason == "") != (msg == "") || len(msg) > 1024 {
 			t.Errorf("%s: Refusal() = %q, %q; want reason %q with a message", tc.name, reason, msg, tc.want)
 		}
 	}
