@@ -20,6 +20,15 @@ const (
 	ReasonStackNotFound     = "StackNotFound"
 	ReasonStackNameMismatch = "StackNameMismatch"
 	ReasonStackDeleted      = "StackDeleted"
+	ReasonOptionsTooLarge   = "OptionsTooLarge"
+)
+
+// Bounds of a request's options: PKO's schema sets none, and the Update that runs it, and
+// the CLI's command line, must stay within what the API server and the kernel take.
+const (
+	maxMessage = 1024
+	maxURNs    = 500
+	maxURN     = 1024
 )
 
 // maxQuoted bounds what a refusal quotes of the request: the schema leaves its strings
@@ -38,6 +47,9 @@ func Refusal(req *autov1alpha1.Update, stack *pulumiv1.Stack) (reason, message s
 	case autov1alpha1.PreviewType, autov1alpha1.UpType, autov1alpha1.RefreshType, autov1alpha1.DestroyType:
 	default:
 		return ReasonUnsupportedType, fmt.Sprintf("spec.type %q is not an operation: use preview, up, refresh or destroy", clip.Line(string(req.Spec.Type), maxQuoted))
+	}
+	if why := oversized(&req.Spec); why != "" {
+		return ReasonOptionsTooLarge, why
 	}
 	switch {
 	case req.Spec.WorkspaceName == "":
@@ -85,6 +97,28 @@ func Operation(req *autov1alpha1.Update, stack *pulumiv1.Stack) (v1alpha1.Update
 	}
 	o.Replace = s.Replace
 	return v1alpha1.UpdateTypeUp, o
+}
+
+// oversized says which option of spec is beyond its bound, "" if none is.
+func oversized(spec *autov1alpha1.UpdateSpec) string {
+	if spec.Message != nil && len(*spec.Message) > maxMessage {
+		return fmt.Sprintf("spec.message has %d bytes: at most %d are passed on", len(*spec.Message), maxMessage)
+	}
+	for _, f := range []struct {
+		field string
+		urns  []string
+	}{{"spec.target", spec.Target}, {"spec.replace", spec.Replace}} {
+		field, urns := f.field, f.urns
+		if len(urns) > maxURNs {
+			return fmt.Sprintf("%s lists %d URNs: at most %d are passed on", field, len(urns), maxURNs)
+		}
+		for _, u := range urns {
+			if len(u) > maxURN {
+				return fmt.Sprintf("%s holds a URN of %d bytes: at most %d", field, len(u), maxURN)
+			}
+		}
+	}
+	return ""
 }
 
 func requestMessage(req *autov1alpha1.Update) string {

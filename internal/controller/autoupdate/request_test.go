@@ -107,6 +107,8 @@ func TestRefusal_SaysWhy(t *testing.T) {
 		{"noStack", autov1alpha1.UpdateSpec{WorkspaceName: "db", Type: autov1alpha1.UpType}, nil, autoupdate.ReasonStackNotFound},
 		{"deleted", autov1alpha1.UpdateSpec{WorkspaceName: "web", Type: autov1alpha1.UpType}, deleted, autoupdate.ReasonStackDeleted},
 		{"otherStack", autov1alpha1.UpdateSpec{WorkspaceName: "web", Type: autov1alpha1.UpType, StackName: "prod"}, stack, autoupdate.ReasonStackNameMismatch},
+		{"hugeMessage", autov1alpha1.UpdateSpec{WorkspaceName: "web", Type: autov1alpha1.UpType, Message: ptr.To(strings.Repeat("m", 2000))}, stack, autoupdate.ReasonOptionsTooLarge},
+		{"manyTargets", autov1alpha1.UpdateSpec{WorkspaceName: "web", Type: autov1alpha1.UpType, Target: make([]string, 501)}, stack, autoupdate.ReasonOptionsTooLarge},
 		{"hugeType", autov1alpha1.UpdateSpec{WorkspaceName: "web", Type: autov1alpha1.UpdateType(strings.Repeat("x", 1<<20))}, stack, autoupdate.ReasonUnsupportedType},
 	} {
 		reason, msg := autoupdate.Refusal(&autov1alpha1.Update{Spec: tc.spec}, tc.stack)
