@@ -126,6 +126,10 @@ const (
 	// ReasonDestroying (Reconciling=True): the instance is being deleted and waits for
 	// its Stack to be destroyed (or kept, as the template's destroyOnFinalize says).
 	ReasonDestroying = "Destroying"
+	// ReasonAwaitingStatusFields (Reconciling=True): the instance's Stack is Ready, but a
+	// status field the template's readyWhen names is not set yet; the message names each
+	// and why.
+	ReasonAwaitingStatusFields = "AwaitingStatusFields"
 )
 
 // Reasons of a StackSet's conditions.

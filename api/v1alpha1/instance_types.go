@@ -78,6 +78,12 @@ type InstanceStatus struct {
 	// +optional
 	Outputs map[string]apiextensionsv1.JSON `json:"outputs,omitempty"`
 
+	// Fields are the typed status fields the template declares (spec.statusFields), each
+	// filled from the non-secret output it names, converted to its type; a field whose
+	// output is unpublished, secret or of another type is unset.
+	// +optional
+	Fields map[string]apiextensionsv1.JSON `json:"fields,omitempty"`
+
 	// Approval is the change of the instance's stack that waits for, or had, an approval,
 	// when the template's stack requires one.
 	// +optional

@@ -11,6 +11,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.versions) || !has(self.parameters)",message="spec.parameters and spec.versions are exclusive: give each version its parameters"
 // +kubebuilder:validation:XValidation:rule="!has(self.versions) || self.versions.exists_one(v, has(v.storage) && v.storage)",message="exactly one of spec.versions must be the storage version"
 // +kubebuilder:validation:XValidation:rule="!has(self.versions) || self.versions.all(v, !(has(v.storage) && v.storage) || !has(v.served) || v.served)",message="the storage version must be served"
+// +kubebuilder:validation:XValidation:rule="!has(self.readyWhen) || self.readyWhen.all(n, has(self.statusFields) && self.statusFields.exists(f, f.name == n))",message="spec.readyWhen names a field spec.statusFields does not declare"
 type StackTemplateSpec struct {
 	// API is the kind the template defines. Stackwright installs its CustomResourceDefinition
 	// (<plural>.<group>), which tenants use with plain kubectl. It cannot change: another
@@ -76,6 +77,28 @@ type StackTemplateSpec struct {
 	// +listType=set
 	Outputs []string `json:"outputs,omitempty"`
 
+	// StatusFields are typed fields of an instance's status (status.fields.<name>), each
+	// filled from a non-secret output the template lists in Outputs: the kind's
+	// definition gives them a schema, so kubectl explain describes them, and may show them
+	// as columns of kubectl get. They are the kind's, not a revision's: a change reaches
+	// every instance at once. Outputs keep reaching the tenant's Secret and ConfigMap as
+	// Outputs says.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=20
+	StatusFields []TemplateStatusField `json:"statusFields,omitempty"`
+
+	// ReadyWhen names status fields an instance needs to be Ready: until each is set (a
+	// string non-empty), an instance whose Stack is Ready is Reconciling with reason
+	// AwaitingStatusFields, naming the fields it waits for.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:Pattern=`^[a-z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:items:MaxLength=63
+	ReadyWhen []string `json:"readyWhen,omitempty"`
+
 	// NamespaceSelector selects the namespaces whose instances are served, by the
 	// namespaces' labels. Unset, or empty, selects every namespace. An instance elsewhere
 	// gets Stalled with reason NamespaceNotAllowed and no Stack.
@@ -136,6 +159,65 @@ type TemplateVersion struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Parameters *apiextensionsv1.JSON `json:"parameters,omitempty"`
 }
+
+// TemplateStatusField is a typed field of an instance's status, filled from a stack output.
+type TemplateStatusField struct {
+	// Name is the field's name in the instance's status: status.fields.<name>. A letter
+	// then letters and digits, so that it is a plain JSONPath step.
+	// +kubebuilder:validation:Pattern=`^[a-z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Type is the field's type in the kind's schema. The output's value is converted to
+	// it: a string takes a string, number or boolean (as its JSON text); an integer takes
+	// a whole number, or a string that is one; a number any number, or a string that is
+	// one; a boolean true or false, or the string "true" or "false". Any other value
+	// leaves the field unset, with a StatusFieldUnset event.
+	Type StatusFieldType `json:"type"`
+
+	// Description says what the field is: kubectl explain shows it, and a printer column
+	// its description.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Description string `json:"description,omitempty"`
+
+	// Output is the stack output the field is filled from, one of Outputs, optionally
+	// followed by a dotted path into a structured output's value: url, db.host, or
+	// endpoints.0 (an array's first element). An output the stack marks secret never
+	// fills a field: the field stays unset, with a StatusFieldUnset event.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
+	Output string `json:"output"`
+
+	// PrinterColumn shows the field in kubectl get: Standard, in every listing, or Wide,
+	// with kubectl get -o wide only. Unset, the field is not a column.
+	// +optional
+	PrinterColumn PrinterColumn `json:"printerColumn,omitempty"`
+}
+
+// StatusFieldType is the type of a status field.
+// +kubebuilder:validation:Enum=string;integer;number;boolean
+type StatusFieldType string
+
+// The types a status field may have: OpenAPI's, and a printer column's.
+const (
+	StatusFieldString  StatusFieldType = "string"
+	StatusFieldInteger StatusFieldType = "integer"
+	StatusFieldNumber  StatusFieldType = "number"
+	StatusFieldBoolean StatusFieldType = "boolean"
+)
+
+// PrinterColumn says whether kubectl get shows a status field.
+// +kubebuilder:validation:Enum=Standard;Wide
+type PrinterColumn string
+
+const (
+	// PrinterColumnStandard: a column of every kubectl get listing.
+	PrinterColumnStandard PrinterColumn = "Standard"
+	// PrinterColumnWide: a column of kubectl get -o wide only.
+	PrinterColumnWide PrinterColumn = "Wide"
+)
 
 // TemplateApprovers names who may approve an instance's change.
 type TemplateApprovers struct {

@@ -3,6 +3,7 @@ package stacktemplate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,6 +21,9 @@ import (
 // which the breaking-change guard makes safe: each version reads what the others wrote.
 func definition(t *v1alpha1.StackTemplate) (*apiextensionsv1.CustomResourceDefinition, error) {
 	api := t.Spec.API
+	if err := checkStatusFields(t); err != nil {
+		return nil, err
+	}
 	var versions []apiextensionsv1.CustomResourceDefinitionVersion
 	for _, v := range t.KindVersions() {
 		schema, err := versionSchema(t, &v)
@@ -28,14 +32,9 @@ func definition(t *v1alpha1.StackTemplate) (*apiextensionsv1.CustomResourceDefin
 		}
 		cv := apiextensionsv1.CustomResourceDefinitionVersion{
 			Name: v.Name, Served: v.IsServed(), Storage: v.Name == t.StorageVersion(), Deprecated: v.Deprecated,
-			Schema:       &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: schema},
-			Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-			AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
-				{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
-				{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].reason`},
-				{Name: "Revision", Type: "integer", JSONPath: ".status.templateRevision"},
-				{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
-			},
+			Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: schema},
+			Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+			AdditionalPrinterColumns: columns(t.Spec.StatusFields),
 		}
 		if v.Deprecated && v.DeprecationWarning != "" {
 			cv.DeprecationWarning = ptr.To(v.DeprecationWarning)
@@ -100,7 +99,7 @@ func versionSchema(t *v1alpha1.StackTemplate, v *v1alpha1.TemplateVersion) (*api
 			"kind":       {Type: "string"},
 			"metadata":   {Type: "object"},
 			"spec":       spec,
-			"status":     statusSchema(),
+			"status":     statusSchema(t.Spec.StatusFields),
 		},
 	}, nil
 }
@@ -121,8 +120,85 @@ func localRef(desc string) apiextensionsv1.JSONSchemaProps {
 	}
 }
 
-// statusSchema is v1alpha1.InstanceStatus's schema.
-func statusSchema() apiextensionsv1.JSONSchemaProps {
+// columns are the printer columns of every version: the instance's readiness and revision,
+// then the status fields the template shows, and the age last, as kubectl's own are.
+func columns(fields []v1alpha1.TemplateStatusField) []apiextensionsv1.CustomResourceColumnDefinition {
+	cols := []apiextensionsv1.CustomResourceColumnDefinition{
+		{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
+		{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].reason`},
+		{Name: "Revision", Type: "integer", JSONPath: ".status.templateRevision"},
+	}
+	for _, f := range fields {
+		if f.PrinterColumn == "" {
+			continue
+		}
+		col := apiextensionsv1.CustomResourceColumnDefinition{
+			Name: columnName(f.Name), Type: string(f.Type), JSONPath: ".status.fields." + f.Name, Description: f.Description,
+		}
+		if f.PrinterColumn == v1alpha1.PrinterColumnWide {
+			col.Priority = 1
+		}
+		cols = append(cols, col)
+	}
+	return append(cols, apiextensionsv1.CustomResourceColumnDefinition{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"})
+}
+
+// columnName is a status field's column header, capitalised as the others are (kubectl
+// prints headers in upper case, other clients as they are).
+func columnName(field string) string {
+	return strings.ToUpper(field[:1]) + field[1:]
+}
+
+// checkStatusFields refuses status fields that could publish what the template does not
+// (an output it does not list), that readyWhen names without declaring, or whose column
+// would repeat one every instance has. Admission checks their shape.
+func checkStatusFields(t *v1alpha1.StackTemplate) error {
+	var errs []error
+	names := map[string]bool{}
+	for _, f := range t.Spec.StatusFields {
+		names[f.Name] = true
+		output, _, _ := strings.Cut(f.Output, ".")
+		if !slices.Contains(t.Spec.Outputs, output) {
+			errs = append(errs, fmt.Errorf("status field %s: output %s is not one of spec.outputs, the outputs an instance may receive", f.Name, output))
+		}
+		if f.PrinterColumn != "" && slices.ContainsFunc(builtinColumns, func(c string) bool { return strings.EqualFold(c, f.Name) }) {
+			errs = append(errs, fmt.Errorf("status field %s: every instance has a column %s already; rename the field", f.Name, columnName(f.Name)))
+		}
+	}
+	for _, n := range t.Spec.ReadyWhen {
+		if !names[n] {
+			errs = append(errs, fmt.Errorf("spec.readyWhen names %s, which spec.statusFields does not declare", n))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// builtinColumns are the columns every instance kind has.
+var builtinColumns = []string{"Ready", "Reason", "Revision", "Age"}
+
+// fieldsSchema is the schema of status.fields: the template's status fields, typed.
+func fieldsSchema(fields []v1alpha1.TemplateStatusField) apiextensionsv1.JSONSchemaProps {
+	props := map[string]apiextensionsv1.JSONSchemaProps{}
+	for _, f := range fields {
+		desc := f.Description
+		if desc == "" {
+			desc = fmt.Sprintf("From the stack output %s.", f.Output)
+		}
+		p := apiextensionsv1.JSONSchemaProps{Type: string(f.Type), Description: desc}
+		if f.Type == v1alpha1.StatusFieldInteger {
+			p.Format = "int64"
+		}
+		props[f.Name] = p
+	}
+	return apiextensionsv1.JSONSchemaProps{
+		Type:        "object",
+		Description: "The typed fields the template declares (its spec.statusFields), filled from the stack's non-secret outputs.",
+		Properties:  props,
+	}
+}
+
+// statusSchema is v1alpha1.InstanceStatus's schema, with the template's status fields.
+func statusSchema(fields []v1alpha1.TemplateStatusField) apiextensionsv1.JSONSchemaProps {
 	str := func(desc string) apiextensionsv1.JSONSchemaProps {
 		return apiextensionsv1.JSONSchemaProps{Type: "string", Description: desc}
 	}
@@ -178,6 +254,7 @@ func statusSchema() apiextensionsv1.JSONSchemaProps {
 					XPreserveUnknownFields: ptr.To(true),
 				}},
 			},
+			"fields": fieldsSchema(fields),
 		},
 	}
 }

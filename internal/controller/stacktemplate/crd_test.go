@@ -1,6 +1,7 @@
 package stacktemplate
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
@@ -34,7 +36,7 @@ func TestStatusSchema_Fields_CoverInstanceStatus(t *testing.T) {
 			walk(path+"."+name, f.Type, sub)
 		}
 	}
-	walk("status", reflect.TypeFor[v1alpha1.InstanceStatus](), statusSchema())
+	walk("status", reflect.TypeFor[v1alpha1.InstanceStatus](), statusSchema(nil))
 	slices.Sort(missing)
 	if diff := cmp.Diff([]string(nil), missing); diff != "" {
 		t.Errorf("fields missing from the status schema (-want +got):\n%s", diff)
@@ -65,5 +67,122 @@ func TestRevisionName_Names_ValidAndDistinct(t *testing.T) {
 	}
 	if v1alpha1.RevisionName(long+"a", 1) == v1alpha1.RevisionName(long+"b", 1) {
 		t.Error("RevisionName() of two long templates differing at the end collide")
+	}
+}
+
+// fieldsTemplate is a template of two versions that publishes url, port and db, with the
+// given status fields.
+func fieldsTemplate(fields ...v1alpha1.TemplateStatusField) *v1alpha1.StackTemplate {
+	t := &v1alpha1.StackTemplate{ObjectMeta: metav1.ObjectMeta{Name: "databases"}}
+	t.Spec.API = v1alpha1.TemplateAPI{Group: "db.example.com", Kind: "Database", Plural: "databases"}
+	t.Spec.Versions = []v1alpha1.TemplateVersion{{Name: "v1alpha1"}, {Name: "v1", Storage: true}}
+	t.Spec.Outputs = []string{"url", "port", "db"}
+	t.Spec.StatusFields = fields
+	return t
+}
+
+// Every version of the kind carries the status fields, typed, under status.fields, and
+// the columns asked for between the instance's revision and its age.
+func TestDefinition_StatusFields_TypedInEveryVersionWithTheirColumns(t *testing.T) {
+	tmpl := fieldsTemplate(
+		v1alpha1.TemplateStatusField{Name: "endpoint", Type: v1alpha1.StatusFieldString, Description: "Where to connect.", Output: "url", PrinterColumn: v1alpha1.PrinterColumnStandard},
+		v1alpha1.TemplateStatusField{Name: "port", Type: v1alpha1.StatusFieldInteger, Output: "port", PrinterColumn: v1alpha1.PrinterColumnWide},
+		v1alpha1.TemplateStatusField{Name: "load", Type: v1alpha1.StatusFieldNumber, Output: "db.load"},
+		v1alpha1.TemplateStatusField{Name: "primary", Type: v1alpha1.StatusFieldBoolean, Output: "db.nodes.0.primary"},
+	)
+	tmpl.Spec.ReadyWhen = []string{"endpoint"}
+	crd, err := definition(tmpl)
+	if err != nil {
+		t.Fatalf("definition() error = %v", err)
+	}
+	wantFields := map[string]apiextensionsv1.JSONSchemaProps{
+		"endpoint": {Type: "string", Description: "Where to connect."},
+		"port":     {Type: "integer", Format: "int64", Description: "From the stack output port."},
+		"load":     {Type: "number", Description: "From the stack output db.load."},
+		"primary":  {Type: "boolean", Description: "From the stack output db.nodes.0.primary."},
+	}
+	wantColumns := []apiextensionsv1.CustomResourceColumnDefinition{
+		{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
+		{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].reason`},
+		{Name: "Revision", Type: "integer", JSONPath: ".status.templateRevision"},
+		{Name: "Endpoint", Type: "string", JSONPath: ".status.fields.endpoint", Description: "Where to connect."},
+		{Name: "Port", Type: "integer", JSONPath: ".status.fields.port", Priority: 1},
+		{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+	}
+	if len(crd.Spec.Versions) != 2 {
+		t.Fatalf("definition() has %d versions, want 2", len(crd.Spec.Versions))
+	}
+	for _, v := range crd.Spec.Versions {
+		fields := v.Schema.OpenAPIV3Schema.Properties["status"].Properties["fields"]
+		if diff := cmp.Diff(wantFields, fields.Properties); diff != "" {
+			t.Errorf("version %s: status.fields (-want +got):\n%s", v.Name, diff)
+		}
+		if fields.Type != "object" || fields.XPreserveUnknownFields != nil {
+			t.Errorf("version %s: status.fields is %q, preserving unknown fields %v; want an object that prunes what it does not declare", v.Name, fields.Type, fields.XPreserveUnknownFields)
+		}
+		if diff := cmp.Diff(wantColumns, v.AdditionalPrinterColumns); diff != "" {
+			t.Errorf("version %s: printer columns (-want +got):\n%s", v.Name, diff)
+		}
+	}
+}
+
+func TestDefinition_StatusFields_RefusedAsTemplateInvalid(t *testing.T) {
+	tests := []struct {
+		name      string
+		fields    []v1alpha1.TemplateStatusField
+		readyWhen []string
+		want      string
+	}{
+		{
+			name:   "outputNotListed",
+			fields: []v1alpha1.TemplateStatusField{{Name: "token", Type: v1alpha1.StatusFieldString, Output: "adminToken"}},
+			want:   "status field token: output adminToken is not one of spec.outputs, the outputs an instance may receive",
+		},
+		{
+			name:   "pathIntoAnOutputNotListed",
+			fields: []v1alpha1.TemplateStatusField{{Name: "host", Type: v1alpha1.StatusFieldString, Output: "internal.host"}},
+			want:   "status field host: output internal is not one of spec.outputs, the outputs an instance may receive",
+		},
+		{
+			name:   "columnOfABuiltinName",
+			fields: []v1alpha1.TemplateStatusField{{Name: "ready", Type: v1alpha1.StatusFieldBoolean, Output: "db.ready", PrinterColumn: v1alpha1.PrinterColumnWide}},
+			want:   "status field ready: every instance has a column Ready already; rename the field",
+		},
+		{
+			name:      "readyWhenUndeclared",
+			fields:    []v1alpha1.TemplateStatusField{{Name: "endpoint", Type: v1alpha1.StatusFieldString, Output: "url"}},
+			readyWhen: []string{"endpoint", "port"},
+			want:      "spec.readyWhen names port, which spec.statusFields does not declare",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl := fieldsTemplate(tt.fields...)
+			tmpl.Spec.ReadyWhen = tt.readyWhen
+			_, err := definition(tmpl)
+			if diff := cmp.Diff(tt.want, fmt.Sprint(err)); diff != "" {
+				t.Errorf("definition() error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Status fields are written by the controller only, never stored by tenants: the
+// breaking-change guard leaves their changes alone, whatever they are.
+func TestServedChanges_StatusFields_NeverBreaking(t *testing.T) {
+	served, err := definition(fieldsTemplate(
+		v1alpha1.TemplateStatusField{Name: "endpoint", Type: v1alpha1.StatusFieldString, Output: "url", PrinterColumn: v1alpha1.PrinterColumnStandard},
+		v1alpha1.TemplateStatusField{Name: "port", Type: v1alpha1.StatusFieldString, Output: "port"},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served.Status.StoredVersions = []string{"v1alpha1", "v1"}
+	want, err := definition(fieldsTemplate(v1alpha1.TemplateStatusField{Name: "port", Type: v1alpha1.StatusFieldInteger, Output: "port"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string(nil), servedChanges(served, want)); diff != "" {
+		t.Errorf("servedChanges() of a field removed and a type changed (-want +got):\n%s", diff)
 	}
 }
