@@ -365,3 +365,72 @@ func TestController_Instance_DeletionWaitsForItsProtectedStack(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(inst), inst.DeepCopy()))
 	}).WithTimeout(waitTimeout).Should(BeTrue(), "the instance goes once its Stack may")
 }
+
+// A template's status fields are typed in its kind's definition, with their printer
+// columns, and filled from the non-secret outputs of each instance's Stack: an instance
+// whose Stack is Ready waits for the fields readyWhen names, a secret output fills none
+// (its value, a canary, appears nowhere in the instance) and is announced, and a change
+// of a field's type is no breaking change: it applies to every instance at once.
+func TestController_Instance_TypedStatusFieldsFromItsOutputs(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	g := s.g
+	ctx := t.Context()
+	const canary = "canary-5d1e9b"
+	tmpl := s.template(group, "Endpoint", `{"stack":"endpoints","programRef":{"name":"endpoint"}}`)
+	tmpl.Spec.Outputs = []string{"url", "port", "password"}
+	tmpl.Spec.StatusFields = []v1alpha1.TemplateStatusField{
+		{Name: "endpoint", Type: v1alpha1.StatusFieldString, Description: "Where to connect.", Output: "url", PrinterColumn: v1alpha1.PrinterColumnStandard},
+		{Name: "port", Type: v1alpha1.StatusFieldInteger, Output: "port", PrinterColumn: v1alpha1.PrinterColumnWide},
+		{Name: "password", Type: v1alpha1.StatusFieldString, Output: "password"},
+	}
+	tmpl.Spec.ReadyWhen = []string{"endpoint", "port"}
+	undeclared := tmpl.DeepCopy()
+	undeclared.Name, undeclared.Spec.ReadyWhen = "undeclared-"+tmpl.Name, []string{"endpoint", "host"}
+	err := env.Client.Create(ctx, undeclared)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "readyWhen naming an undeclared field: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.readyWhen names a field spec.statusFields does not declare"))
+	s.serve(tmpl)
+
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: tmpl.DefinitionName()}, crd)).To(Succeed())
+	columns := map[string]int32{}
+	for _, c := range crd.Spec.Versions[0].AdditionalPrinterColumns {
+		columns[c.Name+" "+c.JSONPath] = c.Priority
+	}
+	g.Expect(columns).To(HaveKeyWithValue("Endpoint .status.fields.endpoint", int32(0)))
+	g.Expect(columns).To(HaveKeyWithValue("Port .status.fields.port", int32(1)), "a Wide column shows with -o wide only")
+	port := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["fields"].Properties["port"]
+	g.Expect(port.Type).To(Equal("integer"))
+
+	inst := s.instance(tmpl, "api", `{}`)
+	g.Expect(env.Client.Create(ctx, inst)).To(Succeed())
+	st := s.waitStack(inst, "the instance becomes a Stack", func(Gomega, *pulumiv1.Stack) {})
+	s.stackReady(st)
+	got := s.waitInstance(inst, pulumiv1.ConditionReconciling, v1alpha1.ReasonAwaitingStatusFields, "a Ready Stack without outputs leaves the instance waiting for its fields")
+	g.Expect(condition(got, pulumiv1.ConditionReconciling)["message"]).To(Equal(
+		"the stack is ready; waiting for the status fields endpoint (output url is not published yet), port (output port is not published yet)"))
+
+	// The Stack controller exports every output as text: port arrives as "5432".
+	s.exportOutputs(st, map[string]string{"url": "https://api.example.com", "port": "5432", "password": canary},
+		map[string]string{"url": "https://api.example.com", "port": "5432"})
+	got = s.waitInstance(inst, pulumiv1.ConditionReady, pulumiv1.ReasonProcessingCompleted, "the instance is Ready once its fields are set")
+	fields, _, _ := unstructured.NestedMap(got.Object, "status", "fields")
+	g.Expect(fields).To(Equal(map[string]any{"endpoint": "https://api.example.com", "port": int64(5432)}))
+	whole, err := json.Marshal(got.Object)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(whole)).NotTo(ContainSubstring(canary), "a secret output reaches no status field")
+	s.WaitEvent(inst, corev1.EventTypeWarning, instance.EventStatusFieldUnset)
+
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+	first := tmpl.Status.Revision
+	tmpl.Spec.StatusFields[1].Type = v1alpha1.StatusFieldBoolean
+	g.Expect(env.Client.Update(ctx, tmpl)).To(Succeed())
+	s.waitTemplate(tmpl, "a field's new type is served, not refused as a breaking change", func(g Gomega) {
+		g.Expect(tmpl.Status.Revision).To(BeNumerically(">", first))
+	})
+	got = s.waitInstance(inst, pulumiv1.ConditionReconciling, v1alpha1.ReasonAwaitingStatusFields, "an output of another type leaves the field unset")
+	g.Expect(condition(got, pulumiv1.ConditionReconciling)["message"]).To(HaveSuffix("port (port is a string that is not true or false)"))
+	fields, _, _ = unstructured.NestedMap(got.Object, "status", "fields")
+	g.Expect(fields).To(Equal(map[string]any{"endpoint": "https://api.example.com"}))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,19 +12,55 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 )
 
+// observeOutputs reads what the Stack published of its outputs, and shows in the
+// instance's status the non-secret ones the template revision lists and the typed status
+// fields the template declares; an instance whose Stack is Ready waits for the fields the
+// template's readyWhen names. Its status is right before publish writes to the tenant's
+// namespace, and whether or not that succeeds.
+func (c *Controller) observeOutputs(ctx context.Context, s *scope) (bool, error) {
+	in, st, t := s.in, s.stack, s.template
+	all, public, err := c.exported(ctx, st)
+	if err != nil {
+		return false, err
+	}
+	var gaps []fieldGap
+	if all == nil {
+		// Nothing exported (yet, or deleted by hand): the status keeps what it showed, and
+		// the gaps say that the others' outputs are not published.
+		in.status.Fields = retainFields(in.status.Fields, t.Spec.StatusFields)
+		_, gaps = statusFields(t.Spec.StatusFields, t.Spec.Outputs, published{})
+	} else {
+		s.outputs = &published{values: st.Status.Outputs, all: all, public: public}
+		in.status.Outputs = publicOutputs(st, s.rev.Spec.Outputs, public)
+		in.status.Fields, gaps = statusFields(t.Spec.StatusFields, t.Spec.Outputs, *s.outputs)
+		var warn []string
+		for _, g := range gaps {
+			if g.warn {
+				warn = append(warn, g.String())
+			}
+		}
+		// Once per change of what is wrong: the platform team fixes it, not the tenant.
+		s.warn(in.obj, EventStatusFieldUnset, strings.Join(warn, ", "), "Status fields left unset: %s", strings.Join(warn, ", "))
+	}
+	if unset := unsetForReady(t.Spec.ReadyWhen, in.status.Fields, gaps); len(unset) > 0 && conditions.IsTrue(in, pulumiv1.ConditionReady) {
+		markAwaitingStatusFields(in, unset)
+	}
+	return true, nil
+}
+
 // publish copies the outputs the template revision lists from the Stack's exported objects
 // in the platform namespace to the instance's namespace: every listed one into the Secret
-// the instance names, the non-secret ones into its ConfigMap and its status. Outputs the
-// template does not list never leave the platform namespace.
+// the instance names, the non-secret ones into its ConfigMap. Outputs the template does not
+// list never leave the platform namespace.
 func (c *Controller) publish(ctx context.Context, s *scope) (bool, error) {
-	in, st, outputs := s.in, s.stack, s.rev.Spec.Outputs
-	all, public, err := c.exported(ctx, st)
-	if err != nil || all == nil {
-		return err == nil, err
+	if s.outputs == nil {
+		return true, nil
 	}
+	in, outputs, all, public := s.in, s.rev.Spec.Outputs, s.outputs.all, s.outputs.public
 	sel := map[string][]byte{}
 	pub := map[string]string{}
 	for _, k := range outputs {
@@ -34,7 +71,6 @@ func (c *Controller) publish(ctx context.Context, s *scope) (bool, error) {
 			pub[k] = v
 		}
 	}
-	in.status.Outputs = publicOutputs(st, outputs, pub)
 	if ref := in.spec.WriteConnectionSecretToRef; ref != nil {
 		sec := &corev1.Secret{}
 		sec.Namespace, sec.Name = in.obj.GetNamespace(), ref.Name

@@ -39,6 +39,7 @@ const (
 	EventUpdateFailed      = "UpdateFailed"
 	EventApprovalIgnored   = "ApprovalIgnored"
 	EventRevisionNotOpened = "RevisionNotOpened"
+	EventStatusFieldUnset  = "StatusFieldUnset"
 
 	eventActionRender  = "Render"
 	eventActionObserve = "Observe"
@@ -108,7 +109,7 @@ func (c *Controller) Reconcile(ctx context.Context, req Request) (result reconci
 	}
 	return reconcile.Result{}, kit.Run(ctx, s,
 		c.checkTemplate, c.checkNamespace, c.readParameters, c.findStack, c.chooseRevision,
-		c.renderStack, c.checkApprovals, c.applyParameters, c.applyStack, c.observeStack, c.publish,
+		c.renderStack, c.checkApprovals, c.applyParameters, c.applyStack, c.observeStack, c.observeOutputs, c.publish,
 	)
 }
 

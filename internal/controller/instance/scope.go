@@ -40,6 +40,8 @@ type scope struct {
 	// says why the instance's were not forwarded.
 	forward map[string]string
 	ignored string
+	// outputs is what the Stack published of its outputs; nil until it has exported any.
+	outputs *published
 
 	// The events of the two actions, emitted once the status they announce is written.
 	render, observe *kit.Events

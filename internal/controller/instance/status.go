@@ -192,6 +192,16 @@ func markStackProtected(in *instance, st *pulumiv1.Stack) {
 		st.Namespace, st.Name, pulumiv1.ProtectedAnnotation))
 }
 
+// markAwaitingStatusFields keeps an instance whose Stack is Ready from being Ready while
+// status fields its template's readyWhen names are unset, naming each and why.
+func markAwaitingStatusFields(in *instance, unset []fieldGap) {
+	names := make([]string, len(unset))
+	for i, g := range unset {
+		names[i] = g.String()
+	}
+	conditions.MarkReconciling(in, v1alpha1.ReasonAwaitingStatusFields, "the stack is ready; waiting for the status fields "+strings.Join(names, ", "))
+}
+
 // markDestroying records the wait for the deleted instance's Stack st to go, saying what
 // the Stack does in its own words only where the template's policy repeats them.
 func markDestroying(in *instance, st *pulumiv1.Stack, policy v1alpha1.InstanceMessagePolicy) {

@@ -168,6 +168,13 @@ func TestSetters_Conditions_SayWhatTheInstanceWaitsFor(t *testing.T) {
 			want: gen.Stalled(v1alpha1.ReasonOutputsConflict, "Secret db-conn exists and is not this instance's: rename it, or name another in the spec"),
 		},
 		{
+			name: "AwaitingStatusFields",
+			set: func(in *instance) {
+				markAwaitingStatusFields(in, []fieldGap{{field: "endpoint", why: "output url is not published yet"}, {field: "port", why: "output port is secret", warn: true}})
+			},
+			want: gen.Reconciling(v1alpha1.ReasonAwaitingStatusFields, "the stack is ready; waiting for the status fields endpoint (output url is not published yet), port (output port is secret)"),
+		},
+		{
 			name: "DestroyingANewStack",
 			set:  func(in *instance) { markDestroying(in, stack, "") },
 			want: gen.Reconciling(v1alpha1.ReasonDestroying, "waiting for Stack platform/db-team-a-orders-1a2b3c4d to be deleted"),
