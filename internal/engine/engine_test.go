@@ -285,8 +285,9 @@ func TestEngine_Run_ReplaceRecreatesUnchangedResources(t *testing.T) {
 	}
 }
 
-// flakyProgram's first resource always fails; the file declared after it does not depend
-// on it. One operation at a time (Parallel 1) makes the failure come first.
+// flakyProgram's flaky always fails at once, while gate sleeps; a depends on gate only.
+// Once flaky fails, an up stops starting steps, so a is never created, unless it goes on
+// past the failure.
 const flakyProgram = `name: enginetest
 runtime: yaml
 resources:
@@ -295,11 +296,18 @@ resources:
     properties:
       failures: 1000000
       counterFile: flaky.count
+  gate:
+    type: stackwright-testing:index:Sleep
+    properties:
+      seconds: 2
   a:
     type: stackwright-testing:index:File
     properties:
       path: a.txt
       content: independent
+    options:
+      dependsOn:
+        - ${gate}
 `
 
 // ContinueOnError lets an up create what does not depend on a failed resource; the up
@@ -313,9 +321,9 @@ func TestEngine_Run_ContinueOnErrorGoesPastAFailedResource(t *testing.T) {
 	}{{"stops", false}, {"continues", true}} {
 		f := newFixture(t, flakyProgram)
 		r := f.request(OpUp)
-		r.Parallel, r.ContinueOnError = 1, tc.goOn
-		if _, err := f.eng.Run(ctx, r); err == nil {
-			t.Fatalf("%s: up with a resource that always fails succeeded", tc.name)
+		r.Parallel, r.ContinueOnError = 4, tc.goOn
+		if _, err := f.eng.Run(ctx, r); err == nil || !strings.Contains(Message(err), "induced failure") {
+			t.Fatalf("%s: up with a resource that always fails: err = %v (message %q); want the induced failure", tc.name, err, Message(err))
 		}
 		if tc.goOn {
 			f.requireContent("a.txt", "independent")
