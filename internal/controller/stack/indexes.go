@@ -143,11 +143,12 @@ func dedupe(s []string) []string {
 // registerIndexes registers the cache indexes the Stack controller looks objects up by;
 // with oneOffs, auto.pulumi.com Updates' too.
 func registerIndexes(ctx context.Context, idx client.FieldIndexer, oneOffs bool) error {
-	indexes := []struct {
+	type index struct {
 		obj client.Object
 		key string
 		fn  client.IndexerFunc
-	}{
+	}
+	indexes := []index{
 		{&pulumiv1.Stack{}, IndexProgramRef, func(o client.Object) []string {
 			if ref := o.(*pulumiv1.Stack).Spec.ProgramRef; ref != nil {
 				return []string{ref.Name}
@@ -166,11 +167,7 @@ func registerIndexes(ctx context.Context, idx client.FieldIndexer, oneOffs bool)
 		}},
 	}
 	if oneOffs {
-		indexes = append(indexes, struct {
-			obj client.Object
-			key string
-			fn  client.IndexerFunc
-		}{&autov1alpha1.Update{}, IndexRequestWorkspace, func(o client.Object) []string {
+		indexes = append(indexes, index{&autov1alpha1.Update{}, IndexRequestWorkspace, func(o client.Object) []string {
 			return []string{o.(*autov1alpha1.Update).Spec.WorkspaceName}
 		}})
 	}

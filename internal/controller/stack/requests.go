@@ -115,7 +115,8 @@ func (r *Reconciler) observeRequest(ctx context.Context, s *scope, u *v1alpha1.U
 		return false, err
 	}
 	if !u.Status.Finished() {
-		if req != nil && req.Status.Update != u.Name || req != nil && req.Status.StartTime.IsZero() && u.Status.StartTime != nil {
+		// Once, and again when the runner has reported its start time.
+		if req != nil && (req.Status.Update != u.Name || req.Status.StartTime.IsZero() && u.Status.StartTime != nil) {
 			if err := r.writeRequest(ctx, req, func(req *autov1alpha1.Update) { autoupdate.MarkRunning(req, u) }); err != nil {
 				return false, err
 			}
