@@ -99,6 +99,11 @@ const (
 	// version instances are still stored in. The message names each change; the
 	// definition keeps serving what it served.
 	ReasonBreakingChange = "BreakingChange"
+	// ReasonConversionUnavailable (Stalled=True): a version renames parameters, which the
+	// API server can convert only through the manager's conversion webhook, and this
+	// manager serves none (--conversion-webhook-bind-address). The definition keeps
+	// serving what it served.
+	ReasonConversionUnavailable = "ConversionUnavailable"
 	// ReasonInstancesRemain (Reconciling=True, while the template is being deleted): the
 	// template waits until its last instance is gone (each destroys its stack first),
 	// then removes its CustomResourceDefinition.

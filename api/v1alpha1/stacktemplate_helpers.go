@@ -74,5 +74,12 @@ func (t *StackTemplate) Snapshot(rev int64) StackTemplateRevisionSpec {
 	return StackTemplateRevisionSpec{
 		Template: t.Name, Revision: rev, Stack: *t.Spec.Stack.DeepCopy(),
 		Config: slices.Clone(t.Spec.Config), Outputs: slices.Clone(t.Spec.Outputs),
+		ParametersVersion: t.StorageVersion(),
 	}
+}
+
+// RenamesParameters reports whether a version renames parameters of the one before it:
+// its instances are then converted between versions by the manager's conversion webhook.
+func (t *StackTemplate) RenamesParameters() bool {
+	return slices.ContainsFunc(t.KindVersions(), func(v TemplateVersion) bool { return len(v.Renames) > 0 })
 }

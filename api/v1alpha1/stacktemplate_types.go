@@ -158,6 +158,30 @@ type TemplateVersion struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Parameters *apiextensionsv1.JSON `json:"parameters,omitempty"`
+	// Renames are the parameters this version renamed from the version before it in
+	// spec.versions. The API server then converts instances between versions through the
+	// manager's conversion webhook (--conversion-webhook-bind-address), which moves each
+	// renamed value; without renames, versions are converted by their apiVersion alone.
+	// +optional
+	// +listType=map
+	// +listMapKey=from
+	// +kubebuilder:validation:MaxItems=64
+	Renames []ParameterRename `json:"renames,omitempty"`
+}
+
+// ParameterRename is a parameter the version before renamed: its value moves from From to
+// To converting an instance up, and back converting down. Both are paths of properties
+// under spec.parameters, dot-separated for nested objects (e.g. network.cidr); the
+// property's schema type must be the same in both versions.
+type ParameterRename struct {
+	// From is the parameter's path in the version before.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*$`
+	// +kubebuilder:validation:MaxLength=253
+	From string `json:"from"`
+	// To is the parameter's path in this version.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*$`
+	// +kubebuilder:validation:MaxLength=253
+	To string `json:"to"`
 }
 
 // TemplateStatusField is a typed field of an instance's status, filled from a stack output.
@@ -411,6 +435,14 @@ type StackTemplateRevisionSpec struct {
 	// +optional
 	// +listType=atomic
 	Outputs []string `json:"outputs,omitempty"`
+	// ParametersVersion is the version of the kind whose parameter names this revision's
+	// stack and config refer to: the storage version when it was made. An instance read in
+	// another version has its parameters converted to this one (renames undone) before the
+	// revision renders it. Empty (revisions made before versions could rename): the
+	// version instances are read in.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	ParametersVersion string `json:"parametersVersion,omitempty"`
 }
 
 // StackTemplateRevision is an immutable copy of what one revision of a StackTemplate

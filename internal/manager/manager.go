@@ -188,6 +188,13 @@ type Options struct {
 	EventsAddr string
 	// GitWebhookAddr is where git hosts' push webhooks are taken ("" or "0": not served).
 	GitWebhookAddr string
+	// ConversionWebhookAddr is where the conversion webhook of template kinds whose
+	// versions rename parameters listens ("" or "0": not served). The API server reaches
+	// it through ConversionWebhookService (a Service in Namespace, port 443), else
+	// ConversionWebhookURL, else the address it is bound to.
+	ConversionWebhookAddr    string
+	ConversionWebhookService string
+	ConversionWebhookURL     string
 	// TemplateApprovalPolicy names the ValidatingAdmissionPolicy, and its binding, that
 	// checks who approves template instances; empty means approvals on instances are
 	// ignored.
@@ -315,6 +322,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TemplateApprovalPolicy, "template-approval-policy", o.TemplateApprovalPolicy, "Name of the ValidatingAdmissionPolicy, and of its binding, that lets only a template's approvers set the approve and reject annotations on its instances (config/templates); the manager forwards those annotations to the instances' Stacks only while it is in force (default: none, and approvals on instances are ignored).")
 	fs.StringVar(&o.EventsAddr, "events-addr", o.EventsAddr, "URL of Flux's notification-controller event endpoint (e.g. http://notification-controller.flux-system.svc.cluster.local./): every event recorded about a Stack, Program, StackSet or template instance is also posted there, in Flux's event format, for Flux Alerts to deliver (default: none).")
 	fs.StringVar(&o.GitWebhookAddr, "git-webhook-bind-address", o.GitWebhookAddr, "Address of the endpoint (POST /hooks/git/<namespace>) that takes git hosts' push webhooks (GitHub, GitLab, or a generic HMAC-signed body) and makes the namespace's Stacks on the pushed repository and branch look at it at once; the namespace's Secret stackwright-git-webhook holds the shared secret under token. Served by the leader only (default: \"0\", not served).")
+	fs.StringVar(&o.ConversionWebhookAddr, "conversion-webhook-bind-address", o.ConversionWebhookAddr, "Address of the HTTPS conversion webhook (POST /convert/<template>) through which the API server converts the instances of template kinds whose versions rename parameters; served by every replica, with a self-signed certificate kept in the data directory, which the kinds' definitions trust (default: \"0\", not served, and such templates Stall with ConversionUnavailable).")
+	fs.StringVar(&o.ConversionWebhookService, "conversion-webhook-service", o.ConversionWebhookService, "Service in the manager's namespace ($POD_NAMESPACE), port 443, in front of the conversion webhook: how the API server reaches it.")
+	fs.StringVar(&o.ConversionWebhookURL, "conversion-webhook-url", o.ConversionWebhookURL, "HTTPS URL (without a path) at which the API server reaches the conversion webhook, for a manager outside the cluster (overrides --conversion-webhook-service; default: https:// and the bound address).")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for artifacts, work directories, PULUMI_HOME and the default file:// backend.")
 	fs.StringVar(&o.PulumiBin, "pulumi-bin", o.PulumiBin, "Directory holding the pulumi CLI, language hosts and providers (default: found on PATH).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Stacks reconciled in parallel (cheap: no engine runs happen in reconciles).")

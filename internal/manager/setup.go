@@ -353,13 +353,19 @@ func (s *setup) controllers(ctx context.Context) error {
 		ctrl.Log.WithName("setup").Info("The auto.pulumi.com Update kind is not installed: one-off operations (PKO's hand-made Updates) are not served; apply its CRD and restart the manager to serve them")
 	}
 	if len(o.TemplateAPIGroups) > 0 {
+		conv, err := s.conversionWebhook()
+		if err != nil {
+			return err
+		}
 		instances := &instancectrl.Controller{
 			Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
 			Recorder: recorder, ApprovalPolicy: o.TemplateApprovalPolicy,
 		}
 		list = append(list,
 			namedController{"template instance", instances},
-			namedController{"StackTemplate", &templatectrl.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), AllowedGroups: o.TemplateAPIGroups, Instances: instances}},
+			namedController{"StackTemplate", &templatectrl.Reconciler{
+				Client: c, APIReader: mgr.GetAPIReader(), AllowedGroups: o.TemplateAPIGroups, Instances: instances, Conversion: conv,
+			}},
 		)
 	}
 	for _, ctl := range list {

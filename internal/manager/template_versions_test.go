@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,21 +15,28 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
-// With the whole manager and a real engine: a kind that gains a version and a new storage
-// version moves its instances there without an update of their Stacks, since what the
-// instances render did not change; the instance stays Ready and is read in the new version.
+// With the whole manager, its conversion webhook and a real engine: a kind gains a version
+// v1 that renames the parameter size to replicas and adds an optional one, and becomes its
+// storage version; v1alpha1 is deprecated. Both are served: the API server converts through
+// the webhook, and warns whoever uses v1alpha1. The instances move to v1 without an update
+// of their Stacks, since what they render did not change; an instance created in v1alpha1
+// after the change deploys what it asked for.
 func TestManager_StackTemplate_NewStorageVersionRunsNoUpdate(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	group := fmt.Sprintf("v%d.test.stackwright.dev", rand.Uint32())
 	opts := testOptions(t)
 	opts.TemplateAPIGroups = []string{group}
+	opts.ConversionWebhookAddr = "127.0.0.1:0"
 	startManager(t, env.Config, opts)
 	platform, tenant := env.Namespace(t), env.Namespace(t)
 
@@ -80,9 +88,13 @@ func TestManager_StackTemplate_NewStorageVersionRunsNoUpdate(t *testing.T) {
 	patch := client.MergeFrom(tmpl.DeepCopy())
 	tmpl.Spec.Parameters = nil
 	tmpl.Spec.Versions = []v1alpha1.TemplateVersion{
-		{Name: "v1alpha1", Deprecated: true, Parameters: &apiextensionsv1.JSON{Raw: []byte(v1alpha1Params)}},
-		{Name: "v1", Storage: true, Parameters: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"size":{"type":"integer","default":3},"region":{"type":"string"}}}`)}},
+		{Name: "v1alpha1", Deprecated: true, DeprecationWarning: "queues v1alpha1 is going: use v1 (size is now replicas)", Parameters: &apiextensionsv1.JSON{Raw: []byte(v1alpha1Params)}},
+		{
+			Name: "v1", Storage: true, Renames: []v1alpha1.ParameterRename{{From: "size", To: "replicas"}},
+			Parameters: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"replicas":{"type":"integer","default":3},"region":{"type":"string"}}}`)},
+		},
 	}
+	tmpl.Spec.Config = []v1alpha1.TemplateConfig{{Key: "size", Parameter: "replicas"}}
 	g.Expect(env.Client.Patch(ctx, tmpl, patch)).To(Succeed())
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	g.Eventually(func(g Gomega) {
@@ -90,6 +102,26 @@ func TestManager_StackTemplate_NewStorageVersionRunsNoUpdate(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "queues." + group}, crd)).To(Succeed())
 		g.Expect(crd.Status.StoredVersions).To(Equal([]string{"v1"}))
 	}).WithTimeout(2*time.Minute).Should(Succeed(), "the instances move to v1")
+	g.Expect(crd.Spec.Conversion.Strategy).To(Equal(apiextensionsv1.WebhookConverter))
+
+	// Read in either version, the instance holds its value under that version's name.
+	w := &warnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = w
+	dyn, err := dynamic.NewForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	queues := func(version string) dynamic.ResourceInterface {
+		return dyn.Resource(schema.GroupVersionResource{Group: group, Version: version, Resource: "queues"}).Namespace(tenant)
+	}
+	params := func(version, name string) map[string]any {
+		u, err := queues(version).Get(ctx, name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		p, _, _ := unstructured.NestedMap(u.Object, "spec", "parameters")
+		return p
+	}
+	g.Expect(params("v1", "jobs")).To(Equal(map[string]any{"replicas": int64(5)}))
+	g.Expect(params("v1alpha1", "jobs")).To(Equal(map[string]any{"size": int64(5)}))
+	g.Expect(w.all()).To(ContainSubstring("queues v1alpha1 is going: use v1 (size is now replicas)"))
 
 	inst.SetAPIVersion(group + "/v1")
 	g.Eventually(instanceReady).WithTimeout(time.Minute).Should(Succeed(), "the instance, read in v1, stays Ready")
@@ -97,4 +129,40 @@ func TestManager_StackTemplate_NewStorageVersionRunsNoUpdate(t *testing.T) {
 	after := &pulumiv1.Stack{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&before), after)).To(Succeed())
 	g.Expect(after.Generation).To(Equal(before.Generation), "the instance's Stack was rendered anew")
+
+	// An instance written in the deprecated version deploys its size, renamed.
+	late := &unstructured.Unstructured{}
+	g.Expect(json.Unmarshal(fmt.Appendf(nil, `{"apiVersion":"%s/v1alpha1","kind":"Queue","metadata":{"name":"late"},"spec":{"parameters":{"size":7}}}`, group), &late.Object)).To(Succeed())
+	_, err = queues("v1alpha1").Create(ctx, late, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(params("v1", "late")).To(Equal(map[string]any{"replicas": int64(7)}))
+	g.Eventually(func(g Gomega) {
+		var list pulumiv1.StackList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(platform), client.MatchingLabels{v1alpha1.TemplateLabel: tmpl.Name})).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(2))
+		for _, st := range list.Items {
+			if st.Name == before.Name {
+				continue
+			}
+			g.Expect(st.Status.Outputs).To(HaveKeyWithValue("capacity", apiextensionsv1.JSON{Raw: []byte(`7`)}), "outputs: %v", st.Status.Outputs)
+		}
+	}).WithTimeout(3*time.Minute).WithPolling(250*time.Millisecond).Should(Succeed(), "the late instance's Stack deploys size 7")
+}
+
+// warnings records the warnings the API server sends, as kubectl prints them.
+type warnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+func (w *warnings) all() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.seen, "\n")
 }

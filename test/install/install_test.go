@@ -815,6 +815,47 @@ func TestChart_Observability_DashboardAndRulesWhenEnabled(t *testing.T) {
 	}
 }
 
+// An install that serves templates serves the conversion webhook of kinds whose versions
+// rename parameters behind a Service of port 443, which the manager is told to name in the
+// kinds' definitions; one that does not serves none.
+func TestChart_Templates_ConversionWebhookBehindAService(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{name: "templates", args: []string{"--set", "templates.apiGroups={db.example.com}", "--set", "templates.conversionWebhookPort=9555"}, want: true},
+		{name: "no templates"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := parse(t, helmTemplate(tc.args...)(t))
+			var svc *corev1.Service
+			for _, o := range objs.ofKind("Service") {
+				if o.GetName() == "stackwright-conversion-webhook" {
+					svc = &corev1.Service{}
+					convert(t, o, svc)
+				}
+			}
+			dep := checkDeployment(t, objs, "stackwright-system")
+			c := dep.Spec.Template.Spec.Containers[0]
+			port := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "conversion" })
+			args := slices.Contains(c.Args, "--conversion-webhook-service=stackwright-conversion-webhook")
+			if !tc.want {
+				if svc != nil || port >= 0 || args {
+					t.Errorf("an install without templates serves a conversion webhook: Service %v, port %d, args %v", svc != nil, port, c.Args)
+				}
+				return
+			}
+			if svc == nil || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 || svc.Spec.Ports[0].TargetPort.StrVal != "conversion" {
+				t.Fatalf("conversion webhook Service %+v: want port 443 to the container's port conversion", svc)
+			}
+			if port < 0 || c.Ports[port].ContainerPort != 9555 || !slices.Contains(c.Args, "--conversion-webhook-bind-address=:9555") || !args {
+				t.Errorf("manager ports %v and args %v: want the webhook on 9555, named to the manager", c.Ports, c.Args)
+			}
+		})
+	}
+}
+
 // An install that serves templates ships config/templates' approval policy narrowed to its
 // template groups, names it to the manager, and holds the manager's definitions to those
 // groups with a policy of its own.

@@ -17,6 +17,7 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/stacktemplate"
+	"github.com/stackwright/stackwright/internal/conversion"
 )
 
 // The phases of a reconcile, in the order they run. Each either proceeds or ends the
@@ -124,7 +125,17 @@ func (c *Controller) chooseRevision(ctx context.Context, s *scope) (bool, error)
 // the parameters; parameters the revision's config cannot take stall the instance.
 func (c *Controller) renderStack(_ context.Context, s *scope) (bool, error) {
 	u := s.in.obj
-	r, err := render(&s.rev.Spec, s.spec, u.GetNamespace(), u.GetName(), s.name, s.params)
+	params := s.params
+	if v := s.rev.Spec.ParametersVersion; v != "" {
+		// The revision names parameters as its own version did: a Stack held at it, or one
+		// rendered before the template's new revision exists, renders what it rendered.
+		var err error
+		if params, err = conversion.Parameters(params, s.template.KindVersions(), s.template.StorageVersion(), v); err != nil {
+			markRevisionInvalid(s.in, s.rev.Name, err)
+			return false, nil
+		}
+	}
+	r, err := render(&s.rev.Spec, s.spec, u.GetNamespace(), u.GetName(), s.name, params)
 	if err != nil {
 		markParametersInvalid(s.in, err)
 		return false, nil

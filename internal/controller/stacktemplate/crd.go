@@ -13,23 +13,27 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/conversion"
 )
 
 // definition builds the CustomResourceDefinition of t's kind: for each of its versions,
 // spec.parameters with that version's schema, the two output references, and the status
 // every instance has. Versions are converted by their apiVersion alone (strategy None),
-// which the breaking-change guard makes safe: each version reads what the others wrote.
+// which the breaking-change guard makes safe: each version reads what the others wrote;
+// checkSpec points a kind whose versions rename parameters at the conversion webhook.
 func definition(t *v1alpha1.StackTemplate) (*apiextensionsv1.CustomResourceDefinition, error) {
 	api := t.Spec.API
 	if err := checkStatusFields(t); err != nil {
 		return nil, err
 	}
 	var versions []apiextensionsv1.CustomResourceDefinitionVersion
+	var params []apiextensionsv1.JSONSchemaProps
 	for _, v := range t.KindVersions() {
 		schema, err := versionSchema(t, &v)
 		if err != nil {
 			return nil, err
 		}
+		params = append(params, schema.Properties["spec"].Properties["parameters"])
 		cv := apiextensionsv1.CustomResourceDefinitionVersion{
 			Name: v.Name, Served: v.IsServed(), Storage: v.Name == t.StorageVersion(), Deprecated: v.Deprecated,
 			Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: schema},
@@ -40,6 +44,9 @@ func definition(t *v1alpha1.StackTemplate) (*apiextensionsv1.CustomResourceDefin
 			cv.DeprecationWarning = ptr.To(v.DeprecationWarning)
 		}
 		versions = append(versions, cv)
+	}
+	if err := conversion.Check(t.KindVersions(), params); err != nil {
+		return nil, err
 	}
 	return &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: t.DefinitionName(), Labels: map[string]string{v1alpha1.TemplateLabel: t.Name}},
@@ -54,6 +61,23 @@ func definition(t *v1alpha1.StackTemplate) (*apiextensionsv1.CustomResourceDefin
 			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter},
 		},
 	}, nil
+}
+
+// webhookConversion converts a template's instances through the manager's conversion
+// webhook, at the template's own path.
+func webhookConversion(base *apiextensionsv1.WebhookClientConfig, template string) *apiextensionsv1.CustomResourceConversion {
+	cc := base.DeepCopy()
+	path := conversion.PathPrefix + template
+	switch {
+	case cc.Service != nil:
+		cc.Service.Path = &path
+	case cc.URL != nil:
+		cc.URL = ptr.To(strings.TrimSuffix(*cc.URL, "/") + path)
+	}
+	return &apiextensionsv1.CustomResourceConversion{
+		Strategy: apiextensionsv1.WebhookConverter,
+		Webhook:  &apiextensionsv1.WebhookConversion{ClientConfig: cc, ConversionReviewVersions: []string{"v1"}},
+	}
 }
 
 // parameters decodes a version's schema of spec.parameters; unset is an object that takes

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
@@ -184,5 +185,41 @@ func TestServedChanges_StatusFields_NeverBreaking(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string(nil), servedChanges(served, want)); diff != "" {
 		t.Errorf("servedChanges() of a field removed and a type changed (-want +got):\n%s", diff)
+	}
+}
+
+func TestWebhookConversion_ClientConfig_AtTheTemplatesPath(t *testing.T) {
+	ca := []byte("ca")
+	tests := []struct {
+		name string
+		base apiextensionsv1.WebhookClientConfig
+		want apiextensionsv1.WebhookClientConfig
+	}{
+		{
+			name: "service",
+			base: apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "sw", Name: "conv", Port: ptr.To[int32](443)}, CABundle: ca},
+			want: apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "sw", Name: "conv", Port: ptr.To[int32](443), Path: ptr.To("/convert/queues")}, CABundle: ca},
+		},
+		{
+			name: "url",
+			base: apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:9444/"), CABundle: ca},
+			want: apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:9444/convert/queues"), CABundle: ca},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := tt.base.DeepCopy()
+			got := webhookConversion(base, "queues")
+			want := &apiextensionsv1.CustomResourceConversion{
+				Strategy: apiextensionsv1.WebhookConverter,
+				Webhook:  &apiextensionsv1.WebhookConversion{ClientConfig: &tt.want, ConversionReviewVersions: []string{"v1"}},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("webhookConversion() (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(&tt.base, base); diff != "" {
+				t.Errorf("webhookConversion() changed its base (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -10,20 +10,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/conversion"
 	"github.com/stackwright/stackwright/internal/schemadiff"
 )
 
 // guardChanges stalls a template whose new definition would break instances. Versions are
-// converted by their apiVersion alone, so every version must read what an earlier one
-// wrote; and a served version's schema must keep reading the instances already stored
+// converted by their apiVersion alone (or by the conversion webhook, which moves renamed
+// parameters and nothing else), so every version must read what an earlier one wrote,
+// renamed; and a served version's schema must keep reading the instances already stored
 // with it. A version instances are still stored in may not go (the API server would refuse
 // it too, less clearly). Nothing is written until the template is changed.
 func (r *Reconciler) guardChanges(ctx context.Context, s *scope) (bool, error) {
-	want := s.want
+	want, versions := s.want, s.template.KindVersions()
 	var changes []string
 	for i, older := range want.Spec.Versions {
-		for _, newer := range want.Spec.Versions[i+1:] {
-			for _, c := range schemadiff.Breaking(parametersOf(&older), parametersOf(&newer)) {
+		for j := i + 1; j < len(want.Spec.Versions); j++ {
+			newer := want.Spec.Versions[j]
+			// What the webhook makes of an instance of older, read in newer.
+			converted := conversion.Renamed(parametersOf(&older), versions, i, j)
+			for _, c := range schemadiff.Breaking(converted, parametersOf(&newer)) {
 				changes = append(changes, fmt.Sprintf("version %s does not read what %s wrote: %s", newer.Name, older.Name, c.Under("spec.parameters")))
 			}
 		}

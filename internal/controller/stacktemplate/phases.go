@@ -39,6 +39,13 @@ func (r *Reconciler) checkSpec(_ context.Context, s *scope) (bool, error) {
 		markInvalid(s.template, err.Error())
 		return false, nil
 	}
+	if s.template.RenamesParameters() {
+		if r.Conversion == nil {
+			markConversionUnavailable(s.template)
+			return false, nil
+		}
+		want.Spec.Conversion = webhookConversion(r.Conversion, s.template.Name)
+	}
 	s.want = want
 	return true, nil
 }

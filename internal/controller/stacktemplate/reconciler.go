@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +48,10 @@ type Reconciler struct {
 	// (--template-api-groups); a template of any other group is Stalled.
 	AllowedGroups []string
 	Instances     Server
+	// Conversion is how the API server reaches the manager's conversion webhook (its URL
+	// or Service, without the path, and the caBundle that trusts it); nil when the
+	// manager serves none, and templates whose versions rename parameters Stall.
+	Conversion *apiextensionsv1.WebhookClientConfig
 }
 
 // Reconcile implements reconcile.Reconciler: get, defer the status patch, handle deletion,

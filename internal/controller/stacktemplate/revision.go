@@ -50,12 +50,22 @@ func (r *Reconciler) keepRevision(ctx context.Context, t *v1alpha1.StackTemplate
 		return nil
 	case err != nil:
 		return fmt.Errorf("failed to get StackTemplateRevision %s: %w", want.Name, err)
-	case !metav1.IsControlledBy(got, t) || !apiequality.Semantic.DeepEqual(got.Spec, want.Spec):
+	case !metav1.IsControlledBy(got, t) || !sameRevision(got.Spec, want.Spec):
 		// Another template's of this name, since deleted and created again: revisions
 		// are owned, so the old one goes with its template (the garbage collector) soon.
 		return fmt.Errorf("failed to keep revision %d: StackTemplateRevision %s exists and is not this template's", t.Generation, want.Name)
 	}
 	return nil
+}
+
+// sameRevision reports whether the revision got is want. One made by a manager that did
+// not record parametersVersion yet is the same: its instances were read in the one version
+// the template had.
+func sameRevision(got, want v1alpha1.StackTemplateRevisionSpec) bool {
+	if got.ParametersVersion == "" {
+		got.ParametersVersion = want.ParametersVersion
+	}
+	return apiequality.Semantic.DeepEqual(got, want)
 }
 
 // observeRevisions counts the instances whose Stack runs an older revision than the

@@ -22,6 +22,13 @@ func markInvalid(t *v1alpha1.StackTemplate, msg string) {
 	conditions.MarkStalled(t, v1alpha1.ReasonTemplateInvalid, msg)
 }
 
+// markConversionUnavailable stalls a template whose renames need the conversion webhook
+// this manager does not serve.
+func markConversionUnavailable(t *v1alpha1.StackTemplate) {
+	conditions.MarkStalled(t, v1alpha1.ReasonConversionUnavailable,
+		"a version renames parameters, which the API server converts only through the manager's conversion webhook, and this manager serves none: start it with --conversion-webhook-bind-address (the chart does when templates.apiGroups is set), or publish the version without renames")
+}
+
 // markBreakingChange stalls a template whose schemas would break instances, naming each
 // change.
 func markBreakingChange(t *v1alpha1.StackTemplate, changes []string) {

@@ -192,3 +192,39 @@ func TestReconciler_Reconcile_BreakingChangesAreRefused(t *testing.T) {
 		g.Expect(schemaOf()).To(ContainSubstring(`"owner"`))
 	})
 }
+
+// A version that renames parameters needs the manager's conversion webhook: without one
+// (this suite serves none) the template Stalls saying so, and a rename that cannot be
+// converted is refused as invalid, naming it; the definition keeps serving what it served.
+func TestReconciler_Reconcile_RenamesNeedTheConversionWebhook(t *testing.T) {
+	t.Parallel()
+	s := env.Scenario(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	const v1Params = `{"type":"object","properties":{"size":{"type":"integer"}}}`
+	tmpl := template("sprockets", s.Namespace, v1Params)
+	tmpl.Spec.API.Kind = "Sprocket"
+	create(t, tmpl)
+	waitTemplate(t, tmpl, pulumiv1.ConditionReady, v1alpha1.ReasonServing)
+	versions := func(renames ...v1alpha1.ParameterRename) func(*v1alpha1.StackTemplateSpec) {
+		return func(spec *v1alpha1.StackTemplateSpec) {
+			spec.Parameters = nil
+			spec.Versions = []v1alpha1.TemplateVersion{
+				{Name: "v1alpha1", Parameters: &apiextensionsv1.JSON{Raw: []byte(v1Params)}},
+				{Name: "v1", Storage: true, Renames: renames, Parameters: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"replicas":{"type":"integer"}}}`)}},
+			}
+		}
+	}
+	updateSpec(t, tmpl, versions(v1alpha1.ParameterRename{From: "size", To: "replicas"}))
+	c := waitTemplate(t, tmpl, pulumiv1.ConditionStalled, v1alpha1.ReasonConversionUnavailable)
+	g.Expect(c.Message).To(ContainSubstring("--conversion-webhook-bind-address"))
+
+	updateSpec(t, tmpl, versions(v1alpha1.ParameterRename{From: "count", To: "replicas"}))
+	c = waitTemplate(t, tmpl, pulumiv1.ConditionStalled, v1alpha1.ReasonTemplateInvalid)
+	g.Expect(c.Message).To(ContainSubstring("version v1 renames count to replicas: version v1alpha1 has no parameter count"))
+
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "sprockets." + group}, crd)).To(Succeed())
+	g.Expect(crd.Spec.Versions).To(HaveLen(1), "the definition changed")
+	g.Expect(crd.Spec.Conversion.Strategy).To(Equal(apiextensionsv1.NoneConverter))
+}
