@@ -55,7 +55,7 @@ manifests: ## Generate CRDs and RBAC into config/, copy them into the chart, ren
 	$(CONTROLLER_GEN) rbac:roleName=stackwright-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
 	rm -f $(CHART)/crds/*.yaml
 	cp config/crd/bases/*.yaml $(CHART)/crds/
-	cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/admission/stack_guidance_policy.yaml config/rights/manager_rights_policy.yaml config/templates/approval_policy.yaml config/protection/deletion_protection_policy.yaml $(CHART)/files/
+	cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/admission/stack_guidance_policy.yaml config/rights/manager_rights_policy.yaml config/templates/approval_policy.yaml config/templates/protection_policy.yaml config/protection/deletion_protection_policy.yaml $(CHART)/files/
 	cp config/grafana/stackwright-dashboard.json config/prometheus/stackwright-rules.yaml $(CHART)/files/
 	@$(MAKE) --no-print-directory install-manifests
 

@@ -105,6 +105,14 @@ type StackTemplateSpec struct {
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
+	// ProtectInstances protects every instance of the kind from deletion: the install's
+	// template protection policy (config/templates, installed by the chart) refuses to
+	// delete one unless it is annotated stackwright.dev/protected=false, a person's
+	// decision that its stack may go. Unset, an instance is protected only by that
+	// annotation set to "true" on it, or on its Stack.
+	// +optional
+	ProtectInstances bool `json:"protectInstances,omitempty"`
+
 	// UpdateStrategy says how existing instances follow a change of the template.
 	// +optional
 	UpdateStrategy TemplateUpdateStrategy `json:"updateStrategy,omitempty"`

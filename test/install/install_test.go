@@ -880,23 +880,27 @@ func TestChart_Templates_AdmissionNarrowedToTheInstallsGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	shipped, _, err := kubetest.ReadAdmission(filepath.Join(root, "config", "templates"))
-	if err != nil || len(shipped) != 1 {
-		t.Fatalf("config/templates: %d policies, %v", len(shipped), err)
+	if err != nil || len(shipped) != 2 {
+		t.Fatalf("config/templates: %d policies, %v; want the approvals and the template protection", len(shipped), err)
 	}
-	want := shipped[0].Spec.DeepCopy()
-	for i := range want.MatchConstraints.ResourceRules {
-		want.MatchConstraints.ResourceRules[i].APIGroups = groups
+	// Each policy of config/templates is rendered under the release's name, narrowed.
+	for _, p := range shipped {
+		want := p.Spec.DeepCopy()
+		for i := range want.MatchConstraints.ResourceRules {
+			want.MatchConstraints.ResourceRules[i].APIGroups = groups
+		}
+		got := policies[p.Name]
+		if got == nil {
+			t.Fatalf("no policy %s among %v", p.Name, slices.Collect(maps.Keys(policies)))
+		}
+		if diff := cmp.Diff(*want, got.Spec); diff != "" {
+			t.Errorf("policy %s (-config/templates narrowed +chart):\n%s", p.Name, diff)
+		}
+		if b := bindings[got.Name]; b == nil || b.Spec.PolicyName != got.Name || !slices.Equal(b.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) || b.Spec.ParamRef == nil || b.Spec.ParamRef.Selector == nil {
+			t.Errorf("policy binding %+v: want Deny against every StackTemplate", b)
+		}
 	}
 	approvals := policies["stackwright-template-approvals"]
-	if approvals == nil {
-		t.Fatalf("no approval policy among %v", slices.Collect(maps.Keys(policies)))
-	}
-	if diff := cmp.Diff(*want, approvals.Spec); diff != "" {
-		t.Errorf("approval policy (-config/templates narrowed +chart):\n%s", diff)
-	}
-	if b := bindings[approvals.Name]; b == nil || b.Spec.PolicyName != approvals.Name || !slices.Equal(b.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) || b.Spec.ParamRef == nil || b.Spec.ParamRef.Selector == nil {
-		t.Errorf("approval policy binding %+v: want Deny against every StackTemplate", b)
-	}
 	dep := checkDeployment(t, objs, "stackwright-system")
 	if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--template-approval-policy="+approvals.Name) {
 		t.Errorf("manager args %v do not name the approval policy", args)

@@ -2,8 +2,10 @@ package instance_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -364,6 +366,51 @@ func TestController_Instance_DeletionWaitsForItsProtectedStack(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(inst), inst.DeepCopy()))
 	}).WithTimeout(waitTimeout).Should(BeTrue(), "the instance goes once its Stack may")
+}
+
+// A template that protects its instances has their deletion refused at admission, naming
+// the template, until a person annotates the instance stackwright.dev/protected=false; its
+// Stack is then destroyed as any other's. Instances of other templates are not held.
+func TestController_Instance_TemplateProtectsItsInstances(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	ctx := t.Context()
+	g := s.g
+	installTemplatePolicy(t, "stackwright-template-protection", "template-protection-"+s.platform, approvalGroup)
+	tmpl := s.template(approvalGroup, "Strongbox", `{"stack":"strongboxes","programRef":{"name":"strongbox"}}`)
+	tmpl.Spec.ProtectInstances = true
+	s.serve(tmpl)
+	g.Eventually(func(g Gomega) {
+		probe := s.instance(tmpl, fmt.Sprintf("probe-%d", time.Now().UnixNano()), `{}`)
+		g.Expect(env.Client.Create(ctx, probe)).To(Succeed())
+		err := env.Client.Delete(ctx, probe)
+		if err != nil {
+			_ = annotate(ctx, env.Client, probe, pulumiv1.ProtectedAnnotation, "false")
+			_ = env.Client.Delete(ctx, probe)
+		}
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "deleting a probe: %v", err)
+	}).WithTimeout(waitTimeout).WithPolling(waitPolling).Should(Succeed(), "the template protection policy comes into force")
+
+	inst := s.instance(tmpl, "vault", `{}`)
+	g.Expect(env.Client.Create(ctx, inst)).To(Succeed())
+	s.waitStack(inst, "the instance becomes a Stack", func(Gomega, *pulumiv1.Stack) {})
+	err := env.Client.Delete(ctx, inst)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "deleting a protected instance: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("Strongbox %s/vault is protected from deletion by StackTemplate %s (spec.protectInstances): annotate it stackwright.dev/protected=false first", inst.GetNamespace(), tmpl.Name)))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(inst), inst)).To(Succeed())
+	g.Expect(inst.GetDeletionTimestamp()).To(BeNil(), "the refused deletion started")
+
+	g.Expect(annotate(ctx, env.Client, inst, pulumiv1.ProtectedAnnotation, "false")).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, inst)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(inst), inst.DeepCopy()))
+	}).WithTimeout(waitTimeout).Should(BeTrue(), "the released instance goes")
+
+	other := s.template(approvalGroup, "Shoebox", `{"stack":"shoeboxes","programRef":{"name":"shoebox"}}`)
+	s.serve(other)
+	free := s.instance(other, "free", `{}`)
+	g.Expect(env.Client.Create(ctx, free)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, free)).To(Succeed(), "an instance of a template that protects nothing")
 }
 
 // A template's status fields are typed in its kind's definition, with their printer

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -338,9 +340,17 @@ func (s *scenario) waitEvent(ns, name, reason string) {
 	}).WithTimeout(waitTimeout).WithPolling(waitPolling).Should(Succeed(), reason)
 }
 
-// installApprovalPolicy installs config/templates' policy and binding as name, narrowed to
-// group as the chart narrows them to the install's template groups, for the test's life.
+// installApprovalPolicy installs config/templates' approval policy and binding as name,
+// narrowed to group as the chart narrows them to the install's template groups, for the
+// test's life.
 func installApprovalPolicy(t *testing.T, name, group string) {
+	t.Helper()
+	installTemplatePolicy(t, "stackwright-template-approvals", name, group)
+}
+
+// installTemplatePolicy installs config/templates' policy shipped (and its binding) as
+// name, narrowed to group, for the test's life.
+func installTemplatePolicy(t *testing.T, shipped, name, group string) {
 	t.Helper()
 	root, err := repo.Root()
 	if err != nil {
@@ -350,10 +360,12 @@ func installApprovalPolicy(t *testing.T, name, group string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(policies) != 1 || len(bindings) != 1 {
-		t.Fatalf("config/templates ships %d policies and %d bindings, want one of each", len(policies), len(bindings))
+	pi := slices.IndexFunc(policies, func(p *admissionv1.ValidatingAdmissionPolicy) bool { return p.Name == shipped })
+	bi := slices.IndexFunc(bindings, func(b *admissionv1.ValidatingAdmissionPolicyBinding) bool { return b.Spec.PolicyName == shipped })
+	if pi < 0 || bi < 0 {
+		t.Fatalf("config/templates ships no policy %s with its binding", shipped)
 	}
-	p, b := policies[0], bindings[0]
+	p, b := policies[pi], bindings[bi]
 	p.Name, b.Name, b.Spec.PolicyName = name, name, name
 	for i := range p.Spec.MatchConstraints.ResourceRules {
 		p.Spec.MatchConstraints.ResourceRules[i].APIGroups = []string{group}
