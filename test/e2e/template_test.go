@@ -57,8 +57,48 @@ program:
     internal: platform only
 `
 
-// selfTemplateYAML is the template; extra is added to its parameters' properties.
+// selfTemplateYAML is the template of one version; extra is added to its parameters'
+// properties.
 func selfTemplateYAML(extra string) string {
+	return selfTemplateOf(`  parameters:
+    type: object
+    properties:
+      size:
+        type: integer
+        minimum: 1
+        maximum: 10
+        default: 3
+`+extra, "size")
+}
+
+// selfTemplateV1YAML is the template grown a version v1 that renames size to capacity and
+// is stored, v1alpha1 deprecated, protecting its instances if protect is set.
+func selfTemplateV1YAML(protect bool) string {
+	return selfTemplateOf(`  versions:
+  - name: v1alpha1
+    deprecated: true
+    deprecationWarning: buckets v1alpha1 is going, use v1 (size is now capacity)
+    parameters:
+      type: object
+      properties:
+        size: {type: integer, minimum: 1, maximum: 10, default: 3}
+        tier: {type: string, enum: [gold, silver]}
+  - name: v1
+    storage: true
+    renames:
+    - {from: size, to: capacity}
+    parameters:
+      type: object
+      properties:
+        capacity: {type: integer, minimum: 1, maximum: 10, default: 3}
+        tier: {type: string, enum: [gold, silver]}
+  protectInstances: `+fmt.Sprint(protect)+`
+`, "capacity")
+}
+
+// selfTemplateOf is the template with the given parameters or versions, its config key
+// size set from the parameter param.
+func selfTemplateOf(api, param string) string {
 	return `apiVersion: stackwright.dev/v1alpha1
 kind: StackTemplate
 metadata:
@@ -68,15 +108,7 @@ spec:
     group: ` + templateGroup + `
     kind: Bucket
     plural: buckets
-  parameters:
-    type: object
-    properties:
-      size:
-        type: integer
-        minimum: 1
-        maximum: 10
-        default: 3
-` + extra + `  namespace: ` + selfPlatform + `
+` + api + `  namespace: ` + selfPlatform + `
   stack:
     stack: buckets
     programRef:
@@ -86,7 +118,7 @@ spec:
     envRefs:
 ` + indent(s3EnvRefsYAML, "  ") + `  config:
   - key: size
-    parameter: size
+    parameter: ` + param + `
   outputs: [greeting]
   namespaceSelector:
     matchLabels:
@@ -280,6 +312,29 @@ spec:
 	}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the new optional parameter is served")
 	g.Expect(managerPod(g, c).UID).To(Equal(manager.UID), "the manager restarted")
 
+	// A version that renames size to capacity: the API server converts through the
+	// manager's conversion webhook, behind the chart's Service; nothing redeploys.
+	before = ups(g, c, selfPlatform, st.Name)
+	run(t, "kubectl", "apply", "-f", writeManifest(t, selfTemplateV1YAML(true)))
+	g.Eventually(func(g Gomega) {
+		out, err := runErr("kubectl", "get", "crd", "buckets."+templateGroup, "-o", "jsonpath={.spec.conversion.strategy} {.status.storedVersions}")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		g.Expect(out).To(Equal(`Webhook ["v1"]`))
+	}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the instances move to v1\n%s", run(t, "kubectl", "get", "stacktemplate", "e2e-buckets", "-o", "yaml"))
+	for version, field := range map[string]string{"v1": "capacity", "v1alpha1": "size"} {
+		out := run(t, "kubectl", app(selfA), "get", "buckets."+version+"."+templateGroup, "data", "-n", selfA, "-o", "jsonpath={.spec.parameters."+field+"}")
+		g.Expect(out).To(HaveSuffix("6"), "the instance read in %s", version)
+	}
+	out = run(t, "kubectl", app(selfA), "apply", "-n", selfA, "-f", writeManifest(t, bucketYAML("data", "    size: 6\n")))
+	g.Expect(out).To(ContainSubstring("buckets v1alpha1 is going, use v1 (size is now capacity)"), "kubectl apply of a v1alpha1 instance")
+	g.Consistently(func() int { return ups(g, c, selfPlatform, st.Name) }).WithTimeout(10*time.Second).WithPolling(2*time.Second).Should(Equal(before), "the rename redeployed the instance")
+
+	// The template protects its instances: deleting one is refused until a person says so.
+	out, err = runErr("kubectl", app(selfA), "delete", "-n", selfA, "buckets/data", "--timeout=1m")
+	g.Expect(err).To(HaveOccurred(), "a protected instance was deleted:\n%s", out)
+	g.Expect(out).To(ContainSubstring("is protected from deletion by StackTemplate e2e-buckets"))
+	run(t, "kubectl", app(selfA), "annotate", "-n", selfA, "buckets/data", pulumiv1.ProtectedAnnotation+"=false")
+
 	// Deleting the instance destroys the stack and cleans up.
 	run(t, "kubectl", app(selfA), "delete", "-n", selfA, "buckets/data", "--timeout=5m")
 	g.Eventually(func(g Gomega) {
@@ -292,6 +347,7 @@ spec:
 		err = c.Get(ctx, client.ObjectKeyFromObject(conn), conn)
 		g.Expect(err).To(HaveOccurred(), "the published Secret outlived its instance")
 	}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "\n%s", describeNamespace(selfPlatform))
+	run(t, "kubectl", "annotate", "-n", selfOutside, "buckets/data", pulumiv1.ProtectedAnnotation+"=false")
 	run(t, "kubectl", "delete", "-n", selfOutside, "buckets/data", "--timeout=2m")
 }
 
