@@ -108,6 +108,9 @@ const (
 	// template waits until its last instance is gone (each destroys its stack first),
 	// then removes its CustomResourceDefinition.
 	ReasonInstancesRemain = "InstancesRemain"
+	// ReasonObjectKindNotAllowed (Stalled=True): spec.objects lists an object of a kind
+	// the install does not let templates make (--template-object-kinds).
+	ReasonObjectKindNotAllowed = "ObjectKindNotAllowed"
 )
 
 // Reasons of an instance's conditions (an object of a kind a StackTemplate defines). The
@@ -135,6 +138,20 @@ const (
 	// status field the template's readyWhen names is not set yet; the message names each
 	// and why.
 	ReasonAwaitingStatusFields = "AwaitingStatusFields"
+	// ReasonAwaitingDependencies (Reconciling=True): a Stack of a composed template's
+	// instance waits for the Stacks it depends on to be Ready and publish their outputs,
+	// or its objects wait for the outputs they read; the message names which waits for
+	// what.
+	ReasonAwaitingDependencies = "AwaitingDependencies"
+	// ReasonObjectConflict (Stalled=True): an object the template's spec.objects makes
+	// in the instance's namespace exists and is not the instance's; it is never taken
+	// over.
+	ReasonObjectConflict = "ObjectConflict"
+	// ReasonObjectInvalid (Stalled=True): an object of the template's spec.objects
+	// cannot be made: a value substituted into it is not a string, number or boolean, its
+	// kind is not allowed or not namespaced, or the API server refuses it. The message
+	// names the object and why.
+	ReasonObjectInvalid = "ObjectInvalid"
 )
 
 // Reasons of a StackSet's conditions.

@@ -23,6 +23,10 @@ const (
 	// TemplateRevisionLabel is the template revision an instance's Stack was rendered
 	// from, on the Stack: kubectl get stacks -l stackwright.dev/template-revision=3.
 	TemplateRevisionLabel = "stackwright.dev/template-revision"
+	// TemplateStackLabel names, on a Stack of an instance of a composed template, the
+	// entry of the template's spec.stacks it was rendered from; the Stack of spec.stack has
+	// none.
+	TemplateStackLabel = "stackwright.dev/template-stack"
 	// InstanceFinalizer holds an instance until its Stack is gone.
 	InstanceFinalizer = "stackwright.dev/instance"
 	// TemplateFinalizer holds a StackTemplate until its last instance is gone, and then

@@ -71,10 +71,10 @@ func RevisionName(template string, rev int64) string {
 // Snapshot is the template's current spec as a revision: what its instances are rendered
 // from.
 func (t *StackTemplate) Snapshot(rev int64) StackTemplateRevisionSpec {
+	spec := t.Spec.DeepCopy()
 	return StackTemplateRevisionSpec{
-		Template: t.Name, Revision: rev, Stack: *t.Spec.Stack.DeepCopy(),
-		Config: slices.Clone(t.Spec.Config), Outputs: slices.Clone(t.Spec.Outputs),
-		ParametersVersion: t.StorageVersion(),
+		Template: t.Name, Revision: rev, Stack: spec.Stack, Config: spec.Config, Outputs: spec.Outputs,
+		Stacks: spec.Stacks, Objects: spec.Objects, ParametersVersion: t.StorageVersion(),
 	}
 }
 
@@ -82,4 +82,23 @@ func (t *StackTemplate) Snapshot(rev int64) StackTemplateRevisionSpec {
 // its instances are then converted between versions by the manager's conversion webhook.
 func (t *StackTemplate) RenamesParameters() bool {
 	return slices.ContainsFunc(t.KindVersions(), func(v TemplateVersion) bool { return len(v.Renames) > 0 })
+}
+
+// PublishedOutputs are the outputs an instance of the template receives: those of
+// spec.outputs and of each of spec.stacks.
+func (t *StackTemplate) PublishedOutputs() []string {
+	return publishedOutputs(t.Spec.Outputs, t.Spec.Stacks)
+}
+
+// PublishedOutputs are the outputs an instance rendered from the revision receives.
+func (r *StackTemplateRevisionSpec) PublishedOutputs() []string {
+	return publishedOutputs(r.Outputs, r.Stacks)
+}
+
+func publishedOutputs(outputs []string, stacks []TemplateStack) []string {
+	all := slices.Clone(outputs)
+	for _, s := range stacks {
+		all = append(all, s.Outputs...)
+	}
+	return all
 }

@@ -63,11 +63,33 @@ type StackTemplateSpec struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Stack apiextensionsv1.JSON `json:"stack"`
 
-	// Config maps parameters to stack config.
+	// Config maps parameters, and outputs of the Stacks of spec.stacks, to stack config.
 	// +optional
 	// +listType=map
 	// +listMapKey=key
 	Config []TemplateConfig `json:"config,omitempty"`
+
+	// Stacks are further Stacks each instance becomes, beside spec.stack's, in the same
+	// platform namespace: a composition. Each is created once the Stacks it depends on
+	// (its dependsOn, and those whose outputs its config reads) are Ready and have
+	// published their outputs, and deleted only once the Stacks that depend on it are
+	// gone. The Stack of spec.stack depends on all of them: it is created last and deleted
+	// first. The instance is Ready when all of its Stacks are.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=10
+	Stacks []TemplateStack `json:"stacks,omitempty"`
+
+	// Objects are Kubernetes objects each instance gets in its own namespace once all of
+	// its Stacks are Ready, owned by the instance, and deleted first when it is deleted.
+	// Only kinds the install allows (--template-object-kinds) are made; a template listing
+	// another is Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=20
+	Objects []TemplateObject `json:"objects,omitempty"`
 
 	// Outputs names the stack outputs a tenant receives: all of them in the Secret its
 	// instance names (spec.writeConnectionSecretToRef), the non-secret ones also in the
@@ -296,7 +318,9 @@ type TemplateAPI struct {
 	Categories []string `json:"categories,omitempty"`
 }
 
-// TemplateConfig sets one stack config key from a parameter.
+// TemplateConfig sets one stack config key from a parameter or from an output of another
+// of the instance's Stacks.
+// +kubebuilder:validation:XValidation:rule="has(self.parameter) != has(self.stackOutput)",message="set exactly one of parameter and stackOutput"
 type TemplateConfig struct {
 	// Key is the config key, e.g. bucket:size (a key without a namespace gets the project's).
 	// +kubebuilder:validation:MinLength=1
@@ -305,15 +329,90 @@ type TemplateConfig struct {
 	// Parameter is the parameter's path under spec.parameters, its fields separated by
 	// dots, e.g. size or tags.owner. Unset in an instance (and without a default in the
 	// schema), the key is not set.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
-	Parameter string `json:"parameter"`
+	Parameter string `json:"parameter,omitempty"`
+
+	// StackOutput takes the value from an output of one of the Stacks of spec.stacks,
+	// as that Stack publishes it in the platform namespace (a string as its text,
+	// another value as its JSON): the Stack reading it depends on that Stack. An output
+	// the engine keeps secret is read only by a secret key.
+	// +optional
+	StackOutput *TemplateStackOutput `json:"stackOutput,omitempty"`
 
 	// Secret makes the key secret config: the engine encrypts it in the state, and its
 	// value never appears in the Stack's spec (it is passed through a Secret in the
 	// platform namespace).
 	// +optional
 	Secret bool `json:"secret,omitempty"`
+}
+
+// TemplateStackOutput names an output of one of a template's spec.stacks.
+type TemplateStackOutput struct {
+	// Stack is the name of the entry of spec.stacks.
+	// +kubebuilder:validation:MinLength=1
+	Stack string `json:"stack"`
+	// Output is the output's name.
+	// +kubebuilder:validation:MinLength=1
+	Output string `json:"output"`
+}
+
+// TemplateStack is one more Stack each instance of a composed template becomes.
+type TemplateStack struct {
+	// Name names the Stack within the template: config and dependsOn refer to it, and it
+	// is part of each instance's Stack's name (<template>-<name>-<namespace>-<instance>,
+	// shortened, plus a hash).
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=30
+	Name string `json:"name"`
+
+	// Stack is this Stack's spec, as spec.stack is (its stack a prefix, which must differ
+	// from every other Stack's of the template).
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Stack apiextensionsv1.JSON `json:"stack"`
+
+	// Config maps parameters, and outputs of the other Stacks of spec.stacks, to this
+	// Stack's config.
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	Config []TemplateConfig `json:"config,omitempty"`
+
+	// Outputs names this Stack's outputs a tenant receives, with those of spec.outputs
+	// (a name may be listed once across the template).
+	// +optional
+	// +listType=set
+	Outputs []string `json:"outputs,omitempty"`
+
+	// DependsOn names other entries of spec.stacks this Stack waits for, besides those
+	// whose outputs its config reads.
+	// +optional
+	// +listType=set
+	DependsOn []string `json:"dependsOn,omitempty"`
+}
+
+// TemplateObject is a Kubernetes object each instance gets in its own namespace.
+type TemplateObject struct {
+	// Name names the object within the template; the object's name is
+	// <instance>-<name> (shortened with a hash when too long).
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Object is the object's manifest: apiVersion, kind, and what the kind holds
+	// (spec, data...); its metadata may set labels and annotations only. In every string
+	// value, ${parameters.<path>} is replaced by the instance's parameter and
+	// ${outputs.<name>} by a non-secret output the template lists. A placeholder that is
+	// the whole string keeps the value's type (a number stays a number); one within text
+	// becomes the value's text. Only strings, numbers and booleans are substituted, so a
+	// parameter never adds structure to the object.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Object apiextensionsv1.JSON `json:"object"`
 }
 
 // InstanceMessagePolicy says what an instance's status repeats of its Stack's messages.
@@ -451,6 +550,14 @@ type StackTemplateRevisionSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	ParametersVersion string `json:"parametersVersion,omitempty"`
+	// Stacks is the template's spec.stacks at this revision.
+	// +optional
+	// +listType=atomic
+	Stacks []TemplateStack `json:"stacks,omitempty"`
+	// Objects is the template's spec.objects at this revision.
+	// +optional
+	// +listType=atomic
+	Objects []TemplateObject `json:"objects,omitempty"`
 }
 
 // StackTemplateRevision is an immutable copy of what one revision of a StackTemplate

@@ -112,7 +112,7 @@ func (c *Controller) chooseRevision(ctx context.Context, s *scope) (bool, error)
 		markRevisionMissing(s.in, s.template, target)
 		return false, nil
 	}
-	spec, err := stacktemplate.DecodeStack(rev.Spec.Stack)
+	spec, err := stacktemplate.DecodeStack(rev.Spec.Stack, "spec.stack")
 	if err != nil {
 		markRevisionInvalid(s.in, rev.Name, err)
 		return false, nil

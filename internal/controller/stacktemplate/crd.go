@@ -182,8 +182,8 @@ func checkStatusFields(t *v1alpha1.StackTemplate) error {
 	for _, f := range t.Spec.StatusFields {
 		names[f.Name] = true
 		output, _, _ := strings.Cut(f.Output, ".")
-		if !slices.Contains(t.Spec.Outputs, output) {
-			errs = append(errs, fmt.Errorf("status field %s: output %s is not one of spec.outputs, the outputs an instance may receive", f.Name, output))
+		if !slices.Contains(t.PublishedOutputs(), output) {
+			errs = append(errs, fmt.Errorf("status field %s: output %s is not one of spec.outputs (or spec.stacks[].outputs), the outputs an instance may receive", f.Name, output))
 		}
 		if f.PrinterColumn != "" && slices.ContainsFunc(builtinColumns, func(c string) bool { return strings.EqualFold(c, f.Name) }) {
 			errs = append(errs, fmt.Errorf("status field %s: every instance has a column %s already; rename the field", f.Name, columnName(f.Name)))

@@ -137,12 +137,12 @@ func TestDefinition_StatusFields_RefusedAsTemplateInvalid(t *testing.T) {
 		{
 			name:   "outputNotListed",
 			fields: []v1alpha1.TemplateStatusField{{Name: "token", Type: v1alpha1.StatusFieldString, Output: "adminToken"}},
-			want:   "status field token: output adminToken is not one of spec.outputs, the outputs an instance may receive",
+			want:   "status field token: output adminToken is not one of spec.outputs (or spec.stacks[].outputs), the outputs an instance may receive",
 		},
 		{
 			name:   "pathIntoAnOutputNotListed",
 			fields: []v1alpha1.TemplateStatusField{{Name: "host", Type: v1alpha1.StatusFieldString, Output: "internal.host"}},
-			want:   "status field host: output internal is not one of spec.outputs, the outputs an instance may receive",
+			want:   "status field host: output internal is not one of spec.outputs (or spec.stacks[].outputs), the outputs an instance may receive",
 		},
 		{
 			name:   "columnOfABuiltinName",

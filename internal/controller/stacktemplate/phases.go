@@ -27,11 +27,19 @@ func (r *Reconciler) checkGroup(_ context.Context, s *scope) (bool, error) {
 	return true, nil
 }
 
-// checkSpec stalls a template whose Stack or parameters cannot be used as written, before
-// anything is installed for it.
+// checkSpec stalls a template whose Stacks, objects or parameters cannot be used as
+// written, before anything is installed for it.
 func (r *Reconciler) checkSpec(_ context.Context, s *scope) (bool, error) {
 	if _, err := StackSpec(s.template); err != nil {
 		markInvalid(s.template, err.Error())
+		return false, nil
+	}
+	if err := checkComposition(s.template); err != nil {
+		markInvalid(s.template, err.Error())
+		return false, nil
+	}
+	if err := checkObjectKinds(s.template, r.ObjectKinds); err != nil {
+		markObjectKindNotAllowed(s.template, r.ObjectKinds, err)
 		return false, nil
 	}
 	want, err := definition(s.template)

@@ -47,7 +47,10 @@ type Reconciler struct {
 	// AllowedGroups are the API groups templates may define kinds in
 	// (--template-api-groups); a template of any other group is Stalled.
 	AllowedGroups []string
-	Instances     Server
+	// ObjectKinds are the kinds a template's spec.objects may make in its instances'
+	// namespaces (--template-object-kinds); a template listing another is Stalled.
+	ObjectKinds []schema.GroupKind
+	Instances   Server
 	// Conversion is how the API server reaches the manager's conversion webhook (its URL
 	// or Service, without the path, and the caBundle that trusts it); nil when the
 	// manager serves none, and templates whose versions rename parameters Stall.

@@ -84,8 +84,11 @@ func (r *Reconciler) observeRevisions(ctx context.Context, s *scope) (bool, erro
 		if err != nil || rev <= 0 || rev >= t.Status.Revision {
 			continue
 		}
-		t.Status.InstancesBehind++
 		oldest = min(oldest, rev)
+		if st.Labels[v1alpha1.TemplateStackLabel] == "" {
+			// An instance counts once, by the Stack of spec.stack, however many it has.
+			t.Status.InstancesBehind++
+		}
 	}
 	var revs v1alpha1.StackTemplateRevisionList
 	if err := r.Client.List(ctx, &revs, client.MatchingLabels{v1alpha1.TemplateLabel: t.Name}); err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/stackwright/stackwright/api/conditions"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
@@ -27,6 +29,13 @@ func markInvalid(t *v1alpha1.StackTemplate, msg string) {
 func markConversionUnavailable(t *v1alpha1.StackTemplate) {
 	conditions.MarkStalled(t, v1alpha1.ReasonConversionUnavailable,
 		"a version renames parameters, which the API server converts only through the manager's conversion webhook, and this manager serves none: start it with --conversion-webhook-bind-address (the chart does when templates.apiGroups is set), or publish the version without renames")
+}
+
+// markObjectKindNotAllowed stalls a template whose objects are of kinds the install does
+// not let templates make.
+func markObjectKindNotAllowed(t *v1alpha1.StackTemplate, allowed []schema.GroupKind, err error) {
+	conditions.MarkStalled(t, v1alpha1.ReasonObjectKindNotAllowed, fmt.Sprintf(
+		"this install lets templates make objects of the kinds %v only (--template-object-kinds): %v", allowed, err))
 }
 
 // markBreakingChange stalls a template whose schemas would break instances, naming each
