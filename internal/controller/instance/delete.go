@@ -3,9 +3,10 @@ package instance
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,40 +16,66 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
-// reconcileDelete deletes the instance's Stack (which destroys the stack or keeps it, as
-// the template's destroyOnFinalize says), waits until it is gone, removes the parameter
-// Secret, and lets the instance go; its published outputs are owned by it and go with it.
+// reconcileDelete takes down what the instance became in the reverse of the order it was
+// made in: its objects first, then its Stack of spec.stack, then the Stacks of spec.stacks,
+// each once no other Stack of the instance depends on it (each destroys its stack or keeps
+// it, as its spec's destroyOnFinalize says). It waits until every Stack is gone, removes
+// the parameter Secrets, and lets the instance go; its published outputs are owned by it
+// and go with it.
 func (c *Controller) reconcileDelete(ctx context.Context, s *scope) error {
 	t, u := s.template, s.in.obj
 	if !controllerutil.ContainsFinalizer(u, v1alpha1.InstanceFinalizer) {
 		return nil
 	}
-	st := &pulumiv1.Stack{}
-	err := c.Client.Get(ctx, client.ObjectKey{Namespace: t.Spec.Namespace, Name: s.name}, st)
-	switch {
-	case client.IgnoreNotFound(err) != nil:
-		return fmt.Errorf("failed to get Stack %s/%s: %w", t.Spec.Namespace, s.name, err)
-	case err == nil && st.Labels[v1alpha1.InstanceUIDLabel] == string(u.GetUID()):
-		if st.DeletionTimestamp.IsZero() {
-			err := c.Client.Delete(ctx, st)
-			if apierrors.IsForbidden(err) && st.Annotations[pulumiv1.ProtectedAnnotation] == "true" {
-				// The platform team protects what the instance stands for: its deletion waits
-				// for them (the Stack's annotation change brings the instance back).
-				markStackProtected(s.in, st)
-				return nil
-			}
-			if client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("failed to delete Stack %s/%s: %w", st.Namespace, st.Name, err)
-			}
+	if err := c.deleteObjects(ctx, s); err != nil {
+		return err
+	}
+	stacks, err := c.instanceStacks(ctx, s)
+	if err != nil {
+		return err
+	}
+	if len(stacks) > 0 {
+		protected, err := c.deleteUnneeded(ctx, stacks, func(*pulumiv1.Stack) bool { return false })
+		if err != nil {
+			return err
 		}
-		markDestroying(s.in, st, t.Spec.InstanceMessages)
+		if protected != nil {
+			// The platform team protects what the instance stands for: its deletion waits
+			// for them (the Stack's annotation change brings the instance back).
+			markStackProtected(s.in, protected)
+			return nil
+		}
+		// The Stack of spec.stack goes first; name it while it is there.
+		slices.SortStableFunc(stacks, func(a, b *pulumiv1.Stack) int {
+			return strings.Compare(a.Labels[v1alpha1.TemplateStackLabel], b.Labels[v1alpha1.TemplateStackLabel])
+		})
+		markDestroying(s.in, stacks[0], t.Spec.InstanceMessages)
 		return nil
 	}
-	if err := c.applyParameterSecret(ctx, t, u, s.name, nil); err != nil {
+	if err := c.deleteParameterSecrets(ctx, t, u); err != nil {
 		return err
 	}
 	controllerutil.RemoveFinalizer(u, v1alpha1.InstanceFinalizer)
 	return s.patcher.Finalizers(ctx, u)
+}
+
+// deleteParameterSecrets deletes the parameter Secrets of the instance's Stacks, all gone:
+// by label, since the names of Stacks of entries a later revision dropped are not known.
+// They are read from the API server, as the manager caches no Secrets.
+func (c *Controller) deleteParameterSecrets(ctx context.Context, t *v1alpha1.StackTemplate, u client.Object) error {
+	var list corev1.SecretList
+	if err := c.APIReader.List(ctx, &list, client.InNamespace(t.Spec.Namespace), client.MatchingLabels{
+		v1alpha1.TemplateLabel: t.Name, v1alpha1.InstanceUIDLabel: string(u.GetUID()),
+	}); err != nil {
+		return fmt.Errorf("failed to list the parameter Secrets of %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	for i := range list.Items {
+		sec := &list.Items[i]
+		if err := c.Client.Delete(ctx, sec, client.Preconditions{UID: &sec.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to delete Secret %s/%s: %w", sec.Namespace, sec.Name, err)
+		}
+	}
+	return nil
 }
 
 // removeOrphans deletes the Stacks (and parameter Secrets) of an instance that is gone

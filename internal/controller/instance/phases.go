@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,31 +75,20 @@ func (c *Controller) readParameters(_ context.Context, s *scope) (bool, error) {
 	return true, nil
 }
 
-// findStack reads the instance's Stack. A Stack of that name that is not this instance's
-// stalls it; one of an earlier instance of the name is waited for, as it goes first.
+// findStack reads the instance's Stack of spec.stack (see findOwnStack).
 func (c *Controller) findStack(ctx context.Context, s *scope) (bool, error) {
-	t, u := s.template, s.in.obj
-	st := &pulumiv1.Stack{}
-	err := c.Client.Get(ctx, client.ObjectKey{Namespace: t.Spec.Namespace, Name: s.name}, st)
-	switch {
-	case apierrors.IsNotFound(err):
-		st = &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Namespace: t.Spec.Namespace, Name: s.name}}
-	case err != nil:
-		return false, fmt.Errorf("failed to get Stack %s/%s: %w", t.Spec.Namespace, s.name, err)
-	case st.Labels[v1alpha1.TemplateLabel] != t.Name:
-		markStackConflict(s.in, st)
-		return false, nil
-	case st.Labels[v1alpha1.InstanceUIDLabel] != string(u.GetUID()) || !st.DeletionTimestamp.IsZero():
-		markEarlierStackDeleting(s.in, st)
-		return false, nil
+	st, ok, err := c.findOwnStack(ctx, s, s.name)
+	if !ok || err != nil {
+		return false, err
 	}
 	s.stack = st
 	return true, nil
 }
 
 // chooseRevision gets the template revision the Stack is to be rendered from (see
-// targetRevision); the instance waits while it does not exist, and is Stalled by one whose
-// Stack spec cannot be read.
+// targetRevision), and converts the parameters to the version it names them in; the
+// instance waits while it does not exist, and is Stalled by one whose Stack spec cannot be
+// read or whose version the kind no longer has.
 func (c *Controller) chooseRevision(ctx context.Context, s *scope) (bool, error) {
 	target, note := targetRevision(s.template, s.stack)
 	s.warn(s.stack, EventRevisionNotOpened, note, "%s", note)
@@ -117,6 +105,14 @@ func (c *Controller) chooseRevision(ctx context.Context, s *scope) (bool, error)
 		markRevisionInvalid(s.in, rev.Name, err)
 		return false, nil
 	}
+	if v := rev.Spec.ParametersVersion; v != "" {
+		// The revision names parameters as its own version did: a Stack held at it, or one
+		// rendered before the template's new revision exists, renders what it rendered.
+		if s.params, err = conversion.Parameters(s.params, s.template.KindVersions(), s.template.StorageVersion(), v); err != nil {
+			markRevisionInvalid(s.in, rev.Name, err)
+			return false, nil
+		}
+	}
 	s.rev, s.spec = rev, spec
 	return true, nil
 }
@@ -125,17 +121,7 @@ func (c *Controller) chooseRevision(ctx context.Context, s *scope) (bool, error)
 // the parameters; parameters the revision's config cannot take stall the instance.
 func (c *Controller) renderStack(_ context.Context, s *scope) (bool, error) {
 	u := s.in.obj
-	params := s.params
-	if v := s.rev.Spec.ParametersVersion; v != "" {
-		// The revision names parameters as its own version did: a Stack held at it, or one
-		// rendered before the template's new revision exists, renders what it rendered.
-		var err error
-		if params, err = conversion.Parameters(params, s.template.KindVersions(), s.template.StorageVersion(), v); err != nil {
-			markRevisionInvalid(s.in, s.rev.Name, err)
-			return false, nil
-		}
-	}
-	r, err := render(&s.rev.Spec, s.spec, u.GetNamespace(), u.GetName(), s.name, params)
+	r, err := render(s.spec, s.rev.Spec.Config, s.members, u.GetNamespace(), u.GetName(), s.name, s.params)
 	if err != nil {
 		markParametersInvalid(s.in, err)
 		return false, nil
@@ -173,31 +159,45 @@ func (c *Controller) applyParameters(ctx context.Context, s *scope) (bool, error
 // applyStack creates the instance's Stack from the rendering, or brings the one it has to
 // it.
 func (c *Controller) applyStack(ctx context.Context, s *scope) (bool, error) {
+	st, err := c.applyRendered(ctx, s, s.stack, s.rendered, "", s.forward)
+	if err != nil {
+		return false, err
+	}
+	s.stack = st
+	return true, nil
+}
+
+// applyRendered creates the Stack st (without a resourceVersion: none yet) of the entry of
+// the template's spec.stacks ("" for spec.stack) from its rendering r, or brings it to it,
+// with the extra annotations; it returns the Stack as applied.
+func (c *Controller) applyRendered(ctx context.Context, s *scope, st *pulumiv1.Stack, r rendered, entry string, extra map[string]string) (*pulumiv1.Stack, error) {
 	t, u := s.template, s.in.obj
-	want := s.stack.DeepCopy()
+	want := st.DeepCopy()
 	want.Labels = labels.Merge(want.Labels, map[string]string{
 		v1alpha1.TemplateLabel: t.Name, v1alpha1.InstanceNamespaceLabel: u.GetNamespace(), v1alpha1.InstanceUIDLabel: string(u.GetUID()),
 		v1alpha1.TemplateRevisionLabel: strconv.FormatInt(s.rev.Spec.Revision, 10),
 	})
+	if entry != "" {
+		want.Labels[v1alpha1.TemplateStackLabel] = entry
+	}
 	want.Annotations = labels.Merge(want.Annotations, map[string]string{
 		v1alpha1.InstanceAnnotation:  u.GetNamespace() + "/" + u.GetName(),
 		instanceGenerationAnnotation: strconv.FormatInt(u.GetGeneration(), 10),
 	})
-	maps.Copy(want.Annotations, s.forward)
-	want.Spec = s.rendered.spec
-	switch st := s.stack; {
+	maps.Copy(want.Annotations, extra)
+	want.Spec = r.spec
+	switch {
 	case st.ResourceVersion == "":
 		if err := c.Client.Create(ctx, want, client.FieldOwner(FieldManager)); err != nil {
-			return false, fmt.Errorf("failed to create Stack %s/%s: %w", want.Namespace, want.Name, err)
+			return nil, fmt.Errorf("failed to create Stack %s/%s: %w", want.Namespace, want.Name, err)
 		}
 		s.render.Add(u, corev1.EventTypeNormal, EventStackCreated, "Created Stack %s/%s from revision %d of StackTemplate %s", want.Namespace, want.Name, s.rev.Spec.Revision, t.Name)
 	case !apiequality.Semantic.DeepEqual(st.Spec, want.Spec) || !maps.Equal(st.Labels, want.Labels) || !maps.Equal(st.Annotations, want.Annotations):
 		if err := c.Client.Update(ctx, want, client.FieldOwner(FieldManager)); err != nil {
-			return false, fmt.Errorf("failed to update Stack %s/%s: %w", want.Namespace, want.Name, err)
+			return nil, fmt.Errorf("failed to update Stack %s/%s: %w", want.Namespace, want.Name, err)
 		}
 	}
-	s.stack = want
-	return true, nil
+	return want, nil
 }
 
 // observeStack mirrors the Stack into the instance's status, says who approves a change

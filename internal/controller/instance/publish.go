@@ -16,8 +16,8 @@ import (
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 )
 
-// observeOutputs reads what the Stack published of its outputs, and shows in the
-// instance's status the non-secret ones the template revision lists and the typed status
+// observeOutputs reads what the instance's Stacks published of their outputs, and shows in
+// the instance's status the non-secret ones the template revision lists and the typed status
 // fields the template declares; an instance whose Stack is Ready waits for the fields the
 // template's readyWhen names. Its status is right before publish writes to the tenant's
 // namespace, and whether or not that succeeds.
@@ -32,11 +32,11 @@ func (c *Controller) observeOutputs(ctx context.Context, s *scope) (bool, error)
 		// Nothing exported (yet, or deleted by hand): the status keeps what it showed, and
 		// the gaps say that the others' outputs are not published.
 		in.status.Fields = retainFields(in.status.Fields, t.Spec.StatusFields)
-		_, gaps = statusFields(t.Spec.StatusFields, t.Spec.Outputs, published{})
+		_, gaps = statusFields(t.Spec.StatusFields, t.PublishedOutputs(), published{})
 	} else {
-		s.outputs = &published{values: st.Status.Outputs, all: all, public: public}
-		in.status.Outputs = publicOutputs(st, s.rev.Spec.Outputs, public)
-		in.status.Fields, gaps = statusFields(t.Spec.StatusFields, t.Spec.Outputs, *s.outputs)
+		s.outputs = withMembers(&published{values: st.Status.Outputs, all: all, public: public}, s.composed)
+		in.status.Outputs = publicOutputs(*s.outputs, s.rev.Spec.PublishedOutputs())
+		in.status.Fields, gaps = statusFields(t.Spec.StatusFields, t.PublishedOutputs(), *s.outputs)
 		var warn []string
 		for _, g := range gaps {
 			if g.warn {
@@ -52,7 +52,44 @@ func (c *Controller) observeOutputs(ctx context.Context, s *scope) (bool, error)
 	return true, nil
 }
 
-// publish copies the outputs the template revision lists from the Stack's exported objects
+// withMembers adds to p, what the Stack of spec.stack published, the outputs the Stacks of
+// spec.stacks publish to the instance: each entry's listed ones only, so that an output
+// an entry does not list never stands for one of that name the instance receives.
+func withMembers(p *published, members []*member) *published {
+	if len(members) == 0 {
+		return p
+	}
+	p = &published{values: cloneMap(p.values), all: cloneMap(p.all), public: cloneMap(p.public)}
+	for _, m := range members {
+		if m.outputs == nil {
+			continue
+		}
+		for _, o := range m.entry.Outputs {
+			copyKey(p.values, m.outputs.values, o)
+			copyKey(p.all, m.outputs.all, o)
+			copyKey(p.public, m.outputs.public, o)
+		}
+	}
+	return p
+}
+
+// cloneMap is a copy of m, never nil.
+func cloneMap[V any](m map[string]V) map[string]V {
+	out := make(map[string]V, len(m))
+	maps.Copy(out, m)
+	return out
+}
+
+// copyKey sets dst[k] to src[k], or deletes it when src has none.
+func copyKey[V any](dst, src map[string]V, k string) {
+	if v, ok := src[k]; ok {
+		dst[k] = v
+	} else {
+		delete(dst, k)
+	}
+}
+
+// publish copies the outputs the template revision lists from the Stacks' exported objects
 // in the platform namespace to the instance's namespace: every listed one into the Secret
 // the instance names, the non-secret ones into its ConfigMap. Outputs the template does not
 // list never leave the platform namespace.
@@ -60,7 +97,7 @@ func (c *Controller) publish(ctx context.Context, s *scope) (bool, error) {
 	if s.outputs == nil {
 		return true, nil
 	}
-	in, outputs, all, public := s.in, s.rev.Spec.Outputs, s.outputs.all, s.outputs.public
+	in, outputs, all, public := s.in, s.rev.Spec.PublishedOutputs(), s.outputs.all, s.outputs.public
 	sel := map[string][]byte{}
 	pub := map[string]string{}
 	for _, k := range outputs {

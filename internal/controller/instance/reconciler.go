@@ -65,6 +65,9 @@ type Controller struct {
 	// sets approve and reject annotations on instances; empty means approvals on
 	// instances are ignored.
 	ApprovalPolicy string
+	// ObjectKinds are the kinds a template's spec.objects may make in its instances'
+	// namespaces (--template-object-kinds).
+	ObjectKinds []schema.GroupKind
 
 	ctrl    controller.TypedController[Request]
 	mu      sync.Mutex
@@ -108,8 +111,9 @@ func (c *Controller) Reconcile(ctx context.Context, req Request) (result reconci
 		}
 	}
 	return reconcile.Result{}, kit.Run(ctx, s,
-		c.checkTemplate, c.checkNamespace, c.readParameters, c.findStack, c.chooseRevision,
+		c.checkTemplate, c.checkNamespace, c.readParameters, c.findStack, c.chooseRevision, c.composeStacks,
 		c.renderStack, c.checkApprovals, c.applyParameters, c.applyStack, c.observeStack, c.observeOutputs, c.publish,
+		c.pruneStacks, c.applyObjects,
 	)
 }
 

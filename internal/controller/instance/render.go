@@ -5,10 +5,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -25,22 +28,39 @@ const maxPulumiStackName = 100
 // namespace: readable, and collision-free through 64 bits of a hash of all three (names
 // may contain dashes, so the readable part alone could collide).
 func stackName(template, namespace, name string) string {
-	return hashedStackName(template, namespace, name, 16)
+	return hashedName(template+"-"+namespace+"-"+name, template+"/"+namespace+"/"+name, maxStackObjectName, 16)
 }
 
 // legacyStackName is the name instances' Stacks had before: 32 bits of the hash. An
 // instance whose Stack has it keeps it (locateStack); the instance and Stack UIDs keep a
 // collision from touching another instance's objects.
 func legacyStackName(template, namespace, name string) string {
-	return hashedStackName(template, namespace, name, 8)
+	return hashedName(template+"-"+namespace+"-"+name, template+"/"+namespace+"/"+name, maxStackObjectName, 8)
 }
 
-func hashedStackName(template, namespace, name string, hexDigits int) string {
-	sum := sha256.Sum256([]byte(template + "/" + namespace + "/" + name))
+// memberStackName is the name of the Stack of entry of a composed template's spec.stacks,
+// for the instance namespace/name. Its hash covers the entry too: an instance's name has no
+// slash, so no instance's Stack of spec.stack hashes alike.
+func memberStackName(template, entry, namespace, name string) string {
+	return hashedName(template+"-"+entry+"-"+namespace+"-"+name, template+"/"+namespace+"/"+name+"/"+entry, maxStackObjectName, 16)
+}
+
+// objectName is the name of the object entry of the template's spec.objects in the
+// instance's namespace: <instance>-<entry>, or shortened with a hash.
+func objectName(instance, entry string) string {
+	if n := instance + "-" + entry; len(n) <= validation.DNS1123SubdomainMaxLength {
+		return n
+	}
+	return hashedName(instance+"-"+entry, instance+"/"+entry, validation.DNS1123SubdomainMaxLength, 16)
+}
+
+// hashedName is base with a suffix of hexDigits of a hash of key, base shortened so that
+// the whole is at most limit long.
+func hashedName(base, key string, limit, hexDigits int) string {
+	sum := sha256.Sum256([]byte(key))
 	suffix := "-" + hex.EncodeToString(sum[:])[:hexDigits]
-	base := template + "-" + namespace + "-" + name
-	if len(base) > maxStackObjectName-len(suffix) {
-		base = strings.TrimRight(base[:maxStackObjectName-len(suffix)], "-.")
+	if len(base) > limit-len(suffix) {
+		base = strings.TrimRight(base[:limit-len(suffix)], "-.")
 	}
 	return base + suffix
 }
@@ -72,20 +92,40 @@ type rendered struct {
 	secrets map[string][]byte
 }
 
-// render turns a template revision's Stack spec and an instance's parameters into the
-// instance's Stack spec, named stack.
-func render(rev *v1alpha1.StackTemplateRevisionSpec, spec pulumiv1.StackSpec, namespace, name, stack string, params map[string]any) (rendered, error) {
+// render turns a template revision's Stack spec, its config and an instance's parameters
+// into the instance's Stack spec, named stack. producers are the Stacks (by entry of
+// spec.stacks) it depends on: their names become its prerequisites, and a config key read
+// from one's output refers to the Secret or ConfigMap that Stack publishes its outputs
+// to, as any Stack may read another's (the Stack controller then holds the producer while
+// the consumer reads it).
+func render(spec pulumiv1.StackSpec, config []v1alpha1.TemplateConfig, producers map[string]string, namespace, name, stack string, params map[string]any) (rendered, error) {
 	out := rendered{spec: *spec.DeepCopy(), secrets: map[string][]byte{}}
 	s := &out.spec
 	s.Stack = pulumiStackName(spec.Stack, namespace, name)
-	for i, c := range rev.Config {
+	for _, entry := range slices.Sorted(maps.Keys(producers)) {
+		if p := producers[entry]; !slices.ContainsFunc(s.Prerequisites, func(r pulumiv1.PrerequisiteRef) bool { return r.Name == p }) {
+			s.Prerequisites = append(s.Prerequisites, pulumiv1.PrerequisiteRef{Name: p})
+		}
+	}
+	for i, c := range config {
+		if o := c.StackOutput; o != nil {
+			unset(s, c.Key)
+			from := outputsName(producers[o.Stack])
+			if c.Secret {
+				setSecretRef(s, c.Key, from, o.Output)
+				continue
+			}
+			if s.ConfigRef == nil {
+				s.ConfigRef = map[string]pulumiv1.ConfigMapRef{}
+			}
+			s.ConfigRef[c.Key] = pulumiv1.ConfigMapRef{Name: from, Key: o.Output}
+			continue
+		}
 		v, ok := lookup(params, c.Parameter)
 		if !ok {
 			continue
 		}
-		delete(s.Config, c.Key)
-		delete(s.Secrets, c.Key)
-		delete(s.SecretsRef, c.Key)
+		unset(s, c.Key)
 		if !c.Secret {
 			raw, err := json.Marshal(v)
 			if err != nil {
@@ -103,18 +143,31 @@ func render(rev *v1alpha1.StackTemplateRevisionSpec, spec pulumiv1.StackSpec, na
 		}
 		key := "config-" + strconv.Itoa(i)
 		out.secrets[key] = []byte(text)
-		if s.SecretsRef == nil {
-			s.SecretsRef = map[string]pulumiv1.ResourceRef{}
-		}
-		s.SecretsRef[c.Key] = pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorSecret, ResourceSelector: pulumiv1.ResourceSelector{
-			Secret: &pulumiv1.SecretSelector{Name: parameterSecretName(stack), Key: key},
-		}}
+		setSecretRef(s, c.Key, parameterSecretName(stack), key)
 	}
 	if s.Stackwright == nil {
 		s.Stackwright = &pulumiv1.StackwrightSpec{}
 	}
 	s.Stackwright.Outputs = &pulumiv1.OutputsExport{SecretName: outputsName(stack), ConfigMapName: outputsName(stack)}
 	return out, nil
+}
+
+// unset removes whatever the template's Stack spec sets config key to.
+func unset(s *pulumiv1.StackSpec, key string) {
+	delete(s.Config, key)
+	delete(s.ConfigRef, key)
+	delete(s.Secrets, key)
+	delete(s.SecretsRef, key)
+}
+
+// setSecretRef sets secret config key from the key of a Secret of the platform namespace.
+func setSecretRef(s *pulumiv1.StackSpec, key, secret, secretKey string) {
+	if s.SecretsRef == nil {
+		s.SecretsRef = map[string]pulumiv1.ResourceRef{}
+	}
+	s.SecretsRef[key] = pulumiv1.ResourceRef{Type: pulumiv1.ResourceSelectorSecret, ResourceSelector: pulumiv1.ResourceSelector{
+		Secret: &pulumiv1.SecretSelector{Name: secret, Key: secretKey},
+	}}
 }
 
 // lookup finds the value at a dotted path in the parameters.

@@ -73,7 +73,7 @@ func TestRender_Parameters_BecomeConfigAndSecretRefs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := render(&rev, base, "ns", "db", "st", tt.params)
+			got, err := render(base, rev.Config, nil, "ns", "db", "st", tt.params)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("render error %v, want %q", err, tt.wantErr)

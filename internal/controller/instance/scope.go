@@ -34,13 +34,18 @@ type scope struct {
 	// rev is the template revision the Stack is rendered from, and spec its Stack's spec.
 	rev  *v1alpha1.StackTemplateRevision
 	spec pulumiv1.StackSpec
+	// members names the Stacks of the revision's spec.stacks, by entry; composed are
+	// those applied, in dependency order, as applied.
+	members  map[string]string
+	composed []*member
 	// rendered is the instance's Stack spec and parameter Secret.
 	rendered rendered
 	// forward are the approve and reject annotations to forward to the Stack; ignored
 	// says why the instance's were not forwarded.
 	forward map[string]string
 	ignored string
-	// outputs is what the Stack published of its outputs; nil until it has exported any.
+	// outputs is what the instance's Stacks published of their outputs; nil until the
+	// Stack of spec.stack has exported any.
 	outputs *published
 
 	// The events of the two actions, emitted once the status they announce is written.

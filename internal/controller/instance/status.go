@@ -74,13 +74,7 @@ func (in *instance) parameters() (map[string]any, error) {
 // instance gets a message of its own making for each (platformMessage).
 func mirror(in *instance, st *pulumiv1.Stack, policy v1alpha1.InstanceMessagePolicy) {
 	full := policy == v1alpha1.InstanceMessagesFull
-	message := func(kind, reason, msg string) string {
-		if full || reason == pulumiv1.ReasonPolicyViolation {
-			// A policy's verdict is written for the author of what it judges.
-			return msg
-		}
-		return platformMessage(st, kind, reason)
-	}
+	message := func(kind, reason, msg string) string { return stackMessage(st, policy, kind, reason, msg) }
 	if rev, err := strconv.ParseInt(st.Labels[v1alpha1.TemplateRevisionLabel], 10, 64); err == nil {
 		in.status.TemplateRevision = rev
 	}
@@ -96,14 +90,12 @@ func mirror(in *instance, st *pulumiv1.Stack, policy v1alpha1.InstanceMessagePol
 		}
 		in.status.LastUpdate = &v1alpha1.InstanceUpdate{Type: lu.Type, State: string(lu.State), Message: msg, Time: lu.LastResyncTime}
 	}
-	current := st.Annotations[instanceGenerationAnnotation] == strconv.FormatInt(in.GetGeneration(), 10) &&
-		st.Status.ObservedGeneration == st.Generation
-	ready := conditions.Get(st, pulumiv1.ConditionReady)
 	switch {
-	case current && conditions.IsTrue(st, pulumiv1.ConditionStalled):
-		c := conditions.Get(st, pulumiv1.ConditionStalled)
+	case stalledAt(in, st) != nil:
+		c := stalledAt(in, st)
 		conditions.MarkStalled(in, c.Reason, message("stalled", c.Reason, c.Message))
-	case current && ready != nil && ready.Status == "True":
+	case readyAt(in, st):
+		ready := conditions.Get(st, pulumiv1.ConditionReady)
 		conditions.MarkReady(in, ready.Reason, message("ready", ready.Reason, ready.Message))
 	default:
 		reason, msg := pulumiv1.ReasonNotReadyInProgress, "the stack is being reconciled"
@@ -112,6 +104,38 @@ func mirror(in *instance, st *pulumiv1.Stack, policy v1alpha1.InstanceMessagePol
 		}
 		conditions.MarkReconciling(in, reason, msg)
 	}
+}
+
+// currentAt reports whether the Stack st has seen the spec rendered from the instance's
+// current generation.
+func currentAt(in *instance, st *pulumiv1.Stack) bool {
+	return st.Annotations[instanceGenerationAnnotation] == strconv.FormatInt(in.GetGeneration(), 10) &&
+		st.Status.ObservedGeneration == st.Generation
+}
+
+// readyAt reports whether the Stack st is Ready at the spec rendered from the instance's
+// current generation.
+func readyAt(in *instance, st *pulumiv1.Stack) bool {
+	return currentAt(in, st) && conditions.IsTrue(st, pulumiv1.ConditionReady)
+}
+
+// stalledAt is the Stalled condition of the Stack st at the spec rendered from the
+// instance's current generation; nil when it is not Stalled at it.
+func stalledAt(in *instance, st *pulumiv1.Stack) *metav1.Condition {
+	if !currentAt(in, st) || !conditions.IsTrue(st, pulumiv1.ConditionStalled) {
+		return nil
+	}
+	return conditions.Get(st, pulumiv1.ConditionStalled)
+}
+
+// stackMessage is what an instance's condition says of its Stack st's condition of the
+// kind ("stalled", "ready", ...): the Stack's message with policy Full or for a policy's
+// verdict (written for the author of what it judges), else platformMessage.
+func stackMessage(st *pulumiv1.Stack, policy v1alpha1.InstanceMessagePolicy, kind, reason, msg string) string {
+	if policy == v1alpha1.InstanceMessagesFull || reason == pulumiv1.ReasonPolicyViolation {
+		return msg
+	}
+	return platformMessage(st, kind, reason)
 }
 
 // platformMessage stands for a Stack message an instance's owner is not shown: what state
@@ -192,6 +216,23 @@ func markStackProtected(in *instance, st *pulumiv1.Stack) {
 		st.Namespace, st.Name, pulumiv1.ProtectedAnnotation))
 }
 
+// markAwaitingDependencies records which Stacks (or objects) of a composed template's
+// instance wait for what.
+func markAwaitingDependencies(in *instance, waiting []string) {
+	conditions.MarkReconciling(in, v1alpha1.ReasonAwaitingDependencies, strings.Join(waiting, "; "))
+}
+
+// markObjectConflict stalls an instance whose object would overwrite one of its namespace
+// that is not its own.
+func markObjectConflict(in *instance, kind, name string) {
+	conditions.MarkStalled(in, v1alpha1.ReasonObjectConflict, fmt.Sprintf("%s %s exists and is not this instance's: the template's object is never written over it", kind, name))
+}
+
+// markObjectInvalid stalls an instance whose template object cannot be made.
+func markObjectInvalid(in *instance, entry string, err error) {
+	conditions.MarkStalled(in, v1alpha1.ReasonObjectInvalid, fmt.Sprintf("object %s of the template: %v", entry, err))
+}
+
 // markAwaitingStatusFields keeps an instance whose Stack is Ready from being Ready while
 // status fields its template's readyWhen names are unset, naming each and why.
 func markAwaitingStatusFields(in *instance, unset []fieldGap) {
@@ -230,14 +271,14 @@ func updateEvent(u *v1alpha1.InstanceUpdate) (typ, reason string) {
 	return corev1.EventTypeNormal, EventUpdateSucceeded
 }
 
-// publicOutputs are the listed outputs the Stack's status holds that are not secret.
-func publicOutputs(st *pulumiv1.Stack, listed []string, public map[string]string) map[string]apiextensionsv1.JSON {
+// publicOutputs are the listed outputs the Stacks' status holds that are not secret.
+func publicOutputs(p published, listed []string) map[string]apiextensionsv1.JSON {
 	out := map[string]apiextensionsv1.JSON{}
 	for _, k := range listed {
-		if _, ok := public[k]; !ok {
+		if _, ok := p.public[k]; !ok {
 			continue
 		}
-		if v, ok := st.Status.Outputs[k]; ok {
+		if v, ok := p.values[k]; ok {
 			out[k] = v
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -69,12 +70,12 @@ func setupManager(_ context.Context, e *kubetest.Env, _ string) (ctrl.Manager, e
 	recorder = kubetest.NewRecorder(e.Client, announced)
 	instances := &instance.Controller{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
-		Recorder: recorder.Wrap(mgr.GetEventRecorder("stackwright")), ApprovalPolicy: approvalPolicy,
+		Recorder: recorder.Wrap(mgr.GetEventRecorder("stackwright")), ApprovalPolicy: approvalPolicy, ObjectKinds: objectKinds,
 	}
 	if err := instances.SetupWithManager(context.Background(), mgr, controller.Options{}); err != nil {
 		return nil, err
 	}
-	templates := &stacktemplate.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), AllowedGroups: []string{group, approvalGroup}, Instances: instances}
+	templates := &stacktemplate.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), AllowedGroups: []string{group, approvalGroup}, ObjectKinds: objectKinds, Instances: instances}
 	if err := templates.SetupWithManager(context.Background(), mgr, controller.Options{}); err != nil {
 		return nil, fmt.Errorf("failed to set up StackTemplate controller: %w", err)
 	}
@@ -106,6 +107,10 @@ func announced(e kubetest.Event, _, stored *unstructured.Unstructured) error {
 	}
 	return nil
 }
+
+// objectKinds are the kinds the package's templates may make in their instances'
+// namespaces, the manager's default.
+var objectKinds = []schema.GroupKind{{Kind: "ConfigMap"}, {Group: "networking.k8s.io", Kind: "NetworkPolicy"}}
 
 // scenario is one test's share of the control plane: the tenant's namespace (the
 // kubetest scenario's), where its instances live, and a platform namespace for their

@@ -95,21 +95,45 @@ func TestReconciler_Reconcile_RefusesGroupsAndDefinitionsNotItsOwn(t *testing.T)
 	g.Expect(taken.Labels).NotTo(HaveKey(v1alpha1.TemplateLabel), "the taken definition is untouched")
 }
 
-// A template whose spec.stack is no Stack's spec, or whose parameters are no object schema,
-// is Stalled before anything is installed for it.
+// A template whose spec.stack is no Stack's spec, whose parameters are no object schema,
+// whose spec.stacks cannot be ordered, or whose objects are of a kind the install does not
+// allow, is Stalled before anything is installed for it.
 func TestReconciler_Reconcile_StallsAnInvalidTemplate(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct{ name, stack, params, want string }{
+	const ok = `{"stack":"g","programRef":{"name":"g"}}`
+	member := func(name, prefix string, dependsOn ...string) v1alpha1.TemplateStack {
+		return v1alpha1.TemplateStack{Name: name, Stack: apiextensionsv1.JSON{Raw: []byte(`{"stack":"` + prefix + `","programRef":{"name":"g"}}`)}, DependsOn: dependsOn}
+	}
+	for _, tt := range []struct {
+		name, stack, params, reason, want string
+		stacks                            []v1alpha1.TemplateStack
+		objects                           []v1alpha1.TemplateObject
+	}{
 		{name: "gadgets-unknown-field", stack: `{"stack":"g","programRef":{"name":"g"},"colour":"red"}`, want: "spec.stack is not a Stack's spec"},
 		{name: "gadgets-no-prefix", stack: `{"programRef":{"name":"g"}}`, want: "spec.stack.stack is not set"},
-		{name: "gadgets-not-an-object", stack: `{"stack":"g","programRef":{"name":"g"}}`, params: `{"type":"string"}`, want: "must be a schema of type object"},
+		{name: "gadgets-not-an-object", stack: ok, params: `{"type":"string"}`, want: "must be a schema of type object"},
+		{
+			name: "gadgets-cycle", stack: ok, stacks: []v1alpha1.TemplateStack{member("a", "a", "b"), member("b", "b", "a")},
+			want: "spec.stacks form a dependency cycle: a → b → a",
+		},
+		{name: "gadgets-unknown-stack", stack: ok, stacks: []v1alpha1.TemplateStack{member("a", "a", "db")}, want: "spec.stacks[a] depends on db, which is not another entry of spec.stacks"},
+		{
+			name: "gadgets-kind-not-allowed", stack: ok, reason: v1alpha1.ReasonObjectKindNotAllowed,
+			objects: []v1alpha1.TemplateObject{{Name: "admin", Object: apiextensionsv1.JSON{Raw: []byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding"}`)}}},
+			want:    "(--template-object-kinds): spec.objects[admin] is a RoleBinding.rbac.authorization.k8s.io",
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tmpl := template("gadgets", "platform", tt.params)
 			tmpl.Name, tmpl.Spec.API.Kind, tmpl.Spec.API.Plural = tt.name, "Gadget", tt.name
 			tmpl.Spec.Stack = apiextensionsv1.JSON{Raw: []byte(tt.stack)}
+			tmpl.Spec.Stacks, tmpl.Spec.Objects = tt.stacks, tt.objects
 			create(t, tmpl)
-			c := waitTemplate(t, tmpl, pulumiv1.ConditionStalled, v1alpha1.ReasonTemplateInvalid)
+			reason := tt.reason
+			if reason == "" {
+				reason = v1alpha1.ReasonTemplateInvalid
+			}
+			c := waitTemplate(t, tmpl, pulumiv1.ConditionStalled, reason)
 			NewWithT(t).Expect(c.Message).To(ContainSubstring(tt.want))
 			err := env.Client.Get(t.Context(), client.ObjectKey{Name: tt.name + "." + group}, &apiextensionsv1.CustomResourceDefinition{})
 			NewWithT(t).Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no definition is installed: %v", err)

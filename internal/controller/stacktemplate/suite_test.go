@@ -34,7 +34,8 @@ func setupManager(_ context.Context, e *kubetest.Env, _ string) (ctrl.Manager, e
 	if err != nil {
 		return nil, err
 	}
-	r := &stacktemplate.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), AllowedGroups: []string{group}, Instances: served}
+	r := &stacktemplate.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), AllowedGroups: []string{group}, Instances: served,
+		ObjectKinds: []schema.GroupKind{{Kind: "ConfigMap"}, {Group: "networking.k8s.io", Kind: "NetworkPolicy"}}}
 	if err := r.SetupWithManager(context.Background(), mgr, controller.Options{}); err != nil {
 		return nil, fmt.Errorf("failed to set up StackTemplate controller: %w", err)
 	}
