@@ -183,6 +183,9 @@ type Options struct {
 	// leaves StackTemplates unserved (their controllers need cluster-wide rights on
 	// CustomResourceDefinitions).
 	TemplateAPIGroups []string
+	// TemplateObjectKinds are the kinds (Kind or Kind.group) a StackTemplate's
+	// spec.objects may make in its instances' namespaces.
+	TemplateObjectKinds []string
 	// EventsAddr is Flux's notification-controller event endpoint; every event the
 	// controllers record is also posted there. Empty: events stay in the API server.
 	EventsAddr string
@@ -264,6 +267,7 @@ func DefaultOptions() *Options {
 	return &Options{
 		MetricsAddr:             ":8080",
 		MetricsSecure:           true,
+		TemplateObjectKinds:     []string{"ConfigMap", "NetworkPolicy.networking.k8s.io"},
 		ProbeAddr:               ":8081",
 		DataDir:                 "/var/lib/stackwright",
 		MaxConcurrentReconciles: 10,
@@ -319,6 +323,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease; every shard of a fleet needs its own.")
 	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces whose Stacks, Programs and Updates are reconciled (default: all). The manager then needs no cluster-wide list or watch permission.")
 	fs.StringSliceVar(&o.TemplateAPIGroups, "template-api-groups", o.TemplateAPIGroups, "Comma-separated API groups in which StackTemplates may define kinds; Stackwright installs a CustomResourceDefinition for each template of these groups, and Stalls templates of any other (default: none, and StackTemplates are not served).")
+	fs.StringSliceVar(&o.TemplateObjectKinds, "template-object-kinds", o.TemplateObjectKinds, "Comma-separated kinds (Kind for the core group, else Kind.group) a StackTemplate's spec.objects may make in its instances' namespaces, as the manager, which needs the rights to write them; a template listing another kind is Stalled. Replaces the default.")
 	fs.StringVar(&o.TemplateApprovalPolicy, "template-approval-policy", o.TemplateApprovalPolicy, "Name of the ValidatingAdmissionPolicy, and of its binding, that lets only a template's approvers set the approve and reject annotations on its instances (config/templates); the manager forwards those annotations to the instances' Stacks only while it is in force (default: none, and approvals on instances are ignored).")
 	fs.StringVar(&o.EventsAddr, "events-addr", o.EventsAddr, "URL of Flux's notification-controller event endpoint (e.g. http://notification-controller.flux-system.svc.cluster.local./): every event recorded about a Stack, Program, StackSet or template instance is also posted there, in Flux's event format, for Flux Alerts to deliver (default: none).")
 	fs.StringVar(&o.GitWebhookAddr, "git-webhook-bind-address", o.GitWebhookAddr, "Address of the endpoint (POST /hooks/git/<namespace>) that takes git hosts' push webhooks (GitHub, GitLab, or a generic HMAC-signed body) and makes the namespace's Stacks on the pushed repository and branch look at it at once; the namespace's Secret stackwright-git-webhook holds the shared secret under token. Served by the leader only (default: \"0\", not served).")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -357,14 +358,15 @@ func (s *setup) controllers(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		kinds := objectKinds(o.TemplateObjectKinds)
 		instances := &instancectrl.Controller{
 			Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
-			Recorder: recorder, ApprovalPolicy: o.TemplateApprovalPolicy,
+			Recorder: recorder, ApprovalPolicy: o.TemplateApprovalPolicy, ObjectKinds: kinds,
 		}
 		list = append(list,
 			namedController{"template instance", instances},
 			namedController{"StackTemplate", &templatectrl.Reconciler{
-				Client: c, APIReader: mgr.GetAPIReader(), AllowedGroups: o.TemplateAPIGroups, Instances: instances, Conversion: conv,
+				Client: c, APIReader: mgr.GetAPIReader(), AllowedGroups: o.TemplateAPIGroups, ObjectKinds: kinds, Instances: instances, Conversion: conv,
 			}},
 		)
 	}
@@ -389,4 +391,15 @@ func servesOneOffs(mapper meta.RESTMapper) (bool, error) {
 		return false, fmt.Errorf("failed to discover %s Update: %w", gv, err)
 	}
 	return true, nil
+}
+
+// objectKinds parses --template-object-kinds: Kind, or Kind.group.
+func objectKinds(names []string) []schema.GroupKind {
+	kinds := make([]schema.GroupKind, 0, len(names))
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" {
+			kinds = append(kinds, schema.ParseGroupKind(n))
+		}
+	}
+	return kinds
 }
