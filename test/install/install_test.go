@@ -1085,3 +1085,49 @@ func TestChart_Template_DeletionProtectionCoversTemplateKinds(t *testing.T) {
 		t.Errorf("deletion protection's rules (-want +got):\n%s", diff)
 	}
 }
+
+// The kinds templates may make in their instances' namespaces reach the manager's flag,
+// and the manager gets the rights to write them; an empty list allows none.
+func TestChart_Templates_ObjectKindsReachTheManagerWithItsRights(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		wantFlag  string
+		wantRules []rbacv1.PolicyRule
+	}{
+		{
+			name:     "default",
+			wantFlag: "--template-object-kinds=ConfigMap,NetworkPolicy.networking.k8s.io",
+			wantRules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
+				{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
+			},
+		},
+		{name: "none", args: []string{"--set", "templates.objectKinds=null"}, wantFlag: "--template-object-kinds="},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := parse(t, helmTemplate(append([]string{"--set", "templates.apiGroups={db.example.com}"}, tt.args...)...)(t))
+			dep := checkDeployment(t, objs, "stackwright-system")
+			if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, tt.wantFlag) {
+				t.Errorf("manager args %v, want %s", args, tt.wantFlag)
+			}
+			var rules []rbacv1.PolicyRule
+			for _, o := range objs.ofKind("ClusterRole") {
+				r := &rbacv1.ClusterRole{}
+				convert(t, o, r)
+				if r.Name != "stackwright-templates" {
+					continue
+				}
+				for _, rule := range r.Rules {
+					if slices.Equal(rule.Verbs, []string{"get", "list", "create", "update", "delete"}) {
+						rules = append(rules, rule)
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.wantRules, rules); diff != "" {
+				t.Errorf("templates ClusterRole rules for objects (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
