@@ -1,10 +1,12 @@
 package manager_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/kubectlplugin"
 )
 
 // The composed example of docs/self-service.md, with the real engine: an instance becomes
@@ -28,7 +31,8 @@ import (
 // NetworkPolicy in the tenant's namespace from that output. The consumer's stack is
 // created only once the producer's has run, and its outputs show it read the producer's;
 // the instance is Ready with both Stacks' outputs. Deleting it deletes the policy and
-// destroys the consumer, and the producer only once the consumer is gone.
+// destroys the consumer, and the producer only once the consumer is gone. kubectl
+// stackwright trace shows the instance's two Stacks.
 func TestManager_StackTemplate_ComposedStacksInOrderAndBackInReverse(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -97,6 +101,18 @@ func TestManager_StackTemplate_ComposedStacksInOrderAndBackInReverse(t *testing.
 	g.Expect(consumer).NotTo(BeNil())
 	finished := producer.Status.LastUpdate.LastResyncTime.Truncate(time.Second)
 	g.Expect(consumer.CreationTimestamp.Time).NotTo(BeTemporally("<", finished), "the consumer is created after the producer's stack ran")
+	// kubectl stackwright trace shows the instance with both of its Stacks.
+	var out bytes.Buffer
+	trace := kubectlplugin.NewCommand(env.Scheme, &out, func() (*kubectlplugin.Env, error) {
+		c, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
+		return &kubectlplugin.Env{Client: c, Namespace: tenant, Out: &out, Now: time.Now}, err
+	})
+	trace.SetArgs([]string{"trace", "services." + group + "/web"})
+	trace.SetContext(ctx)
+	g.Expect(trace.Execute()).To(Succeed())
+	for _, node := range []string{"Service/web", "Stack/" + producer.Name, "Stack/" + consumer.Name} {
+		g.Expect(out.String()).To(MatchRegexp(regexp.QuoteMeta(node)+`\s+Ready\s`), "trace:\n%s", out.String())
+	}
 	policy := &networkingv1.NetworkPolicy{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "web-ingress"}, policy)).To(Succeed())
 	g.Expect(policy.Spec.Ingress[0].From[0].IPBlock.CIDR).To(Equal("10.2.0.0/16"))
