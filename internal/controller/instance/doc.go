@@ -2,9 +2,11 @@
 // instance, a tenant's object, becomes a Stack in the template's platform namespace
 // (rendered from a template revision and the instance's parameters), shows that Stack's
 // progress in its status, and receives the outputs the template publishes in its own
-// namespace. The kinds are unknown at build time: the controller works on unstructured
-// objects (through the typed view of status.go) and starts watching a kind when its
-// template is served (setup.go).
+// namespace. A composed template's instance also becomes the Stacks of its spec.stacks,
+// made in dependency order before its own and deleted after it (compose.go), and the
+// objects of its spec.objects in its namespace (objects.go). The kinds are unknown at
+// build time: the controller works on unstructured objects (through the typed view of
+// status.go) and starts watching a kind when its template is served (setup.go).
 //
 // The controller has the Stack controller's shape: Reconcile gets the template and the
 // instance, defers the status write, handles deletion (delete.go) and the finalizer, then

@@ -1,4 +1,5 @@
-// Package stacktemplate reconciles StackTemplates: for each, it installs the
+// Package stacktemplate reconciles StackTemplates: for each, it checks what its Stacks and
+// objects would be (compose.go: dependency order, object kinds, placeholders), installs the
 // CustomResourceDefinition of the kind the template defines (never one it did not create),
 // has the instance controller serve that kind, keeps each generation's spec as a
 // StackTemplateRevision (deleting those no instance runs any more), counts the instances,
