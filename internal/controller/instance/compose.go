@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -47,7 +48,7 @@ func (c *Controller) composeStacks(ctx context.Context, s *scope) (bool, error) 
 	for _, e := range order {
 		name := memberStackName(t.Name, e.Name, u.GetNamespace(), u.GetName())
 		s.members[e.Name] = name
-		if why := awaited(e, ready); len(why) > 0 {
+		if why := awaited(e.DependsOn, e.Config, ready); len(why) > 0 {
 			waiting = append(waiting, fmt.Sprintf("%s waits for %s", e.Name, strings.Join(why, ", ")))
 			continue
 		}
@@ -94,6 +95,11 @@ func (c *Controller) composeStacks(ctx context.Context, s *scope) (bool, error) 
 		}
 		ready[e.Name] = m
 	}
+	if len(waiting) == 0 {
+		if why := awaited(slices.Collect(maps.Keys(ready)), s.rev.Spec.Config, ready); len(why) > 0 {
+			waiting = append(waiting, "the Stack of spec.stack waits for "+strings.Join(why, ", "))
+		}
+	}
 	if len(waiting) > 0 {
 		markAwaitingDependencies(s.in, waiting)
 		return false, nil
@@ -101,27 +107,30 @@ func (c *Controller) composeStacks(ctx context.Context, s *scope) (bool, error) 
 	return true, nil
 }
 
-// awaited says what of the entries e depends on keeps it from being rendered: an entry
-// not Ready (or not published yet), or an output its config reads that the entry has not
-// published where the key reads it (a secret output reaches only a secret key).
-func awaited(e v1alpha1.TemplateStack, ready map[string]*member) []string {
+// awaited says what of the entries a Stack depends on (dependsOn, and those whose outputs
+// its config reads) keeps it from being rendered: an entry not Ready, or an output its
+// config reads that the entry has not published where the key reads it (a secret output
+// reaches only a secret key).
+func awaited(dependsOn []string, config []v1alpha1.TemplateConfig, ready map[string]*member) []string {
 	var why []string
-	for _, d := range stacktemplate.Dependencies(e.DependsOn, e.Config) {
-		if m := ready[d]; m == nil || m.outputs == nil {
+	for _, d := range stacktemplate.Dependencies(dependsOn, config) {
+		if ready[d] == nil {
 			why = append(why, d)
 		}
 	}
 	if len(why) > 0 {
 		return why
 	}
-	for _, c := range e.Config {
+	for _, c := range config {
 		o := c.StackOutput
 		if o == nil {
 			continue
 		}
-		out := ready[o.Stack].outputs
-		_, inSecret := out.all[o.Output]
-		_, inConfigMap := out.public[o.Output]
+		var inSecret, inConfigMap bool
+		if out := ready[o.Stack].outputs; out != nil {
+			_, inSecret = out.all[o.Output]
+			_, inConfigMap = out.public[o.Output]
+		}
 		switch {
 		case !inSecret:
 			why = append(why, fmt.Sprintf("output %s of %s (not published)", o.Output, o.Stack))
