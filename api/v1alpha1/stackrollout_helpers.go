@@ -1,17 +1,67 @@
 package v1alpha1
 
 import (
+	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 )
 
-// Selects reports whether the rollout's selector selects a Stack with these labels. An
-// empty selector selects nothing: a rollout must name its Stacks.
-func (r *StackRollout) Selects(set map[string]string) bool {
+// StackSelector is the selector of the rollout's Stacks: spec.selector, narrowed to the
+// Stacks of the template's instances' spec.stack for a rollout of template revisions. A rollout of source
+// revisions must name its Stacks: an empty selector is an error, not every Stack.
+func (r *StackRollout) StackSelector() (labels.Selector, error) {
 	sel, err := metav1.LabelSelectorAsSelector(&r.Spec.Selector)
-	return err == nil && !sel.Empty() && sel.Matches(labels.Set(set))
+	if err != nil {
+		return nil, fmt.Errorf("spec.selector is invalid: %w", err)
+	}
+	if t := r.Spec.Template; t != nil {
+		req, err := labels.NewRequirement(TemplateLabel, selection.Equals, []string{t.Name})
+		if err != nil {
+			return nil, fmt.Errorf("spec.template.name is not a label value: %w", err)
+		}
+		// A composed instance moves as one: its Stack of spec.stack stands for it, and its
+		// other Stacks are rendered from the revision that Stack is given.
+		main, err := labels.NewRequirement(TemplateStackLabel, selection.DoesNotExist, nil)
+		if err != nil {
+			return nil, fmt.Errorf("failed to select instances' Stacks: %w", err)
+		}
+		return sel.Add(*req, *main), nil
+	}
+	if sel.Empty() {
+		return nil, errors.New("spec.selector selects every Stack of the namespace: give it a label to match")
+	}
+	return sel, nil
+}
+
+// Selects reports whether the rollout selects a Stack with these labels. A rollout of
+// source revisions with an empty selector selects nothing: it must name its Stacks.
+func (r *StackRollout) Selects(set map[string]string) bool {
+	sel, err := r.StackSelector()
+	return err == nil && sel.Matches(labels.Set(set))
+}
+
+// RollsOutTemplate reports whether the rollout rolls out revisions of template, rather
+// than of its Stacks' source.
+func (r *StackRollout) RollsOutTemplate(template string) bool {
+	return r.Spec.Template != nil && r.Spec.Template.Name == template
+}
+
+// TemplateRevision is the template revision number rev names, 0 when it names none (nil,
+// or a revision of a source).
+func TemplateRevision(rev *RolloutRevision) int64 {
+	if rev == nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(rev.Revision, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
 }
 
 // Opens reports whether the rollout lets the named Stack deploy its target: its wave is
@@ -42,4 +92,29 @@ func (r *StackRollout) WaveOf(stack string) string {
 		}
 	}
 	return ""
+}
+
+// ChangedFor says which Stacks may deploy another revision in r than in old, an earlier
+// version of the rollout: all of them (every, true) when it started, completed or aborted
+// a target, moved to another wave or changed its spec; otherwise those of its waves whose
+// wave opened (a release of maxParallel more), so that a rollout's progress costs one
+// reconcile per released Stack, not one per Stack.
+func (r *StackRollout) ChangedFor(old *StackRollout) (every bool, stacks []string) {
+	o, n := &old.Status, &r.Status
+	if old.Generation != r.Generation || o.Phase != n.Phase || o.Wave != n.Wave ||
+		!sameRevision(o.Target, n.Target) || !sameRevision(o.Stable, n.Stable) || !sameRevision(o.Aborted, n.Aborted) {
+		return true, nil
+	}
+	for _, w := range n.Waves {
+		for _, name := range w.Stacks {
+			if old.Opens(name) != r.Opens(name) {
+				stacks = append(stacks, name)
+			}
+		}
+	}
+	return false, stacks
+}
+
+func sameRevision(a, b *RolloutRevision) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }

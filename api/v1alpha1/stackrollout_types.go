@@ -31,13 +31,26 @@ const RolloutLabel = "stackwright.dev/rollout"
 // rollout's author may not; the label is the CronJob author's consent.
 const RolloutGateLabel = "stackwright.dev/rollout-gate"
 
-// StackRolloutSpec says which Stacks a new revision of their source reaches in which
-// order, and what must hold before the next wave starts.
+// StackRolloutSpec says which Stacks a new revision of their source (or of their
+// template) reaches in which order, and what must hold before the next wave starts.
+// +kubebuilder:validation:XValidation:rule="has(self.template) == has(oldSelf.template) && (!has(self.template) || self.template.name == oldSelf.template.name)",message="spec.template is immutable: a rollout of another template (or of sources) is another rollout"
 type StackRolloutSpec struct {
 	// Selector selects the rollout's Stacks in its namespace. They must share one source
 	// (one Program, one git repository and branch, or one Flux source): a revision is
-	// what that source offers. A Stack is selected by at most one rollout.
+	// what that source offers. A Stack is selected by at most one rollout of source
+	// revisions. With template set, it selects among the template's instances' Stacks,
+	// and an empty selector selects them all.
 	Selector metav1.LabelSelector `json:"selector"`
+
+	// Template makes this a rollout of a StackTemplate's revisions: the rollout selects
+	// the Stacks of the template's instances (labelled stackwright.dev/template), and
+	// moves each new template revision through the waves, in place of the template's
+	// updateStrategy. The instance controller renders a Stack from the revision the
+	// rollout allows it; revisions of the Stacks' source are not gated by this rollout (a
+	// rollout of source revisions may select the same Stacks). The rollout must be in the
+	// template's platform namespace. It cannot change.
+	// +optional
+	Template *RolloutTemplate `json:"template,omitempty"`
 
 	// Waves divides the selected Stacks into ordered waves.
 	Waves RolloutWaves `json:"waves"`
@@ -56,6 +69,14 @@ type StackRolloutSpec struct {
 	// Gates must pass after each wave but the last, before the next wave starts.
 	// +optional
 	Gates RolloutGates `json:"gates,omitempty"`
+}
+
+// RolloutTemplate names the StackTemplate whose revisions a rollout rolls out.
+type RolloutTemplate struct {
+	// Name of the StackTemplate.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // RolloutWaves divides the selected Stacks into waves: exactly one field is set.
@@ -157,12 +178,15 @@ const (
 	WaveFailed            WaveState = "Failed"
 )
 
-// RolloutRevision is a revision of the rollout's source and the artifact it resolved to.
+// RolloutRevision is a revision of the rollout's source and the artifact it resolved to,
+// or a revision of its template and what that revision renders.
 type RolloutRevision struct {
 	// Revision as the source reports it (a commit, a Flux artifact revision, a Program
-	// generation).
+	// generation), or the template's revision number (as the Stacks'
+	// stackwright.dev/template-revision label has it).
 	Revision string `json:"revision"`
-	// Digest of the artifact, "sha256:<hex>".
+	// Digest of the artifact, "sha256:<hex>"; of a template revision, of what it renders
+	// (its stack, config and outputs).
 	Digest string `json:"digest"`
 }
 

@@ -3,10 +3,12 @@ package v1alpha1
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -101,4 +103,19 @@ func publishedOutputs(outputs []string, stacks []TemplateStack) []string {
 		all = append(all, s.Outputs...)
 	}
 	return all
+}
+
+// Digest is the digest of what the revision renders (its stacks, config, outputs and
+// objects), "sha256:<hex>": two revisions with the same digest render the same Stacks.
+func (s *StackTemplateRevisionSpec) Digest() string {
+	// Marshalling these types cannot fail: they hold JSON already.
+	b, _ := json.Marshal(struct {
+		Stack   apiextensionsv1.JSON `json:"stack"`
+		Config  []TemplateConfig     `json:"config"`
+		Outputs []string             `json:"outputs"`
+		Stacks  []TemplateStack      `json:"stacks,omitempty"`
+		Objects []TemplateObject     `json:"objects,omitempty"`
+	}{s.Stack, s.Config, s.Outputs, s.Stacks, s.Objects})
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -86,11 +86,18 @@ func (c *Controller) findStack(ctx context.Context, s *scope) (bool, error) {
 }
 
 // chooseRevision gets the template revision the Stack is to be rendered from (see
-// targetRevision), and converts the parameters to the version it names them in; the
+// chooseTemplateRevision), and converts the parameters to the version it names them in; the
 // instance waits while it does not exist, and is Stalled by one whose Stack spec cannot be
-// read or whose version the kind no longer has.
+// read or whose version the kind no longer has, or when rollouts conflict over it.
 func (c *Controller) chooseRevision(ctx context.Context, s *scope) (bool, error) {
-	target, note := targetRevision(s.template, s.stack)
+	target, note, conflict, err := c.chooseTemplateRevision(ctx, s.template, s.stack, stackLabels(s.template, s.in.obj, s.stack))
+	if err != nil {
+		return false, err
+	}
+	if len(conflict) > 0 {
+		markRolloutConflict(s.in, conflict)
+		return false, nil
+	}
 	s.warn(s.stack, EventRevisionNotOpened, note, "%s", note)
 	rev, err := c.revision(ctx, s.template, target)
 	if err != nil {
@@ -115,6 +122,14 @@ func (c *Controller) chooseRevision(ctx context.Context, s *scope) (bool, error)
 	}
 	s.rev, s.spec = rev, spec
 	return true, nil
+}
+
+// stackLabels are the labels the instance u's Stack st carries (but the revision's): its
+// own, and those that tie it to the template and the instance.
+func stackLabels(t *v1alpha1.StackTemplate, u client.Object, st *pulumiv1.Stack) map[string]string {
+	return labels.Merge(st.Labels, map[string]string{
+		v1alpha1.TemplateLabel: t.Name, v1alpha1.InstanceNamespaceLabel: u.GetNamespace(), v1alpha1.InstanceUIDLabel: string(u.GetUID()),
+	})
 }
 
 // renderStack renders the instance's Stack spec and parameter Secret from the revision and
@@ -173,8 +188,7 @@ func (c *Controller) applyStack(ctx context.Context, s *scope) (bool, error) {
 func (c *Controller) applyRendered(ctx context.Context, s *scope, st *pulumiv1.Stack, r rendered, entry string, extra map[string]string) (*pulumiv1.Stack, error) {
 	t, u := s.template, s.in.obj
 	want := st.DeepCopy()
-	want.Labels = labels.Merge(want.Labels, map[string]string{
-		v1alpha1.TemplateLabel: t.Name, v1alpha1.InstanceNamespaceLabel: u.GetNamespace(), v1alpha1.InstanceUIDLabel: string(u.GetUID()),
+	want.Labels = labels.Merge(stackLabels(t, u, st), map[string]string{
 		v1alpha1.TemplateRevisionLabel: strconv.FormatInt(s.rev.Spec.Revision, 10),
 	})
 	if entry != "" {

@@ -22,8 +22,8 @@ const openLatest = "latest"
 // resourceVersion) starts at the latest. note says why an annotation was not followed.
 func targetRevision(t *v1alpha1.StackTemplate, st *pulumiv1.Stack) (rev int64, note string) {
 	latest := t.Status.Revision
-	cur, err := strconv.ParseInt(st.Labels[v1alpha1.TemplateRevisionLabel], 10, 64)
-	if st.ResourceVersion == "" || err != nil || cur <= 0 || cur >= latest || t.Spec.UpdateStrategy.Type != v1alpha1.UpdateStrategyHold {
+	cur := currentRevision(st)
+	if cur == 0 || cur >= latest || t.Spec.UpdateStrategy.Type != v1alpha1.UpdateStrategyHold {
 		return latest, ""
 	}
 	open := st.Annotations[v1alpha1.OpenTemplateRevisionAnnotation]

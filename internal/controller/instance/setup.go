@@ -3,12 +3,14 @@ package instance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -52,6 +54,10 @@ func (c *Controller) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		}), predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[v1alpha1.TemplateLabel] != "" }))); err != nil {
 		return fmt.Errorf("failed to watch Stacks: %w", err)
 	}
+	// A rollout of template revisions decides which revision its Stacks are rendered from.
+	if err := tc.Watch(source.TypedKind(c.Cache, client.Object(&v1alpha1.StackRollout{}), c.enqueueRolloutInstances())); err != nil {
+		return fmt.Errorf("failed to watch StackRollouts: %w", err)
+	}
 	// A template's change, and its new revision once served, re-render its instances.
 	return tc.Watch(source.TypedKind(c.Cache, client.Object(&v1alpha1.StackTemplate{}),
 		handler.TypedEnqueueRequestsFromMapFunc(c.instancesOf), predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
@@ -67,6 +73,56 @@ func (c *Controller) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 func instanceOf(o client.Object) (string, string, bool) {
 	ns, name, ok := strings.Cut(o.GetAnnotations()[v1alpha1.InstanceAnnotation], "/")
 	return ns, name, ok && ns != "" && name != "" && o.GetLabels()[v1alpha1.TemplateLabel] != ""
+}
+
+// enqueueRolloutInstances queues the instances whose Stack's revision a change of a rollout
+// of template revisions may have changed (see StackRollout.ChangedFor): all of its Stacks'
+// when it is created or deleted, or it started, completed or aborted a target; otherwise
+// those whose wave opened.
+func (c *Controller) enqueueRolloutInstances() handler.TypedEventHandler[client.Object, Request] {
+	enqueue := func(ctx context.Context, ro *v1alpha1.StackRollout, names []string, q workqueue.TypedRateLimitingInterface[Request]) {
+		sel, err := ro.StackSelector()
+		if err != nil || ro.Spec.Template == nil {
+			return
+		}
+		var list pulumiv1.StackList
+		// Only the names, labels and annotations are read.
+		if err := c.Cache.List(ctx, &list, client.InNamespace(ro.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to list the Stacks of a StackRollout", "namespace", ro.Namespace, "name", ro.Name)
+			return
+		}
+		for i := range list.Items {
+			st := &list.Items[i]
+			if ns, name, ok := instanceOf(st); ok && (names == nil || slices.Contains(names, st.Name)) {
+				q.Add(Request{Template: ro.Spec.Template.Name, NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+			}
+		}
+	}
+	return handler.TypedFuncs[client.Object, Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[Request]) {
+			if ro, ok := e.Object.(*v1alpha1.StackRollout); ok {
+				enqueue(ctx, ro, nil, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[Request]) {
+			if ro, ok := e.Object.(*v1alpha1.StackRollout); ok {
+				enqueue(ctx, ro, nil, q)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[Request]) {
+			o, okOld := e.ObjectOld.(*v1alpha1.StackRollout)
+			n, okNew := e.ObjectNew.(*v1alpha1.StackRollout)
+			if !okOld || !okNew {
+				return
+			}
+			if every, opened := n.ChangedFor(o); every {
+				enqueue(ctx, o, nil, q)
+				enqueue(ctx, n, nil, q)
+			} else if len(opened) > 0 {
+				enqueue(ctx, n, opened, q)
+			}
+		},
+	}
 }
 
 // instancesOf lists a served template's instances from the cache.

@@ -191,6 +191,13 @@ func markRevisionMissing(in *instance, t *v1alpha1.StackTemplate, rev int64) {
 	conditions.MarkReconciling(in, v1alpha1.ReasonTemplateNotReady, msg)
 }
 
+// markRolloutConflict stalls an instance whose Stack more than one rollout of the template's
+// revisions selects: the platform team must change their selectors.
+func markRolloutConflict(in *instance, rollouts []string) {
+	conditions.MarkStalled(in, pulumiv1.ReasonRolloutConflict, fmt.Sprintf(
+		"StackRollouts %s all roll out the template's revisions to this instance's Stack: the platform team must change their selectors", strings.Join(rollouts, ", ")))
+}
+
 // markRevisionInvalid stalls an instance whose template revision holds no Stack spec.
 func markRevisionInvalid(in *instance, rev string, err error) {
 	conditions.MarkStalled(in, v1alpha1.ReasonTemplateNotReady, fmt.Sprintf("StackTemplateRevision %s: %v", rev, err))

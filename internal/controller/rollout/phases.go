@@ -2,13 +2,11 @@ package rollout
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,7 +19,7 @@ import (
 
 // selectStacks lists the rollout's Stacks; a selector that cannot select them stalls it.
 func (r *Reconciler) selectStacks(ctx context.Context, s *scope) (bool, error) {
-	sel, err := selector(s.ro)
+	sel, err := s.ro.StackSelector()
 	if err != nil {
 		markSelectionInvalid(s.ro, err)
 		return false, nil
@@ -37,18 +35,6 @@ func (r *Reconciler) selectStacks(ctx context.Context, s *scope) (bool, error) {
 		s.stacks[stacks[i].Name] = &stacks[i]
 	}
 	return true, nil
-}
-
-// selector is the rollout's Stack selector, or why it cannot be used.
-func selector(ro *v1alpha1.StackRollout) (labels.Selector, error) {
-	sel, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("spec.selector is invalid: %w", err)
-	}
-	if sel.Empty() {
-		return nil, errors.New("spec.selector selects every Stack of the namespace: give it a label to match")
-	}
-	return sel, nil
 }
 
 // selected lists the rollout's Stacks, by sel, in its namespace.
@@ -70,8 +56,11 @@ func (r *Reconciler) selected(ctx context.Context, ro *v1alpha1.StackRollout, se
 }
 
 // checkSources stalls a rollout whose Stacks deploy from more than one source: no revision
-// is common to them.
+// is common to them. A rollout of template revisions does not roll out their source.
 func checkSources(_ context.Context, s *scope) (bool, error) {
+	if s.ro.Spec.Template != nil {
+		return true, nil
+	}
 	if msg := mixedSources(s.list); msg != "" {
 		markMixedSources(s.ro, msg)
 		return false, nil
@@ -168,20 +157,28 @@ func chooseTarget(_ context.Context, s *scope) (bool, error) {
 func idle(s *scope) {
 	ro, st := s.ro, &s.ro.Status
 	if st.Stable == nil {
-		st.Stable = mostDeployed(s.list)
+		st.Stable = s.deployed
 	}
-	avail := available(ro.Name, s.list)
+	avail := s.offered
+	if ro.Spec.Template != nil && avail != nil && st.Stable != nil && avail.Revision != st.Stable.Revision && avail.Digest == st.Stable.Digest {
+		// A template revision that renders what the stable one renders (a change of the
+		// kind's schema, columns or approvers only) changes no Stack: there is nothing
+		// to gate, and it becomes the stable revision at once.
+		st.Stable = avail
+	}
 	if avail != nil && (st.Stable == nil || avail.Revision != st.Stable.Revision) && (st.Aborted == nil || avail.Revision != st.Aborted.Revision) {
 		start(s, avail)
 		return
 	}
 	switch {
 	case st.Phase == v1alpha1.RolloutAborted:
-		markAborted(ro, notAt(s.list, st.Stable))
+		markAborted(ro, notAt(s.list, st.Stable, s.judge))
+	case avail == nil && ro.Spec.Template != nil:
+		markWaitingForTemplate(ro)
 	case avail == nil && len(s.list) > 0:
 		markWaitingForStacks(ro)
 	default:
-		markIdle(ro, notAt(s.list, st.Stable), len(s.list))
+		markIdle(ro, notAt(s.list, st.Stable, s.judge), len(s.list))
 	}
 }
 
@@ -224,7 +221,7 @@ func (r *Reconciler) progressWave(ctx context.Context, s *scope) (bool, error) {
 	if st.Phase == v1alpha1.RolloutHalted {
 		return false, nil
 	}
-	if reason, faults := faultsOf(st, s.stacks); len(faults) > 0 {
+	if reason, faults := faultsOf(st, s.stacks, s.judge); len(faults) > 0 {
 		halt(s, reason, faults)
 		return false, nil
 	}

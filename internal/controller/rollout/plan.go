@@ -102,6 +102,10 @@ const (
 	failed
 )
 
+// judgeFunc tells how a Stack stands toward a revision: done, failed (with the reason and
+// a message) or pending.
+type judgeFunc func(stack *pulumiv1.Stack, target *v1alpha1.RolloutRevision, since *metav1.Time) (verdict, string, string)
+
 // judge tells whether stack is Ready at the target, failed it, or is still on its way.
 // Failures that finished before since (the last resume) are forgiven: the Stack gets a new
 // try. Failures the Stack retries by itself (conflicts, lost runners, transient errors)
@@ -191,7 +195,7 @@ func count(st *v1alpha1.StackRolloutStatus, isDone func(string) bool) {
 
 // faultsOf lists the failures of the open Stacks, and the reason of the first; it adds
 // their names to the failed ones.
-func faultsOf(st *v1alpha1.StackRolloutStatus, stacks map[string]*pulumiv1.Stack) (string, []string) {
+func faultsOf(st *v1alpha1.StackRolloutStatus, stacks map[string]*pulumiv1.Stack, judge judgeFunc) (string, []string) {
 	var reason string
 	var faults []string
 	for i := 0; i <= int(st.Wave) && i < len(st.Waves); i++ {
@@ -279,8 +283,8 @@ func most(stacks []pulumiv1.Stack, pick func(*pulumiv1.Stack) *pulumiv1.Artifact
 	return best
 }
 
-// notAt lists the Stacks not Ready at rev.
-func notAt(stacks []pulumiv1.Stack, rev *v1alpha1.RolloutRevision) []string {
+// notAt lists the Stacks not Ready at rev, as judge tells.
+func notAt(stacks []pulumiv1.Stack, rev *v1alpha1.RolloutRevision, judge judgeFunc) []string {
 	if rev == nil {
 		return nil
 	}

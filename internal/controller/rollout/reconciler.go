@@ -50,6 +50,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock, read once per reconcile; tests replace it.
 	Now func() time.Time
+	// Templates is set when the install serves StackTemplates (and may read them): only
+	// then are rollouts of template revisions served.
+	Templates bool
 }
 
 // Reconcile implements reconcile.Reconciler: get, defer the status patch (and the events
@@ -68,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !ro.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	s := &scope{ro: ro, now: r.now(), events: kit.NewEvents(r.Recorder, eventAction)}
+	s := &scope{ro: ro, now: r.now(), judge: judge, events: kit.NewEvents(r.Recorder, eventAction)}
 	p := patch.New(r.Client, ro, "StackRollout", FieldManager)
 	defer func() {
 		finalizeStatus(ro)
@@ -83,6 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return s.run(ctx,
 		r.selectStacks,
 		checkSources,
+		r.offer,
 		r.handleRequests,
 		chooseTarget,
 		r.progressWaves,

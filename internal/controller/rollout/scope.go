@@ -22,6 +22,12 @@ type scope struct {
 	// objects: read them only (retry copies the one it patches).
 	list   []pulumiv1.Stack
 	stacks map[string]*pulumiv1.Stack
+	// offered is the revision to roll out next, nil when none is known yet; deployed the
+	// one most Stacks have deployed (learnt only while the rollout has no stable one).
+	offered, deployed *v1alpha1.RolloutRevision
+	// judge tells how a Stack stands toward a revision: of its source (judge), or of its
+	// template (judgeTemplate).
+	judge judgeFunc
 
 	requeue kit.Requeue
 	// events announce the transitions of this reconcile, once its status is written.
@@ -48,6 +54,6 @@ func (s *scope) isDone(name string) bool {
 	if !ok {
 		return true
 	}
-	v, _, _ := judge(stack, s.ro.Status.Target, s.ro.Status.ResumeTime)
+	v, _, _ := s.judge(stack, s.ro.Status.Target, s.ro.Status.ResumeTime)
 	return v == done
 }

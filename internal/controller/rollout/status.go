@@ -25,6 +25,12 @@ func markSelectionInvalid(ro *v1alpha1.StackRollout, err error) {
 	conditions.MarkStalled(ro, pulumiv1.ReasonSpecInvalid, err.Error())
 }
 
+// markTemplateInvalid records that spec.template names no template whose revisions the
+// rollout can roll out; msg says why.
+func markTemplateInvalid(ro *v1alpha1.StackRollout, msg string) {
+	conditions.MarkStalled(ro, pulumiv1.ReasonSpecInvalid, msg)
+}
+
 // markMixedSources records that the selected Stacks share no revision; msg says why.
 func markMixedSources(ro *v1alpha1.StackRollout, msg string) {
 	conditions.MarkStalled(ro, v1alpha1.ReasonMixedSources, msg)
@@ -67,6 +73,11 @@ func markAborted(ro *v1alpha1.StackRollout, behind []string) {
 // markWaitingForStacks records that no selected Stack has said yet what its source offers.
 func markWaitingForStacks(ro *v1alpha1.StackRollout) {
 	conditions.MarkReconciling(ro, v1alpha1.ReasonRolloutWaiting, "waiting for the selected Stacks to report the revision their source offers")
+}
+
+// markWaitingForTemplate records that the template has not served a revision yet.
+func markWaitingForTemplate(ro *v1alpha1.StackRollout) {
+	conditions.MarkReconciling(ro, v1alpha1.ReasonRolloutWaiting, fmt.Sprintf("waiting for StackTemplate %s to serve its first revision", ro.Spec.Template.Name))
 }
 
 // markIdle records that there is nothing to roll out; behind lists the Stacks not Ready at

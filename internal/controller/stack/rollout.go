@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -120,8 +119,10 @@ func waveName(ro *v1alpha1.StackRollout, stack string) string {
 	return "(none: selected after the rollout started, it waits for the rollout's end)"
 }
 
-// rolloutOf returns the StackRollout that selects the Stack, nil if none; others names
-// any further ones, which is a conflict.
+// rolloutOf returns the StackRollout of source revisions that selects the Stack, nil if
+// none; others names any further ones, which is a conflict. A rollout of template
+// revisions holds no source revision (the instance controller follows it): it is not
+// counted.
 func (r *Reconciler) rolloutOf(ctx context.Context, stack *pulumiv1.Stack) (*v1alpha1.StackRollout, []string, error) {
 	var list v1alpha1.StackRolloutList
 	if err := r.Client.List(ctx, &list, client.InNamespace(stack.Namespace)); err != nil {
@@ -129,7 +130,7 @@ func (r *Reconciler) rolloutOf(ctx context.Context, stack *pulumiv1.Stack) (*v1a
 	}
 	var found []*v1alpha1.StackRollout
 	for i := range list.Items {
-		if ro := &list.Items[i]; ro.DeletionTimestamp.IsZero() && ro.Selects(stack.Labels) {
+		if ro := &list.Items[i]; ro.DeletionTimestamp.IsZero() && ro.Spec.Template == nil && ro.Selects(stack.Labels) {
 			found = append(found, ro)
 		}
 	}
@@ -145,14 +146,13 @@ func (r *Reconciler) rolloutOf(ctx context.Context, stack *pulumiv1.Stack) (*v1a
 }
 
 // enqueueRolloutStacks queues the Stacks whose permitted revision a rollout's change may
-// have changed: all of its Stacks when it starts, completes, aborts or changes selector;
-// otherwise only those whose wave opened (a release of maxParallel more), so that a
-// rollout's progress costs one reconcile per released Stack, not one per Stack.
+// have changed (see StackRollout.ChangedFor). Rollouts of template revisions are the
+// instance controller's.
 func (r *Reconciler) enqueueRolloutStacks() handler.EventHandler {
 	all := func(ctx context.Context, ro *v1alpha1.StackRollout, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		var list pulumiv1.StackList
-		sel, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
-		if err != nil || sel.Empty() {
+		sel, err := ro.StackSelector()
+		if err != nil || ro.Spec.Template != nil {
 			return
 		}
 		// Only the names are read.
@@ -177,36 +177,18 @@ func (r *Reconciler) enqueueRolloutStacks() handler.EventHandler {
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			o, okOld := e.ObjectOld.(*v1alpha1.StackRollout)
 			n, okNew := e.ObjectNew.(*v1alpha1.StackRollout)
-			if !okOld || !okNew {
+			if !okOld || !okNew || n.Spec.Template != nil {
 				return
 			}
-			if o.Generation != n.Generation || o.Status.Phase != n.Status.Phase || o.Status.Wave != n.Status.Wave ||
-				!sameRevision(o.Status.Target, n.Status.Target) || !sameRevision(o.Status.Stable, n.Status.Stable) || !sameRevision(o.Status.Aborted, n.Status.Aborted) {
+			every, opened := n.ChangedFor(o)
+			if every {
 				all(ctx, o, q)
 				all(ctx, n, q)
 				return
 			}
-			for _, name := range openedBetween(o, n) {
+			for _, name := range opened {
 				q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: n.Namespace, Name: name}})
 			}
 		},
 	}
-}
-
-func sameRevision(a, b *v1alpha1.RolloutRevision) bool {
-	return (a == nil) == (b == nil) && (a == nil || *a == *b)
-}
-
-// openedBetween lists the Stacks the newer rollout lets deploy its target and the older
-// did not (or the reverse), for two versions with the same target and wave.
-func openedBetween(o, n *v1alpha1.StackRollout) []string {
-	var out []string
-	for _, w := range n.Status.Waves {
-		for _, name := range w.Stacks {
-			if o.Opens(name) != n.Opens(name) {
-				out = append(out, name)
-			}
-		}
-	}
-	return out
 }

@@ -62,21 +62,6 @@ func TestPinFor_Revision(t *testing.T) {
 	}
 }
 
-func TestOpenedBetween_OnlyNewlyReleased(t *testing.T) {
-	v2 := &v1alpha1.RolloutRevision{Revision: "generation/2", Digest: "sha256:2"}
-	mk := func(released int32) *v1alpha1.StackRollout {
-		return &v1alpha1.StackRollout{Status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutProgressing, Target: v2, Wave: 1, Waves: []v1alpha1.RolloutWaveStatus{
-			{Name: "0", Stacks: []string{"a"}}, {Name: "1", Stacks: []string{"b", "c", "d"}, Released: released},
-		}}}
-	}
-	if diff := cmp.Diff([]string{"c", "d"}, openedBetween(mk(1), mk(3))); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	if got := openedBetween(mk(2), mk(2)); len(got) != 0 {
-		t.Errorf("nothing changed, got %v", got)
-	}
-}
-
 func TestHeldReason_SaysWhy(t *testing.T) {
 	v1 := &v1alpha1.RolloutRevision{Revision: "generation/1", Digest: "sha256:1"}
 	v2 := &v1alpha1.RolloutRevision{Revision: "generation/2", Digest: "sha256:2"}

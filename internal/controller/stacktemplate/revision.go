@@ -69,8 +69,10 @@ func sameRevision(got, want v1alpha1.StackTemplateRevisionSpec) bool {
 }
 
 // observeRevisions counts the instances whose Stack runs an older revision than the
-// latest, and deletes the template's revisions older than any of them runs. Those in
-// between stay, so that a held instance may be opened to any revision after its own.
+// latest, and deletes the template's revisions older than any of them runs, or than the
+// stable revision of a rollout of the template's revisions (its Stacks return to it on
+// abort). Those in between stay, so that a held instance may be opened to any revision
+// after its own.
 func (r *Reconciler) observeRevisions(ctx context.Context, s *scope) (bool, error) {
 	t := s.template
 	var stacks pulumiv1.StackList
@@ -88,6 +90,16 @@ func (r *Reconciler) observeRevisions(ctx context.Context, s *scope) (bool, erro
 		if st.Labels[v1alpha1.TemplateStackLabel] == "" {
 			// An instance counts once, by the Stack of spec.stack, however many it has.
 			t.Status.InstancesBehind++
+		}
+	}
+	var rollouts v1alpha1.StackRolloutList
+	if err := r.Client.List(ctx, &rollouts, client.InNamespace(t.Spec.Namespace)); err != nil {
+		return false, fmt.Errorf("failed to list StackRollouts of StackTemplate %s: %w", t.Name, err)
+	}
+	for i := range rollouts.Items {
+		ro := &rollouts.Items[i]
+		if rev := v1alpha1.TemplateRevision(ro.Status.Stable); ro.RollsOutTemplate(t.Name) && rev > 0 {
+			oldest = min(oldest, rev)
 		}
 	}
 	var revs v1alpha1.StackTemplateRevisionList
