@@ -1,0 +1,170 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// A StackRollout of a template's revisions, with the whole manager and a real engine: three
+// tenants' instances (one ring per tenant namespace) move to a new template revision ring by
+// ring, each ring behind a promotion, although the template's strategy alone would move
+// them at once; a revision whose program fails halts the rollout in ring 0 while rings 1
+// and 2 keep their revision, and the abort renders ring 0 from the stable revision again.
+// The rollout's own behaviour is tested in internal/controller/rollout, the instance
+// controller's choice of revision in internal/controller/instance.
+func TestManager_StackRollout_TemplateRevisionsInWaves(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	group := fmt.Sprintf("r%d.test.stackwright.dev", rand.Uint32())
+	opts := testOptions(t)
+	opts.TemplateAPIGroups = []string{group}
+	startManager(t, env.Config, opts)
+	platform := env.Namespace(t)
+	tenants := []string{env.Namespace(t), env.Namespace(t), env.Namespace(t)}
+
+	for name, version := range map[string]string{"bucket-v1": `"v1"`, "bucket-v2": `"v2"`, "bucket-broken": `"${missing}"`} {
+		prog := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: platform}}
+		prog.Program.Outputs = map[string]apiextensionsv1.JSON{"version": {Raw: []byte(version)}}
+		g.Expect(env.Client.Create(ctx, prog)).To(Succeed())
+	}
+	tmpl := &v1alpha1.StackTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "buckets-" + strings.Split(group, ".")[0]},
+		Spec: v1alpha1.StackTemplateSpec{
+			API:       v1alpha1.TemplateAPI{Group: group, Kind: "Bucket", Plural: "buckets"},
+			Namespace: platform,
+			Stack:     apiextensionsv1.JSON{Raw: []byte(`{"stack":"buckets","programRef":{"name":"bucket-v1"}}`)},
+			Outputs:   []string{"version"},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, tmpl)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), tmpl) })
+	for _, ns := range tenants {
+		inst := &unstructured.Unstructured{}
+		g.Expect(json.Unmarshal(fmt.Appendf(nil, `{"apiVersion":"%s/v1alpha1","kind":"Bucket","metadata":{"namespace":%q,"name":"data"},"spec":{}}`, group, ns), &inst.Object)).To(Succeed())
+		g.Eventually(func() error { return env.Client.Create(ctx, inst) }).WithTimeout(2*time.Minute).Should(Succeed(), "the kind is served")
+	}
+	// at waits until the Stack of each named ring is rendered from revision and Ready with
+	// the program's version output.
+	at := func(why, revision, version string, rings ...int) {
+		t.Helper()
+		g.Eventually(func(g Gomega) {
+			for _, ring := range rings {
+				st := ringStack(g, platform, tmpl.Name, tenants[ring])
+				g.Expect(st.Labels).To(HaveKeyWithValue(v1alpha1.TemplateRevisionLabel, revision), "ring %d", ring)
+				g.Expect(apimeta.IsStatusConditionTrue(st.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue(), "ring %d: %v", ring, st.Status.Conditions)
+				g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation), "ring %d", ring)
+				g.Expect(string(st.Status.Outputs["version"].Raw)).To(Equal(`"`+version+`"`), "ring %d", ring)
+			}
+		}).WithTimeout(4*time.Minute).WithPolling(250*time.Millisecond).Should(Succeed(), why)
+	}
+	at("every instance is deployed at revision 1", "1", "v1", 0, 1, 2)
+
+	ro := &v1alpha1.StackRollout{
+		ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: "buckets"},
+		Spec: v1alpha1.StackRolloutSpec{
+			Template: &v1alpha1.RolloutTemplate{Name: tmpl.Name},
+			Waves:    v1alpha1.RolloutWaves{ByLabel: &v1alpha1.RolloutWavesByLabel{Key: v1alpha1.InstanceNamespaceLabel, Values: tenants}},
+			Gates:    v1alpha1.RolloutGates{Approval: v1alpha1.RolloutApprovalManual},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, ro)).To(Succeed())
+	rolloutIs := func(why string, check func(g Gomega, ro *v1alpha1.StackRollout)) {
+		t.Helper()
+		g.Eventually(func(g Gomega) { check(g, getRollout(g, ro)) }).WithTimeout(4*time.Minute).WithPolling(250*time.Millisecond).Should(Succeed(), why)
+	}
+	rolloutIs("a new rollout takes the revision deployed as stable", func(g Gomega, ro *v1alpha1.StackRollout) {
+		g.Expect(ro.Status.Stable).To(HaveField("Revision", "1"))
+		g.Expect(apimeta.FindStatusCondition(ro.Status.Conditions, pulumiv1.ConditionReady)).To(HaveField("Reason", v1alpha1.ReasonRolledOut))
+	})
+	useProgram := func(name string) {
+		t.Helper()
+		g.Eventually(func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl); err != nil {
+				return err
+			}
+			tmpl.Spec.Stack = apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"stack":"buckets","programRef":{"name":%q}}`, name)}
+			return env.Client.Update(ctx, tmpl)
+		}).Should(Succeed())
+	}
+	awaiting := func(wave int32) func(g Gomega, ro *v1alpha1.StackRollout) {
+		return func(g Gomega, ro *v1alpha1.StackRollout) {
+			g.Expect(ro.Status.Wave).To(Equal(wave))
+			g.Expect(ro.Status.Waves[wave].State).To(Equal(v1alpha1.WaveAwaitingPromotion))
+		}
+	}
+	promote := func() {
+		t.Helper()
+		g.Eventually(func() error {
+			getRollout(g, ro)
+			ro.Annotations = map[string]string{v1alpha1.RolloutPromoteAnnotation: time.Now().UTC().Format(time.RFC3339Nano)}
+			return env.Client.Update(ctx, ro)
+		}).Should(Succeed())
+	}
+
+	// Revision 2 goes ring by ring: each later ring keeps revision 1 until promoted.
+	useProgram("bucket-v2")
+	at("revision 2 reaches ring 0", "2", "v2", 0)
+	rolloutIs("ring 0 awaits its promotion", awaiting(0))
+	at("rings 1 and 2 keep revision 1 while ring 0 awaits its promotion", "1", "v1", 1, 2)
+	promote()
+	at("revision 2 reaches ring 1 once promoted", "2", "v2", 1)
+	rolloutIs("ring 1 awaits its promotion", awaiting(1))
+	at("ring 2 keeps revision 1 while ring 1 awaits its promotion", "1", "v1", 2)
+	promote()
+	at("revision 2 reaches ring 2 once promoted", "2", "v2", 2)
+	rolloutIs("revision 2 becomes stable", func(g Gomega, ro *v1alpha1.StackRollout) {
+		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutIdle))
+		g.Expect(ro.Status.Stable).To(HaveField("Revision", "2"))
+	})
+
+	// Revision 3's program fails: the rollout halts in ring 0; the later rings keep 2.
+	useProgram("bucket-broken")
+	var failed string
+	rolloutIs("the failing revision halts the rollout in ring 0", func(g Gomega, ro *v1alpha1.StackRollout) {
+		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutHalted))
+		g.Expect(ro.Status.Target).To(HaveField("Revision", "3"))
+		g.Expect(ro.Status.WaveName).To(Equal(tenants[0]))
+		g.Expect(apimeta.FindStatusCondition(ro.Status.Conditions, v1alpha1.ConditionHalted)).To(HaveField("Reason", BeElementOf(v1alpha1.ReasonStackUpdateFailed, v1alpha1.ReasonStackStalled)))
+		g.Expect(ro.Status.FailedStacks).To(HaveLen(1))
+		failed = ro.Status.FailedStacks[0]
+	})
+	g.Expect(failed).To(Equal(ringStack(g, platform, tmpl.Name, tenants[0]).Name))
+	at("rings 1 and 2 keep revision 2 while the rollout is halted", "2", "v2", 1, 2)
+
+	// The abort renders ring 0 from revision 2 again.
+	g.Eventually(func() error {
+		getRollout(g, ro)
+		ro.Annotations = map[string]string{v1alpha1.RolloutAbortAnnotation: time.Now().UTC().Format(time.RFC3339Nano)}
+		return env.Client.Update(ctx, ro)
+	}).Should(Succeed())
+	at("the abort returns ring 0 to revision 2", "2", "v2", 0, 1, 2)
+	rolloutIs("the rollout is rolled back", func(g Gomega, ro *v1alpha1.StackRollout) {
+		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutAborted))
+		g.Expect(ro.Status.Aborted).To(HaveField("Revision", "3"))
+		g.Expect(apimeta.FindStatusCondition(ro.Status.Conditions, pulumiv1.ConditionReady)).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.ReasonRolloutAborted)))
+	})
+}
+
+// ringStack reads the Stack of template's instance in tenant's namespace.
+func ringStack(g Gomega, platform, template, tenant string) *pulumiv1.Stack {
+	var list pulumiv1.StackList
+	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(platform),
+		client.MatchingLabels{v1alpha1.TemplateLabel: template, v1alpha1.InstanceNamespaceLabel: tenant})).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(1), "the Stack of the instance in %s", tenant)
+	return &list.Items[0]
+}
