@@ -63,6 +63,7 @@ func TestInstall_JobExecutor(t *testing.T) {
 		{"VolumeOutsideAllowListRefused", testVolumeOutsideAllowListRefused},
 		{"SelfServiceTemplate", testSelfServiceTemplate},
 		{"FleetRollout", testFleetRollout},
+		{"TemplateRollout", testTemplateRollout},
 		{"GitStackFollowsBranch", testGitStackFollowsBranch},
 		{"GitHubAppFollowsBranch", testGitHubAppFollowsBranch},
 		{"NamespaceDeletionDestroys", testNamespaceDeletionDestroys},

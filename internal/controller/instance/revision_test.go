@@ -54,3 +54,36 @@ func TestTargetRevision_Strategy_HoldsUntilOpened(t *testing.T) {
 		})
 	}
 }
+
+func TestRolloutRevision_Status_LikeTheStackControllersPin(t *testing.T) {
+	rev := func(n string) *v1alpha1.RolloutRevision {
+		return &v1alpha1.RolloutRevision{Revision: n, Digest: "sha256:" + n}
+	}
+	waves := []v1alpha1.RolloutWaveStatus{{Name: "0", Stacks: []string{"a"}, Released: 1}, {Name: "1", Stacks: []string{"b"}}}
+	progressing := v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutProgressing, Stable: rev("2"), Target: rev("3"), Waves: waves}
+	tests := []struct {
+		name   string
+		status v1alpha1.StackRolloutStatus
+		stack  string
+		cur    int64
+		want   int64
+	}{
+		{name: "openWaveGetsTheTarget", status: progressing, stack: "a", cur: 2, want: 3},
+		{name: "closedWaveKeepsItsRevision", status: progressing, stack: "b", cur: 2, want: 2},
+		{name: "closedWaveAheadKeepsItsRevision", status: progressing, stack: "b", cur: 3, want: 3},
+		{name: "newStackInNoWaveGetsTheStable", status: progressing, stack: "c", cur: 0, want: 2},
+		{name: "abortedReturnsToTheStable", status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: rev("2"), Aborted: rev("3"), Waves: waves}, stack: "a", cur: 3, want: 2},
+		{name: "idleConvergesOnTheStable", status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Stable: rev("3"), Waves: waves}, stack: "b", cur: 2, want: 3},
+		{name: "noStatusYetKeepsItsRevision", stack: "a", cur: 2, want: 2},
+		{name: "noStatusYetNewStackGetsTheLatest", stack: "a", cur: 0, want: 5},
+		{name: "firstRolloutWithoutStableNewStackGetsTheLatest", status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutProgressing, Target: rev("5"), Waves: waves}, stack: "c", cur: 0, want: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ro := &v1alpha1.StackRollout{Status: tt.status}
+			if got := rolloutRevision(ro, tt.stack, tt.cur, 5); got != tt.want {
+				t.Errorf("rolloutRevision() = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
