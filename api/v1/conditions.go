@@ -83,7 +83,9 @@ const (
 	// ReasonRolloutPending (HeldBack=True): the rollout has not started the revision the
 	// source offers (another rollout is in progress, or it has not looked yet).
 	ReasonRolloutPending = "RolloutPending"
-	// ReasonRolloutConflict (Stalled=True): more than one StackRollout selects the Stack.
+	// ReasonRolloutConflict (Stalled=True): more than one StackRollout selects the Stack
+	// (on a template's instance: more than one rollout of the template's revisions selects
+	// its Stack).
 	ReasonRolloutConflict = "RolloutConflict"
 	// ReasonRolloutArtifactMissing (Reconciling=True): the artifact the rollout holds the
 	// Stack at is no longer in the manager's store (its volume was lost); the Stack waits.

@@ -114,7 +114,9 @@ const (
 )
 
 // Reasons of an instance's conditions (an object of a kind a StackTemplate defines). The
-// instance also mirrors its Stack's own reasons (api/v1's Ready and Reconciling reasons).
+// instance also mirrors its Stack's own reasons (api/v1's Ready and Reconciling reasons),
+// and is Stalled with api/v1's RolloutConflict when more than one StackRollout of the
+// template's revisions selects its Stack.
 const (
 	// ReasonNamespaceNotAllowed (Stalled=True): the template's namespaceSelector does not
 	// select the instance's namespace; no Stack exists for it.
