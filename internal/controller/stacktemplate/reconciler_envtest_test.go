@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -171,8 +172,8 @@ func TestReconciler_Reconcile_DeletionWaitsForTheLastInstance(t *testing.T) {
 }
 
 // Every generation of a template is a revision; a revision is kept while an instance's
-// Stack runs it or a newer one before the latest, counted as behind, and deleted once
-// none does.
+// Stack runs it or a newer one before the latest, counted as behind, or while a rollout of
+// the template's revisions would return to it on abort, and deleted once none does.
 func TestReconciler_Reconcile_KeepsTheRevisionsItsInstancesRun(t *testing.T) {
 	t.Parallel()
 	s := env.Scenario(t)
@@ -203,9 +204,26 @@ func TestReconciler_Reconcile_KeepsTheRevisionsItsInstancesRun(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.RevisionName(tmpl.Name, first)}, &v1alpha1.StackTemplateRevision{})).
 		To(Succeed(), "the revision a Stack runs is kept")
 
+	// A rollout of the template's revisions whose Stacks would return to the first on abort.
+	ro := &v1alpha1.StackRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "queues"},
+		Spec: v1alpha1.StackRolloutSpec{Template: &v1alpha1.RolloutTemplate{Name: tmpl.Name},
+			Waves: v1alpha1.RolloutWaves{Steps: []v1alpha1.RolloutStep{{Stacks: intstr.FromInt32(1)}}}},
+	}
+	s.Create(ro)
+	stable := func(rev int64) {
+		t.Helper()
+		ro.Status.Stable = &v1alpha1.RolloutRevision{Revision: strconv.FormatInt(rev, 10), Digest: "sha256:x"}
+		g.Expect(env.Client.Status().Update(ctx, ro)).To(Succeed())
+	}
+	stable(first)
 	s.Patch(st, func() { st.Labels[v1alpha1.TemplateRevisionLabel] = strconv.FormatInt(second, 10) })
-	waitTemplateTo(t, tmpl, "no Stack is behind, and the unused revision is gone", func(g Gomega) {
-		g.Expect(tmpl.Status.InstancesBehind).To(BeZero())
+	waitTemplateTo(t, tmpl, "no Stack is behind", func(g Gomega) { g.Expect(tmpl.Status.InstancesBehind).To(BeZero()) })
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.RevisionName(tmpl.Name, first)}, &v1alpha1.StackTemplateRevision{})).
+		To(Succeed(), "the revision a rollout's Stacks return to on abort is kept")
+
+	stable(second)
+	waitTemplateTo(t, tmpl, "the unused revision is gone", func(g Gomega) {
 		err := env.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.RevisionName(tmpl.Name, first)}, &v1alpha1.StackTemplateRevision{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "revision %d: %v", first, err)
 	})

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -16,7 +17,8 @@ import (
 )
 
 // SetupWithManager registers the controller. It watches the definitions it made, so that
-// their establishment (or a hand edit) is looked at when it happens.
+// their establishment (or a hand edit) is looked at when it happens, and what keeps its
+// revisions: its instances' Stacks and the rollouts of its revisions.
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("stacktemplate").
@@ -37,5 +39,19 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[v1alpha1.TemplateLabel] != ""
 		}), predicate.LabelChangedPredicate{})).
+		// A rollout of the template's revisions keeps its stable revision; a new one may
+		// free older revisions.
+		Watches(&v1alpha1.StackRollout{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			if ro, ok := o.(*v1alpha1.StackRollout); ok && ro.Spec.Template != nil {
+				return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: ro.Spec.Template.Name}}}
+			}
+			return nil
+		}), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				o, ok1 := e.ObjectOld.(*v1alpha1.StackRollout)
+				n, ok2 := e.ObjectNew.(*v1alpha1.StackRollout)
+				return ok1 && ok2 && v1alpha1.TemplateRevision(o.Status.Stable) != v1alpha1.TemplateRevision(n.Status.Stable)
+			},
+		})).
 		Complete(r)
 }
