@@ -7,12 +7,16 @@
 // resume sets on the failed Stacks. It never touches a Stack's spec: the Stack controller
 // reports in a Stack's status the revision its source offers, and reads the rollout's
 // status to learn which revision the Stack may deploy (open waves get the target; the
-// others keep the revision they have).
+// others keep the revision they have). A rollout with spec.template moves a StackTemplate's
+// revisions instead, through its instances' Stacks (template.go): it learns of a new one
+// from the template, and the instance controller, reading the same status, renders each
+// Stack from the revision the rollout allows.
 //
 // The controller has the Stack controller's shape: Reconcile runs the phases of phases.go
 // in order over a scope (scope.go) that holds what the reconcile learned, with one reading
 // of the clock; only the pure setters of status.go set the rollout's conditions; events
 // announce transitions and are emitted once the status that records them is written
 // (kit.Events). plan.go holds the pure planning and judging (waves, verdicts, the
-// revisions the Stacks offer), gate.go the gate Jobs.
+// revisions the Stacks offer), gate.go the gate Jobs, template.go what differs for template
+// revisions.
 package rollout
