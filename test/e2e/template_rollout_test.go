@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,31 +27,35 @@ const (
 
 var trTenants = []string{"e2e-trollout-0", "e2e-trollout-1", "e2e-trollout-2"}
 
-// trProgramYAML is a Program whose stack creates a ConfigMap named name (with the stack's
-// name appended) in the platform namespace, holding and exporting version. A name the API
-// server refuses makes the program fail.
-func trProgramYAML(program, name, version string) string {
-	return fmt.Sprintf(`---
+// trProgramYAML is the Program of the template's Stacks: it creates a ConfigMap named by
+// its config prefix (with the stack's name appended) in the platform namespace, holding
+// and exporting its config version. A prefix the API server refuses in a name makes the
+// program fail.
+const trProgramYAML = `---
 apiVersion: pulumi.com/v1
 kind: Program
 metadata:
-  name: %s
+  name: cache
 program:
+  configuration:
+    prefix:
+      type: String
+    version:
+      type: String
   resources:
     made:
       type: kubernetes:core/v1:ConfigMap
       properties:
         metadata:
-          name: %s${pulumi.stack}
+          name: ${prefix}${pulumi.stack}
         data:
-          version: %s
+          version: ${version}
   outputs:
-    version: %s
-`, program, name, version, version)
-}
+    version: ${version}
+`
 
-// trTemplateYAML is the template, its instances' Stacks running program.
-func trTemplateYAML(program string) string {
+// trTemplateYAML is the template; each of its revisions sets the program's config.
+func trTemplateYAML(prefix, version string) string {
 	return `apiVersion: stackwright.dev/v1alpha1
 kind: StackTemplate
 metadata:
@@ -66,9 +69,12 @@ spec:
   stack:
     stack: caches
     programRef:
-      name: ` + program + `
+      name: cache
     serviceAccountName: cache-runner
     destroyOnFinalize: true
+    config:
+      prefix: ` + prefix + `
+      version: ` + version + `
     envRefs:
 ` + indent(s3EnvRefsYAML, "  ") + `  outputs: [version]
 `
@@ -76,9 +82,10 @@ spec:
 
 // testTemplateRollout: a StackRollout of a template's revisions across three tenants'
 // instances, one ring each, behind a gate Job the cluster's Job controller runs. Revision 2
-// reaches ring 1 only after ring 0's gate Job completed, then ring 2. Revision 3's program
-// fails: the rollout halts in ring 0 and rings 1 and 2 keep revision 2; the abort renders
-// ring 0 from revision 2 again, which its next up deploys.
+// (a new config version) reaches ring 1 only after ring 0's gate Job completed, then ring
+// 2. Revision 3 (a ConfigMap name the API server refuses) fails: the rollout halts in ring
+// 0 and rings 1 and 2 keep revision 2; the abort renders ring 0 from revision 2 again,
+// which its next up deploys.
 func testTemplateRollout(t *testing.T, jc *jobCluster) {
 	g, c := NewWithT(t), jc.c
 	ctx := context.Background()
@@ -94,9 +101,8 @@ func testTemplateRollout(t *testing.T, jc *jobCluster) {
 		t.Cleanup(func() { deleteNamespace(t, c, ns) })
 	}
 	run(t, "kubectl", "apply", "-n", trPlatform, "-f", writeManifest(t, s3CredentialsYAML+"---\n"+configMapWriter("cache-runner")+
-		trProgramYAML("cache-v1", "cache-", "v1")+trProgramYAML("cache-v2", "cache-", "v2")+trProgramYAML("cache-broken", "Not_A_Name-", "v3")+
-		"---\n"+rolloutGateYAML("version")))
-	run(t, "kubectl", "apply", "-f", writeManifest(t, trTemplateYAML("cache-v1")))
+		trProgramYAML+"---\n"+rolloutGateYAML("version")))
+	run(t, "kubectl", "apply", "-f", writeManifest(t, trTemplateYAML("cache-", "v1")))
 	run(t, "kubectl", "wait", "--for=condition=Ready", "stacktemplate/"+trTemplate, "--timeout=2m")
 	for _, ns := range trTenants {
 		g.Eventually(func() error {
@@ -158,7 +164,7 @@ spec:
 	})
 
 	// Revision 2 goes ring by ring, each after the previous ring's gate Job completed.
-	run(t, "kubectl", "apply", "-f", writeManifest(t, trTemplateYAML("cache-v2")))
+	run(t, "kubectl", "apply", "-f", writeManifest(t, trTemplateYAML("cache-", "v2")))
 	at("revision 2 reaches ring 0", "2", "v2", 0)
 	at("revision 2 reaches every ring", "2", "v2", 0, 1, 2)
 	rolloutIs("revision 2 becomes stable", func(g Gomega) {
@@ -177,7 +183,7 @@ spec:
 	}
 
 	// Revision 3 fails in ring 0: the rollout halts, and rings 1 and 2 keep revision 2.
-	run(t, "kubectl", "apply", "-f", writeManifest(t, trTemplateYAML("cache-broken")))
+	run(t, "kubectl", "apply", "-f", writeManifest(t, trTemplateYAML("Not_A_Name-", "v3")))
 	rolloutIs("the failing revision halts the rollout in ring 0", func(g Gomega) {
 		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutHalted))
 		g.Expect(ro.Status.Target).To(HaveField("Revision", "3"))
