@@ -197,6 +197,15 @@ e2e: cluster release-binaries ## End-to-end tests against the one-node cluster (
 	$(CLUSTER) load --bin $(BIN) $(CLUSTER_IMAGES)
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) go test -tags e2e -count=1 -timeout 30m -parallel $(or $(E2E_PARALLEL),4) -v ./test/e2e/...
 
+CHAOS_NODE_FAULTS ?= 32
+CHAOS_NODE_SEED ?= 1
+
+.PHONY: chaos-node
+chaos-node: cluster release-binaries ## Inject CHAOS_NODE_FAULTS faults (seed CHAOS_NODE_SEED) into the one-node cluster under a Stack fleet and check the invariants; the report goes to CHAOS_NODE_REPORT if set.
+	$(CLUSTER) load --bin $(BIN) $(CLUSTER_IMAGES)
+	KUBECONFIG=$$($(CLUSTER) kubeconfig) CHAOS_NODE_FAULTS=$(CHAOS_NODE_FAULTS) CHAOS_NODE_SEED=$(CHAOS_NODE_SEED) CHAOS_NODE_REPORT=$(abspath $(CHAOS_NODE_REPORT)) \
+		go test -tags e2e -count=1 -timeout 90m -v -run '^TestChaosNode$$' ./test/e2e/
+
 ##@ Benchmarks
 .PHONY: bench-executors
 bench-executors: cluster ## Benchmark the local and job executors on the one-node cluster (make cluster): apply → Ready, a fleet, Pod start overhead.

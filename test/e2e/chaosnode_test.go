@@ -1,0 +1,538 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
+)
+
+// The node fault campaign (issue 56): a Job-executor install with its state in the
+// in-cluster S3 server runs a fleet of Stacks whose desired states keep changing while
+// the schedule injects the node's faults, one at a time, each in the middle of an update;
+// after each, the fleet must recover, and after all, the invariants below must hold.
+// `make chaos-node` runs it in full (CHAOS_NODE_FAULTS, CHAOS_NODE_SEED), `make e2e` a
+// short version; unset, it is skipped.
+const (
+	chaosNamespace = "e2e-chaos-node"
+	chaosBucket    = "chaos"
+	// chaosStacks is the fleet's size; each up naps chaosNap seconds, so that faults land
+	// while runners run.
+	chaosStacks = 6
+	chaosNap    = 12
+	// chaosRecovery bounds one fault's recovery: every Stack Ready at its desired state.
+	chaosRecovery = 10 * time.Minute
+)
+
+// faultKind is one kind of fault and how to inject it.
+type faultKind struct {
+	name string
+	// runner says the fault needs a runner Pod of the fleet running.
+	runner bool
+	inject func(cc *chaosCluster, t *testing.T) (string, error)
+}
+
+// faultKinds are the campaign's kinds, in the order a short run takes them.
+var faultKinds = []faultKind{
+	{name: "manager-pod-deleted", inject: (*chaosCluster).deleteManager},
+	{name: "manager-sigkilled", inject: (*chaosCluster).killManager},
+	{name: "runner-sigkilled", runner: true, inject: (*chaosCluster).killRunner},
+	{name: "runner-evicted", runner: true, inject: (*chaosCluster).evictRunner},
+	{name: "kubelet-restarted", inject: crashComponent("kubelet")},
+	{name: "containerd-restarted", inject: crashComponent("containerd")},
+	{name: "kube-apiserver-restarted", inject: crashComponent("kube-apiserver")},
+	{name: "etcd-restarted", inject: crashComponent("etcd")},
+}
+
+// chaosCluster is the campaign's install and what it has done to it.
+type chaosCluster struct {
+	c   client.Client
+	s3  *s3Server
+	rng *rand.Rand
+	// desired is each Stack's desired rev: the count of desired states it was given.
+	desired map[string]int
+	// managerPod and managerRestarts are the manager's Pod and its container's restarts
+	// when last looked at, after a fault's recovery.
+	managerPod      string
+	managerRestarts int32
+}
+
+// faultRecord is one injected fault, how long the fleet took to recover from it, and how
+// often the manager's container restarted meanwhile.
+type faultRecord struct {
+	kind, detail    string
+	recovery        time.Duration
+	managerRestarts int32
+}
+
+func TestChaosNode(t *testing.T) {
+	faults := envCount(t, "CHAOS_NODE_FAULTS")
+	if faults == 0 {
+		t.Skip("CHAOS_NODE_FAULTS is not set: `make chaos-node` runs the campaign, `make e2e` its short version")
+	}
+	seed := uint64(1)
+	if v := os.Getenv("CHAOS_NODE_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("CHAOS_NODE_SEED=%q: %v", v, err)
+		}
+		seed = s
+	}
+	c := newClient(t)
+	cc := &chaosCluster{c: c, s3: startS3(t, c), rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), desired: map[string]int{}}
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\nrunner:\n  jobTTL: 1m\ndefaultBackend: "+
+		cc.s3.bucket(t, chaosBucket, "")+"\n"), 0o600)).To(Succeed())
+	helmInstall(t, "install", "-f", values)
+	waitManager(t, c)
+	createNamespace(t, c, chaosNamespace)
+	t.Cleanup(func() { deleteNamespace(t, c, chaosNamespace) })
+	run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, s3CredentialsYAML+"---\n"+configMapWriter("deployer")+"---\n"+chaosProgramYAML))
+	for i := range chaosStacks {
+		name := fmt.Sprintf("fleet-%d", i)
+		cc.desired[name] = 1
+		run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosStackYAML(name, 1)))
+	}
+	cc.waitRecovered(t, "the fleet's first ups")
+	cc.managerRestarts, _ = cc.managerRestartsSince(t)
+
+	var records []faultRecord
+	order := cc.schedule(faults)
+	for i, kind := range order {
+		rec := cc.inject(t, i, kind)
+		t.Logf("fault %d/%d %s (%s): recovered in %s, manager restarts %d", i+1, len(order), rec.kind, rec.detail, rec.recovery.Round(100*time.Millisecond), rec.managerRestarts)
+		if kind.name == "manager-sigkilled" && rec.managerRestarts != 1 {
+			t.Errorf("fault %d: the manager's container restarted %d times after one SIGKILL", i+1, rec.managerRestarts)
+		}
+		records = append(records, rec)
+	}
+	// A calm period: nothing may start, fail or linger once the fleet is at rest.
+	time.Sleep(30 * time.Second)
+	cc.checkInvariants(t)
+	if path := os.Getenv("CHAOS_NODE_REPORT"); path != "" {
+		writeChaosReport(t, path, seed, records)
+	}
+}
+
+// envCount is a non-negative count from the environment, 0 when unset.
+func envCount(t *testing.T, name string) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q: want a count", name, v)
+	}
+	return n
+}
+
+// schedule is the kinds of n faults: every kind once first (in a shuffled order), then
+// kinds drawn at random.
+func (cc *chaosCluster) schedule(n int) []faultKind {
+	order := slices.Clone(faultKinds)
+	cc.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	for len(order) < n {
+		order = append(order, faultKinds[cc.rng.IntN(len(faultKinds))])
+	}
+	return order[:n]
+}
+
+// chaosProgramYAML creates a ConfigMap with the real Kubernetes provider, holding the
+// Stack's rev, after a nap (the test provider's Sleep, which sleeps again whenever rev
+// changes): an up of a new rev takes chaosNap seconds at least.
+var chaosProgramYAML = `apiVersion: pulumi.com/v1
+kind: Program
+metadata:
+  name: fleet
+program:
+  configuration:
+    rev:
+      type: String
+  resources:
+    nap:
+      type: stackwright-testing:index:Sleep
+      properties:
+        seconds: ` + strconv.Itoa(chaosNap) + `
+        value: ${rev}
+    made:
+      type: kubernetes:core/v1:ConfigMap
+      properties:
+        metadata:
+          name: made-by-${pulumi.stack}
+        data:
+          rev: ${rev}
+      options:
+        dependsOn:
+        - ${nap}
+  outputs:
+    rev: ${rev}
+`
+
+// revValue is desired state rev's config value: not a number, which a config value in
+// YAML would become.
+func revValue(rev int) string { return "rev-" + strconv.Itoa(rev) }
+
+// chaosStackYAML is the fleet Stack name at rev.
+func chaosStackYAML(name string, rev int) string {
+	return `apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: ` + name + `
+spec:
+  stack: ` + name + `
+  programRef:
+    name: fleet
+  serviceAccountName: deployer
+  destroyOnFinalize: true
+  config:
+    rev: ` + revValue(rev) + `
+  envRefs:
+` + s3EnvRefsYAML
+}
+
+// inject gives one to three Stacks a new desired state, injects a fault of kind while
+// their ups run (once a runner runs, for the kinds that need one), and waits for the
+// fleet to recover.
+func (cc *chaosCluster) inject(t *testing.T, i int, kind faultKind) faultRecord {
+	t.Helper()
+	names := slices.Sorted(maps.Keys(cc.desired))
+	cc.rng.Shuffle(len(names), func(a, b int) { names[a], names[b] = names[b], names[a] })
+	for _, name := range names[:1+cc.rng.IntN(3)] {
+		cc.desired[name]++
+		cc.setRev(t, name, cc.desired[name])
+	}
+	if kind.runner {
+		NewWithT(t).Eventually(func() int { return len(cc.runnerPods(t, corev1.PodRunning)) }).
+			WithTimeout(3*time.Minute).WithPolling(250*time.Millisecond).Should(BeNumerically(">", 0), "fault %d: no runner started\n%s", i, describeNamespace(chaosNamespace))
+		// Into the nap: the engine has started and holds the stack's lock.
+		time.Sleep(time.Duration(2+cc.rng.IntN(chaosNap/2)) * time.Second)
+	} else {
+		time.Sleep(time.Duration(1+cc.rng.IntN(chaosNap)) * time.Second)
+	}
+	start := time.Now()
+	detail, err := kind.inject(cc, t)
+	if err != nil {
+		t.Fatalf("fault %d (%s): %v", i, kind.name, err)
+	}
+	cc.waitRecovered(t, fmt.Sprintf("fault %d (%s: %s)", i, kind.name, detail))
+	rec := faultRecord{kind: kind.name, detail: detail, recovery: time.Since(start)}
+	rec.managerRestarts, _ = cc.managerRestartsSince(t)
+	return rec
+}
+
+// managerRestartsSince returns how often the manager's container restarted since the last
+// look (a new Pod starts from none), and whether its Pod is another.
+func (cc *chaosCluster) managerRestartsSince(t *testing.T) (int32, bool) {
+	t.Helper()
+	g := NewWithT(t)
+	pod := managerPod(g, cc.c)
+	n := managerRestarts(g, cc.c)
+	since, replaced := n-cc.managerRestarts, pod.Name != cc.managerPod
+	if replaced {
+		since = n
+	}
+	cc.managerPod, cc.managerRestarts = pod.Name, n
+	return since, replaced
+}
+
+// setRev gives the Stack name the desired rev.
+func (cc *chaosCluster) setRev(t *testing.T, name string, rev int) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		st := &pulumiv1.Stack{}
+		if err := cc.c.Get(context.Background(), client.ObjectKey{Namespace: chaosNamespace, Name: name}, st); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(st.DeepCopy())
+		st.Spec.Config = map[string]apiextensionsv1.JSON{"rev": {Raw: []byte(strconv.Quote(revValue(rev)))}}
+		return cc.c.Patch(context.Background(), st, patch)
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "set %s to rev %d", name, rev)
+}
+
+// waitRecovered waits until every Stack is Ready at its desired state: its spec's
+// generation observed, and its output rev the desired one.
+func (cc *chaosCluster) waitRecovered(t *testing.T, why string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		for name, rev := range cc.desired {
+			st := &pulumiv1.Stack{}
+			g.Expect(cc.c.Get(context.Background(), client.ObjectKey{Namespace: chaosNamespace, Name: name}, st)).To(Succeed())
+			ready := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionReady)
+			g.Expect(ready).NotTo(BeNil(), "%s has no Ready condition", name)
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s %s", name, ready.Reason, ready.Message)
+			g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation), name)
+			g.Expect(string(st.Status.Outputs["rev"].Raw)).To(Equal(strconv.Quote(revValue(rev))), "%s's outputs", name)
+		}
+	}).WithTimeout(chaosRecovery).WithPolling(time.Second).Should(Succeed(), "%s: the fleet did not recover\n%s\n%s", why, describeNamespace(chaosNamespace), describeManager())
+}
+
+// runnerPods are the fleet's runner Pods in phase (any phase when empty).
+func (cc *chaosCluster) runnerPods(t *testing.T, phase corev1.PodPhase) []corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	if err := cc.c.List(context.Background(), &pods, client.InNamespace(chaosNamespace), client.MatchingLabels{"app.kubernetes.io/name": "stackwright-runner"}); err != nil {
+		return nil
+	}
+	return slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
+		return (phase != "" && p.Status.Phase != phase) || !p.DeletionTimestamp.IsZero()
+	})
+}
+
+// deleteManager deletes the manager's Pod, as a drain or a rollout would.
+func (cc *chaosCluster) deleteManager(t *testing.T) (string, error) {
+	pod := managerPod(NewWithT(t), cc.c)
+	return pod.Name, cc.c.Delete(context.Background(), pod)
+}
+
+// killManager SIGKILLs the manager's container process, as the OOM killer or the runtime
+// would: the kubelet restarts the container in the same Pod.
+func (cc *chaosCluster) killManager(t *testing.T) (string, error) {
+	pod := managerPod(NewWithT(t), cc.c)
+	pids := containerPIDs(pod.Name)
+	if len(pids) == 0 {
+		return "", fmt.Errorf("no process of manager Pod %s found", pod.Name)
+	}
+	return pod.Name, syscall.Kill(pids[0], syscall.SIGKILL)
+}
+
+// killRunner SIGKILLs a running runner's container, as the OOM killer would.
+func (cc *chaosCluster) killRunner(t *testing.T) (string, error) {
+	pods := cc.runnerPods(t, corev1.PodRunning)
+	if len(pods) == 0 {
+		return "", fmt.Errorf("no runner Pod is running")
+	}
+	pod := pods[cc.rng.IntN(len(pods))]
+	pids := containerPIDs(pod.Name)
+	if len(pids) == 0 {
+		return "", fmt.Errorf("no process of runner Pod %s found", pod.Name)
+	}
+	return pod.Name, syscall.Kill(pids[0], syscall.SIGKILL)
+}
+
+// evictRunner evicts a running runner's Pod through the API's eviction, as a drain would.
+func (cc *chaosCluster) evictRunner(t *testing.T) (string, error) {
+	pods := cc.runnerPods(t, corev1.PodRunning)
+	if len(pods) == 0 {
+		return "", fmt.Errorf("no runner Pod is running")
+	}
+	pod := pods[cc.rng.IntN(len(pods))]
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+	return pod.Name, cc.c.SubResource("eviction").Create(context.Background(), &pod, ev)
+}
+
+// crashComponent SIGKILLs the node's component name, as a crash would; the node's
+// supervisor starts it again, as its init system would.
+func crashComponent(name string) func(*chaosCluster, *testing.T) (string, error) {
+	return func(*chaosCluster, *testing.T) (string, error) {
+		pids := componentPIDs(filepath.Join(root, "bin", name))
+		if len(pids) == 0 {
+			return "", fmt.Errorf("no %s process of the node found", name)
+		}
+		for _, pid := range pids {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				return "", fmt.Errorf("failed to kill %s (pid %d): %w", name, pid, err)
+			}
+		}
+		return fmt.Sprintf("pid %v", pids), nil
+	}
+}
+
+// componentPIDs are the processes running exe outside this process's network namespace:
+// the node's, not an envtest's of the same ./bin.
+func componentPIDs(exe string) []int {
+	self, _ := os.Readlink("/proc/self/ns/net")
+	var pids []int
+	for _, pid := range procPIDs() {
+		path, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || strings.TrimSuffix(path, " (deleted)") != exe {
+			continue
+		}
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && ns != self {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// containerPIDs are the main processes of Pod pod's containers (the Pods here have one,
+// besides the sandbox's pause): the processes whose HOSTNAME is the Pod's and whose parent
+// is a containerd shim.
+func containerPIDs(pod string) []int {
+	var pids []int
+	for _, pid := range procPIDs() {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil || !slices.ContainsFunc(bytes.Split(env, []byte{0}), func(v []byte) bool { return string(v) == "HOSTNAME="+pod }) {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after its ')'.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fields[1])
+		parent, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", ppid))
+		self, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if strings.HasPrefix(filepath.Base(parent), "containerd-shim") && filepath.Base(self) != "pause" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func procPIDs() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// checkInvariants checks, after the calm, what no fault may leave behind.
+func (cc *chaosCluster) checkInvariants(t *testing.T) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	// Exactly one successful up per desired state, from the backend's own history: none
+	// lost, none applied twice.
+	ups := cc.successfulUps(t)
+	for name, rev := range cc.desired {
+		g.Expect(ups[name]).To(Equal(rev), "%s: successful ups in the backend's history for %d desired states", name, rev)
+	}
+	// No lock left in the backend.
+	g.Expect(cc.s3.objects(chaosBucket, "")).NotTo(ContainElement(ContainSubstring(".pulumi/locks/")), "locks left in the backend")
+	// No Update stuck in a non-final phase, and each lost runner said so.
+	var list v1alpha1.UpdateList
+	g.Expect(cc.c.List(ctx, &list, client.InNamespace(chaosNamespace))).To(Succeed())
+	for _, u := range list.Items {
+		g.Expect(u.Status.Phase).To(BeElementOf(v1alpha1.UpdatePhaseSucceeded, v1alpha1.UpdatePhaseFailed), "Update %s is %s", u.Name, u.Status.Phase)
+		if u.Status.Phase == v1alpha1.UpdatePhaseFailed {
+			c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
+			g.Expect(c).NotTo(BeNil(), "failed Update %s has no Complete condition", u.Name)
+			g.Expect(c.Reason).NotTo(BeEmpty(), "failed Update %s gives no reason", u.Name)
+		}
+	}
+	// No runner Job, Pod or work Secret of a finished Update beyond the Job TTL (1m), nor
+	// any of an Update that is gone.
+	updates := map[string]bool{}
+	for _, u := range list.Items {
+		updates[string(u.UID)] = true
+	}
+	sel := client.MatchingLabels{"app.kubernetes.io/name": "stackwright-runner"}
+	var jobs batchv1.JobList
+	g.Expect(cc.c.List(ctx, &jobs, client.InNamespace(chaosNamespace), sel)).To(Succeed())
+	var pods corev1.PodList
+	g.Expect(cc.c.List(ctx, &pods, client.InNamespace(chaosNamespace), sel)).To(Succeed())
+	var secrets corev1.SecretList
+	g.Expect(cc.c.List(ctx, &secrets, client.InNamespace(chaosNamespace), sel)).To(Succeed())
+	var left []string
+	for _, objs := range [][]client.Object{objectsOf(jobs.Items), objectsOf(pods.Items), objectsOf(secrets.Items)} {
+		for _, o := range objs {
+			if !updates[o.GetLabels()["stackwright.dev/update-uid"]] || time.Since(o.GetCreationTimestamp().Time) > 2*time.Minute+chaosNap*time.Second {
+				left = append(left, fmt.Sprintf("%T %s", o, o.GetName()))
+			}
+		}
+	}
+	g.Expect(left).To(BeEmpty(), "runner objects left behind")
+	// The manager did not restart at rest: every restart was a fault's (the report says
+	// whose).
+	restarts, replaced := cc.managerRestartsSince(t)
+	g.Expect(restarts).To(BeZero(), "manager restarts during the calm")
+	g.Expect(replaced).To(BeFalse(), "the manager's Pod was replaced during the calm")
+}
+
+func objectsOf[T any, P interface {
+	*T
+	client.Object
+}](items []T) []client.Object {
+	out := make([]client.Object, len(items))
+	for i := range items {
+		out[i] = P(&items[i])
+	}
+	return out
+}
+
+// successfulUps counts, per Stack, the successful updates its history in the backend
+// records (the DIY backend's .pulumi/history/<project>/<stack>/*.history.json).
+func (cc *chaosCluster) successfulUps(t *testing.T) map[string]int {
+	t.Helper()
+	counts := map[string]int{}
+	for _, key := range cc.s3.objects(chaosBucket, "") {
+		if !strings.Contains(key, ".pulumi/history/") || !strings.HasSuffix(key, ".history.json") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(cc.s3.dir, chaosBucket, key))
+		if err != nil {
+			t.Fatalf("failed to read %s: %v", key, err)
+		}
+		var entry struct {
+			Kind   string `json:"kind"`
+			Result string `json:"result"`
+		}
+		if err := json.Unmarshal(raw, &entry); err != nil {
+			t.Fatalf("failed to decode %s: %v", key, err)
+		}
+		if entry.Kind == "update" && entry.Result == "succeeded" {
+			counts[filepath.Base(filepath.Dir(key))]++
+		}
+	}
+	return counts
+}
+
+// writeChaosReport writes the campaign's report: the faults, and recovery per kind.
+func writeChaosReport(t *testing.T, path string, seed uint64, records []faultRecord) {
+	t.Helper()
+	byKind := map[string][]time.Duration{}
+	for _, r := range records {
+		byKind[r.kind] = append(byKind[r.kind], r.recovery)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Node fault campaign, %s\n\n", time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&b, "`make chaos-node CHAOS_NODE_FAULTS=%d CHAOS_NODE_SEED=%d`: %d Stacks (the real Kubernetes provider, a %d s nap per up) on the one-node cluster, Job executor, state in the in-cluster S3 server; each fault injected while ups of new desired states run, then the fleet must be Ready at its desired states again (recovery, measured from the fault).\n\n", len(records), seed, chaosStacks, chaosNap)
+	b.WriteString("| Kind | Faults | Recovery median | Recovery max |\n| --- | --- | --- | --- |\n")
+	kinds := slices.Sorted(maps.Keys(byKind))
+	for _, k := range kinds {
+		d := byKind[k]
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		fmt.Fprintf(&b, "| %s | %d | %.1f s | %.1f s |\n", k, len(d), d[len(d)/2].Seconds(), d[len(d)-1].Seconds())
+	}
+	b.WriteString("\nInvariants, all held: every Stack Ready at its desired state; exactly one successful up per desired state in the backend's history; no lock left in the backend; no Update in a non-final phase, every failed one with a reason; no runner Job, Pod or work Secret beyond its TTL; the manager restarted only after faults (each SIGKILL once), never at rest.\n\n## Faults\n\n| # | Kind | Target | Recovery | Manager restarts |\n| --- | --- | --- | --- | --- |\n")
+	for i, r := range records {
+		fmt.Fprintf(&b, "| %d | %s | %s | %.1f s | %d |\n", i+1, r.kind, r.detail, r.recovery.Seconds(), r.managerRestarts)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatalf("failed to write report: %v", err)
+	}
+}
