@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/stackwright/stackwright/internal/console"
 	"github.com/stackwright/stackwright/internal/kubectlplugin"
 	"github.com/stackwright/stackwright/internal/scheme"
 )
@@ -11,7 +12,7 @@ import (
 func main() {
 	s, err := scheme.New()
 	if err == nil {
-		err = kubectlplugin.NewCommand(s, os.Stdout, nil).Execute()
+		err = kubectlplugin.NewCommand(s, os.Stdout, nil, console.Command).Execute()
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)

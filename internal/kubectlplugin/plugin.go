@@ -43,11 +43,16 @@ type Env struct {
 	Namespace string
 	Out       io.Writer
 	Now       func() time.Time
+	// Config is the connection Client was made from, for what a client.Client cannot do
+	// (watches, Pod logs); nil in an Env a test builds directly.
+	Config *rest.Config
 }
 
 // NewCommand is the root `kubectl stackwright` command. connect, called once a command
-// runs, turns the parsed kubeconfig flags into an Env; nil uses the kubeconfig.
-func NewCommand(scheme *runtime.Scheme, out io.Writer, connect func() (*Env, error)) *cobra.Command {
+// runs, turns the parsed kubeconfig flags into an Env; nil uses the kubeconfig. extra adds
+// commands of packages that build on this one (the web console), which cannot be imported
+// here without a cycle.
+func NewCommand(scheme *runtime.Scheme, out io.Writer, connect func() (*Env, error), extra ...func(connect func() (*Env, error)) *cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kubectl-stackwright",
 		Short:         "Work with Stackwright Stacks, their Updates and StackRollouts",
@@ -167,7 +172,7 @@ func NewCommand(scheme *runtime.Scheme, out io.Writer, connect func() (*Env, err
 			if err != nil {
 				return err
 			}
-			return env.decide(cmd.Context(), args[0], pulumiv1.ApproveAnnotation, "approved")
+			return env.Decide(cmd.Context(), args[0], Approve, "")
 		},
 	}
 	reject := &cobra.Command{
@@ -179,7 +184,7 @@ func NewCommand(scheme *runtime.Scheme, out io.Writer, connect func() (*Env, err
 			if err != nil {
 				return err
 			}
-			return env.decide(cmd.Context(), args[0], pulumiv1.RejectAnnotation, "rejected")
+			return env.Decide(cmd.Context(), args[0], Reject, "")
 		},
 	}
 	var by time.Duration
@@ -204,6 +209,9 @@ func NewCommand(scheme *runtime.Scheme, out io.Writer, connect func() (*Env, err
 		c.ValidArgsFunction = completeStacks(connect)
 	}
 	root.AddCommand(get, history, logs, outputs, retry, suspend, resume, preview, approve, reject, extend, trace, runCommand(connect), rolloutCommand(connect))
+	for _, f := range extra {
+		root.AddCommand(f(connect))
+	}
 	return root
 }
 
@@ -234,7 +242,7 @@ func Connect(cfg *rest.Config, scheme *runtime.Scheme, namespace string, out io.
 	if err != nil {
 		return nil, fmt.Errorf("failed to create client: %w", err)
 	}
-	return &Env{Client: c, Namespace: namespace, Out: out, Now: time.Now}, nil
+	return &Env{Client: c, Namespace: namespace, Out: out, Now: time.Now, Config: cfg}, nil
 }
 
 func completeStacks(connect func() (*Env, error)) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -521,10 +529,23 @@ func (e *Env) preview(ctx context.Context, name, format string) error {
 	return e.table([]string{"OP", "RESOURCE", "CHANGED"}, rows)
 }
 
-// decide sets annotation (approve or reject) to the preview awaiting approval. The
-// controller checks the name again: should another preview have replaced it meanwhile, the
-// annotation is refused there, and nothing is applied.
-func (e *Env) decide(ctx context.Context, name, annotation, verb string) error {
+// Decision is what a person decides about a change awaiting approval: the annotation that
+// says it, and the word for it.
+type Decision struct {
+	annotation, verb string
+}
+
+// Approve and Reject are the two decisions.
+var (
+	Approve = Decision{annotation: pulumiv1.ApproveAnnotation, verb: "approved"}
+	Reject  = Decision{annotation: pulumiv1.RejectAnnotation, verb: "rejected"}
+)
+
+// Decide sets d's annotation to the preview awaiting approval. preview, when not empty, is
+// the one the person reviewed: should another preview await approval instead, nothing is
+// written. The controller checks the name again: should another preview have replaced it
+// meanwhile, the annotation is refused there, and nothing is applied.
+func (e *Env) Decide(ctx context.Context, name string, d Decision, preview string) error {
 	s, err := e.stack(ctx, name)
 	if err != nil {
 		return err
@@ -537,11 +558,14 @@ func (e *Env) decide(ctx context.Context, name, annotation, verb string) error {
 		}
 		return fmt.Errorf("no change of Stack %s/%s awaits approval (state: %s)", e.Namespace, name, state)
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, annotation, a.Preview)
+	if preview != "" && preview != a.Preview {
+		return fmt.Errorf("the change of Stack %s/%s awaiting approval is now the one previewed by Update %s, not %s: review it first", e.Namespace, name, a.Preview, preview)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, d.annotation, a.Preview)
 	if err := e.patchStack(ctx, name, patch); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(e.Out, "stack.pulumi.com/%s: %s the change previewed by Update %s (%s)\n", name, verb, a.Preview, a.Summary)
+	_, err = fmt.Fprintf(e.Out, "stack.pulumi.com/%s: %s the change previewed by Update %s (%s)\n", name, d.verb, a.Preview, a.Summary)
 	return err
 }
 

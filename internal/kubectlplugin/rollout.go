@@ -54,9 +54,9 @@ func rolloutCommand(connect func() (*Env, error)) *cobra.Command {
 	}
 	commands := []*cobra.Command{
 		status,
-		request("promote", "Open the next wave of a rollout whose current wave awaits promotion", promoteRequest),
-		request("abort", "Abort a progressing or halted rollout: its open waves deploy the stable revision again", abortRequest),
-		request("resume", "Resume a halted rollout: the Stacks that halted it are retried and the wave continues", resumeRequest),
+		request(RolloutPromote, "Open the next wave of a rollout whose current wave awaits promotion", promoteRequest),
+		request(RolloutAbort, "Abort a progressing or halted rollout: its open waves deploy the stable revision again", abortRequest),
+		request(RolloutResume, "Resume a halted rollout: the Stacks that halted it are retried and the wave continues", resumeRequest),
 	}
 	for _, c := range commands {
 		c.ValidArgsFunction = completeRollouts(connect)
@@ -160,7 +160,37 @@ var (
 		}
 		return fmt.Sprintf("resume of rollout %s, halted at wave %q", r.Name, wave), nil
 	}}
+	rolloutRequests = map[string]rolloutRequest{RolloutPromote: promoteRequest, RolloutAbort: abortRequest, RolloutResume: resumeRequest}
 )
+
+// The requests a person makes of a StackRollout, by the name of their command.
+const (
+	RolloutPromote = "promote"
+	RolloutAbort   = "abort"
+	RolloutResume  = "resume"
+)
+
+// RequestRollout makes the request named (RolloutPromote, RolloutAbort or RolloutResume)
+// of the rollout, as its command does.
+func (e *Env) RequestRollout(ctx context.Context, name, request string) error {
+	req, ok := rolloutRequests[request]
+	if !ok {
+		return fmt.Errorf("unknown rollout request %q: want %s, %s or %s", request, RolloutPromote, RolloutAbort, RolloutResume)
+	}
+	return e.requestRollout(ctx, name, req)
+}
+
+// RolloutRequestsFor names the requests that apply to r's state, in the order promote,
+// abort, resume.
+func RolloutRequestsFor(r *v1alpha1.StackRollout) []string {
+	var names []string
+	for _, name := range []string{RolloutPromote, RolloutAbort, RolloutResume} {
+		if _, err := rolloutRequests[name].check(r); err == nil {
+			names = append(names, name)
+		}
+	}
+	return names
+}
 
 // requestRollout sets req's annotation on the rollout to a new value, if req applies to
 // the rollout's state. The patch names the resourceVersion checked, so that the check and

@@ -412,15 +412,15 @@ func (e *Env) traceUpdate(ctx context.Context, u *v1alpha1.Update, role string) 
 	} else if u.Status.Queue != nil {
 		n.Reason = u.Status.Queue.Reason
 	}
-	if ns, job, ok := runnerJob(u); ok {
+	if ns, job, ok := RunnerJob(u); ok {
 		n.Children = []TraceNode{e.traceJob(ctx, ns, job)}
 	}
 	return n
 }
 
-// runnerJob reads the Job out of status.runner: job/<namespace>/<name> (a detached run's
+// RunnerJob reads the Job out of status.runner: job/<namespace>/<name> (a detached run's
 // Job is in the manager's namespace), or job/<name> in the Update's namespace.
-func runnerJob(u *v1alpha1.Update) (string, string, bool) {
+func RunnerJob(u *v1alpha1.Update) (string, string, bool) {
 	rest, ok := strings.CutPrefix(u.Status.Runner, "job/")
 	if !ok || rest == "" {
 		return "", "", false
