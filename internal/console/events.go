@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,13 +63,22 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	changes := make(chan change, 64)
+	started := make(chan struct{}, len(watched))
 	for _, k := range watched {
-		go s.watchKind(ctx, k, changes)
+		go s.watchKind(ctx, k, changes, started)
+	}
+	for range watched {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	// A first event, so the page knows the stream is up and reads its view once more:
-	// whatever changed between its first read and the watches starting is then shown.
+	// A first event once every kind is watched (or known not to be), so the page reads its
+	// view once more: whatever changed between its first read and the watches is then shown,
+	// and whatever changes from now on is sent.
 	fmt.Fprint(w, "event: ready\ndata: {}\n\n")
 	flusher.Flush()
 	tick := time.NewTicker(heartbeat)
@@ -91,11 +101,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// watchKind sends a change for every event of gvk until ctx ends, watching again from a
+// watchKind sends a change for every event of k until ctx ends, watching again from a
 // fresh list when a watch ends (the API server closes them after a while, or its
 // resourceVersion expired): a change is then sent too, since events may have been missed.
-func (s *Server) watchKind(ctx context.Context, k watchedKind, changes chan<- change) {
+// It signals started once its first watch is established or has failed.
+func (s *Server) watchKind(ctx context.Context, k watchedKind, changes chan<- change, started chan<- struct{}) {
 	gvk := k.gvk
+	once := sync.OnceFunc(func() { started <- struct{}{} })
+	defer once()
 	send := func(c change) bool {
 		select {
 		case changes <- c:
@@ -120,6 +133,7 @@ func (s *Server) watchKind(ctx context.Context, k watchedKind, changes chan<- ch
 			opts := &client.ListOptions{Namespace: sc.Namespace, Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}}
 			w, err = s.watcher.Watch(ctx, list, opts)
 		}
+		once()
 		switch {
 		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
 			// Rights do not come back during a session; the page says which kind is blind.

@@ -5,6 +5,9 @@
 
 const main = document.getElementById('main');
 const live = document.getElementById('live');
+// flash says what became of the last button pressed; it outlives the view's re-renders
+// (the change it made re-renders the view at once) until another page is shown.
+const flash = document.getElementById('flash');
 
 // h builds an element: h('a', {href: '#/', class: 'x'}, 'text', child, ...).
 function h(tag, attrs, ...children) {
@@ -15,11 +18,14 @@ function h(tag, attrs, ...children) {
     else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else el.setAttribute(k, v === true ? '' : v);
   }
-  for (const c of children.flat()) {
-    if (c === undefined || c === null || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
+  el.append(...nodes(children));
   return el;
+}
+
+// nodes flattens children into nodes, dropping what is absent (null, undefined, false).
+function nodes(children) {
+  return [children].flat(Infinity).filter((c) => c !== undefined && c !== null && c !== false)
+    .map((c) => c instanceof Node ? c : document.createTextNode(String(c)));
 }
 
 class APIError extends Error {
@@ -53,6 +59,20 @@ function post(path, body) {
 }
 
 const enc = encodeURIComponent;
+
+// press sends a button's request, its group's buttons disabled meanwhile, and says in
+// flash what became of it: the API's message, or its error verbatim.
+async function press(button, path, body) {
+  const group = [...button.parentNode.querySelectorAll('button')];
+  for (const b of group) b.disabled = true;
+  flash.replaceChildren('Sending…');
+  try {
+    flash.replaceChildren(h('p', {class: 'done'}, (await post(path, body)).message));
+  } catch (err) {
+    flash.replaceChildren(errorBox(err));
+    for (const b of group) b.disabled = false;
+  }
+}
 
 function errorBox(err) {
   const title = err.reason ? err.reason : 'Error';
@@ -106,7 +126,8 @@ function stackLink(ns, name, text) {
 
 // Views. Each has mount(el, args), which builds what stays while the view is shown (a
 // filter the person types in), load(args), which reads the API, render(data), which
-// (re)builds the rest, and live(change, args), which says whether a change concerns it.
+// (re)builds the rest, title(args), the heading shown above an error, and live(change,
+// args), which says whether a change concerns it.
 
 const fleet = {
   state: {text: '', state: ''},
@@ -128,12 +149,12 @@ const fleet = {
   render(data) {
     this.data = data;
     const order = ['Ready', 'Reconciling', 'Stalled', 'Suspended', 'Unknown'];
-    this.summary.replaceChildren(
+    this.summary.replaceChildren(...nodes([
       notice(data.notice),
       h('ul', {class: 'counts', 'aria-label': 'Stacks by state'},
         h('li', {}, h('span', {class: 'count'}, String(data.stacks.length)), ' Stacks'),
         order.filter((s) => data.counts[s]).map((s) =>
-          h('li', {}, h('span', {class: 'count'}, String(data.counts[s])), ' ', badge(s)))));
+          h('li', {}, h('span', {class: 'count'}, String(data.counts[s])), ' ', badge(s))))]));
     this.renderTable();
   },
   renderTable() {
@@ -161,6 +182,7 @@ const fleet = {
 };
 
 const stack = {
+  title: ([, name]) => name,
   mount() {},
   load: ([ns, name]) => api('/api/stacks/' + enc(ns) + '/' + enc(name)),
   render(s) {
@@ -206,6 +228,7 @@ const stack = {
 };
 
 const update = {
+  title: ([, name]) => 'Update ' + name,
   mount() {},
   load: ([ns, name]) => api('/api/updates/' + enc(ns) + '/' + enc(name)),
   render(u) {
@@ -231,22 +254,13 @@ const update = {
 };
 
 const plan = {
+  title: ([, name]) => 'Plan for ' + name,
   mount() {},
   load: ([ns, name]) => api('/api/stacks/' + enc(ns) + '/' + enc(name) + '/plan'),
   render(p) {
     const a = p.approval;
-    const status = h('p', {class: 'result', role: 'status', 'aria-live': 'polite'});
-    const decide = (what) => async (e) => {
-      for (const b of e.target.parentNode.querySelectorAll('button')) b.disabled = true;
-      status.replaceChildren('Sending…');
-      try {
-        const r = await post('/api/stacks/' + enc(p.namespace) + '/' + enc(p.stack) + '/' + what, {preview: a.preview});
-        status.replaceChildren(r.message);
-      } catch (err) {
-        status.replaceChildren(errorBox(err));
-        for (const b of e.target.parentNode.querySelectorAll('button')) b.disabled = false;
-      }
-    };
+    const decide = (what) => (e) =>
+      press(e.target, '/api/stacks/' + enc(p.namespace) + '/' + enc(p.stack) + '/' + what, {preview: a.preview});
     const policy = p.policy || {};
     const verdicts = [].concat(
       (policy.errors || []).map((v) => ({...v, enforcement: 'error'})),
@@ -254,17 +268,17 @@ const plan = {
     return [
       crumbs(h('a', {href: '#/'}, 'Fleet'), p.namespace, stackLink(p.namespace, p.stack), 'plan'),
       h('h1', {}, 'Plan for ', p.stack, ' ', badge(a.state)),
-      h('p', {class: 'lead'}, a.summary || 'No summary.', ' Preview ', h('span', {class: 'mono'}, a.preview),
-        ' of revision ', h('span', {class: 'mono'}, short(a.revision)), '.'),
+      h('p', {class: 'lead'}, a.summary || 'No summary.'),
+      h('p', {class: 'meta', id: 'preview'}, 'Previewed by Update ', h('span', {class: 'mono'}, a.preview),
+        ' at revision ', h('span', {class: 'mono'}, short(a.revision)), '.'),
       notice(a.message),
       p.decidable ? h('div', {class: 'actions'},
         h('button', {class: 'primary', id: 'approve', onclick: decide('approve')}, 'Approve this plan'),
         h('button', {class: 'danger', id: 'reject', onclick: decide('reject')}, 'Reject')) : null,
-      status,
       h('div', {class: 'cols plan'},
         h('section', {'aria-labelledby': 'h-steps'}, h('h2', {id: 'h-steps'}, 'Changes'),
           p.groups.length ? p.groups.map((g) => h('div', {class: 'group op-' + g.op},
-            h('h3', {}, h('span', {class: 'op'}, g.op), ' ', String(g.steps.length)),
+            h('h3', {}, h('span', {class: 'op'}, g.op), ' · ', g.steps.length + (g.steps.length === 1 ? ' resource' : ' resources')),
             h('ul', {class: 'steps'}, g.steps.map((st) => h('li', {},
               h('div', {}, h('strong', {}, st.name), ' ', h('span', {class: 'type mono'}, st.type || '')),
               st.changed && st.changed.length ? h('div', {class: 'props'}, 'changes ',
@@ -283,6 +297,7 @@ const plan = {
 };
 
 const rollouts = {
+  title: () => 'Rollouts',
   mount() {},
   load: () => api('/api/rollouts'),
   render(d) {
@@ -303,20 +318,11 @@ const rollouts = {
 const rolloutLabels = {promote: 'Promote next wave', abort: 'Abort', resume: 'Resume'};
 
 const rollout = {
+  title: ([, name]) => name,
   mount() {},
   load: ([ns, name]) => api('/api/rollouts/' + enc(ns) + '/' + enc(name)),
   render(r) {
-    const status = h('p', {class: 'result', role: 'status', 'aria-live': 'polite'});
-    const request = (what) => async (e) => {
-      e.target.disabled = true;
-      status.replaceChildren('Sending…');
-      try {
-        status.replaceChildren((await post('/api/rollouts/' + enc(r.namespace) + '/' + enc(r.name) + '/' + what)).message);
-      } catch (err) {
-        status.replaceChildren(errorBox(err));
-        e.target.disabled = false;
-      }
-    };
+    const request = (what) => (e) => press(e.target, '/api/rollouts/' + enc(r.namespace) + '/' + enc(r.name) + '/' + what);
     const gates = [r.bakeTime ? 'bake ' + r.bakeTime : null, r.gateJobFrom ? 'gate Job from CronJob ' + r.gateJobFrom : null,
       r.approval === 'Manual' ? 'a person promotes' : null].filter(Boolean);
     return [
@@ -327,7 +333,6 @@ const rollout = {
       r.waiting ? h('div', {class: 'callout', role: 'note'}, h('strong', {}, 'Waiting: '), r.waiting) : null,
       h('div', {class: 'actions'}, r.requests.map((q) => h('button', {class: q === 'abort' ? 'danger' : 'primary', id: q, onclick: request(q)}, rolloutLabels[q] || q)),
         h('span', {class: 'meta'}, r.requests.length ? '' : 'No request applies in this phase. ', 'Pause is not available yet.')),
-      status,
       h('div', {class: 'waves', role: 'list'}, r.waves.map((w) => h('section', {class: 'wave' + (w.current ? ' current' : ''), role: 'listitem', 'aria-label': 'wave ' + w.name},
         h('h2', {}, w.name, ' ', badge(w.state)),
         h('p', {class: 'meta'}, w.updated + '/' + w.stacks.length + ' updated', w.readyTime ? ', ready ' + ago(w.readyTime) : '',
@@ -343,6 +348,7 @@ const rollout = {
 };
 
 const templates = {
+  title: () => 'Templates',
   mount() {},
   load: () => api('/api/templates'),
   render(d) {
@@ -395,14 +401,15 @@ async function refresh() {
     out = cur.view.render(data);
   } catch (err) {
     if (gen !== generation || cur !== current) return;
-    out = errorBox(err);
+    out = [cur.view.title ? h('h1', {}, cur.view.title(cur.args)) : null, errorBox(err)];
   }
-  if (out !== undefined) body.replaceChildren(...[].concat(out).flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
+  if (out !== undefined) body.replaceChildren(...nodes(out));
   document.body.dataset.loaded = String(gen);
 }
 
 function show() {
   current = route();
+  flash.replaceChildren();
   for (const a of document.querySelectorAll('[data-nav]')) {
     if (a.dataset.nav === current.nav) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
