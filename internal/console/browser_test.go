@@ -18,6 +18,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,11 +56,15 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 	opts.RetryBase = time.Second
 	// Every test has a namespace of its own, and the tests trust each other.
 	opts.NoTenantIsolation = true
+	opts.TemplateAPIGroups = []string{templateGroup}
 	if err := manager.Setup(ctx, mgr, opts); err != nil {
 		return nil, err
 	}
 	return mgr, nil
 }
+
+// templateGroup is the API group the templates of the tests define their kinds in.
+const templateGroup = "console.test.stackwright.dev"
 
 // chromium is Debian's chromium package, which CI installs (.ci/run).
 const chromium = "/usr/bin/chromium"
@@ -556,4 +561,138 @@ func events(t *testing.T, url string) <-chan string {
 		}
 	}()
 	return lines
+}
+
+// setOutput sets the Program's output version to v: a new revision for its Stacks.
+func setOutput(t *testing.T, prog *pulumiv1.Program, v string) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(prog), prog); err != nil {
+			return err
+		}
+		prog.Program.Outputs = map[string]apiextensionsv1.JSON{"version": jsonValue(v)}
+		return env.Client.Update(t.Context(), prog)
+	}).WithTimeout(wait).Should(Succeed())
+}
+
+// The Rollout page shows a rollout's waves as columns with their Stacks as cards, the gate
+// it waits at and why; Promote, pressed there, opens the next wave, and the page follows
+// the rollout to its end.
+func TestConsole_Rollout_PromoteOpensTheNextWave(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	prog := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
+	prog.Program.Outputs = map[string]apiextensionsv1.JSON{"version": jsonValue("v1")}
+	g.Expect(env.Client.Create(t.Context(), prog)).To(Succeed())
+	var stacks []*pulumiv1.Stack
+	for _, n := range []struct{ name, ring string }{{"eu-canary", "0"}, {"eu-main", "1"}, {"us-main", "1"}} {
+		st := &pulumiv1.Stack{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n.name, Labels: map[string]string{"app": "shop", "ring": n.ring}},
+			Spec:       pulumiv1.StackSpec{Stack: n.name, ProgramRef: &pulumiv1.ProgramReference{Name: "shared"}},
+		}
+		g.Expect(env.Client.Create(t.Context(), st)).To(Succeed())
+		stacks = append(stacks, st)
+	}
+	for _, st := range stacks {
+		waitReady(t, st)
+	}
+	ro := &v1alpha1.StackRollout{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"},
+		Spec: v1alpha1.StackRolloutSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}},
+			Waves:    v1alpha1.RolloutWaves{ByLabel: &v1alpha1.RolloutWavesByLabel{Key: "ring", Values: []string{"0", "1"}}},
+			Gates:    v1alpha1.RolloutGates{Approval: v1alpha1.RolloutApprovalManual},
+		},
+	}
+	g.Expect(env.Client.Create(t.Context(), ro)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(ro), ro)).To(Succeed())
+		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutIdle))
+	}).WithTimeout(wait).WithPolling(250*time.Millisecond).Should(Succeed(), "the rollout takes the deployed revision as stable")
+
+	url := serve(t, env.Config, ns)
+	tab := browser(t)
+	open(t, tab, url, "#/rollouts")
+	run(t, tab, chromedp.Click(fmt.Sprintf(`a[href="#/rollouts/%s/shop"]`, ns), chromedp.NodeVisible), chromedp.WaitVisible(`h1 .badge.s-Idle`))
+
+	setOutput(t, prog, "v2")
+	run(t, tab, chromedp.WaitVisible(`#promote`))
+	g.Expect(textOf(t, tab, `.callout`)).To(ContainSubstring("AwaitingPromotion"))
+	g.Expect(textOf(t, tab, `section[aria-label="wave 0"]`)).To(And(ContainSubstring("eu-canary"), ContainSubstring("at target")))
+	g.Expect(textOf(t, tab, `section[aria-label="wave 1"]`)).To(And(ContainSubstring("eu-main"), ContainSubstring("us-main"), ContainSubstring("waiting")))
+	g.Expect(textOf(t, tab, `.actions`)).To(ContainSubstring("Pause is not available yet"))
+	screenshot(t, tab, screenshots(t), "rollout")
+
+	run(t, tab, chromedp.Click(`#promote`, chromedp.NodeVisible), chromedp.WaitVisible(`#flash .done`))
+	g.Expect(textOf(t, tab, `#flash`)).To(ContainSubstring(`requested promotion of wave "0"`))
+	run(t, tab, chromedp.WaitVisible(`h1 .badge.s-Idle`))
+	for _, st := range stacks {
+		g.Expect(getStack(g, st).Status.LastUpdate.LastSuccessfulCommit).To(Equal("generation/2"), "Stack %s", st.Name)
+	}
+}
+
+// The Templates page shows each template's kind, versions and revisions, and its
+// instances by namespace with how many are behind the latest revision.
+func TestConsole_Templates_InstancesBehindByNamespace(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	platform, team1, team2 := env.Namespace(t), env.Namespace(t), env.Namespace(t)
+	prog := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: "queue"}}
+	prog.Program.Configuration = map[string]pulumiv1.Configuration{"size": {Type: "Number"}}
+	prog.Program.Outputs = map[string]apiextensionsv1.JSON{"size": jsonValue("${size}")}
+	g.Expect(env.Client.Create(t.Context(), prog)).To(Succeed())
+	tmpl := &v1alpha1.StackTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "queues-" + platform},
+		Spec: v1alpha1.StackTemplateSpec{
+			API:            v1alpha1.TemplateAPI{Group: templateGroup, Kind: "Queue", Plural: "queues"},
+			Parameters:     &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","properties":{"size":{"type":"integer","default":1}}}`)},
+			Namespace:      platform,
+			Stack:          apiextensionsv1.JSON{Raw: []byte(`{"stack":"queues","programRef":{"name":"queue"}}`)},
+			Config:         []v1alpha1.TemplateConfig{{Key: "size", Parameter: "size"}},
+			UpdateStrategy: v1alpha1.TemplateUpdateStrategy{Type: v1alpha1.UpdateStrategyHold},
+		},
+	}
+	g.Expect(env.Client.Create(t.Context(), tmpl)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), tmpl) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(tmpl), tmpl)).To(Succeed())
+		g.Expect(apimeta.IsStatusConditionTrue(tmpl.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue(), "conditions: %v", tmpl.Status.Conditions)
+	}).WithTimeout(wait).WithPolling(250*time.Millisecond).Should(Succeed(), "the template is served")
+	var instances []*unstructured.Unstructured
+	for _, in := range []struct{ ns, name string }{{team1, "orders"}, {team1, "billing"}, {team2, "events"}} {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": templateGroup + "/" + v1alpha1.DefaultTemplateVersion, "kind": "Queue",
+			"metadata": map[string]any{"namespace": in.ns, "name": in.name},
+			"spec":     map[string]any{"parameters": map[string]any{"size": int64(2)}},
+		}}
+		g.Expect(env.Client.Create(t.Context(), u)).To(Succeed())
+		instances = append(instances, u)
+	}
+	g.Eventually(func(g Gomega) {
+		for _, u := range instances {
+			g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(u), u)).To(Succeed())
+			conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			g.Expect(conditions).To(ContainElement(And(HaveKeyWithValue("type", pulumiv1.ConditionReady), HaveKeyWithValue("status", "True"))), "%s: %v", u.GetName(), u.Object["status"])
+		}
+	}).WithTimeout(wait).WithPolling(250*time.Millisecond).Should(Succeed(), "the instances become Ready")
+
+	url := serve(t, env.Config, platform)
+	tab := browser(t)
+	open(t, tab, url, "#/templates")
+	section := fmt.Sprintf(`section[aria-label="Queue %s"]`, tmpl.Name)
+	run(t, tab, chromedp.WaitVisible(section))
+	g.Expect(textOf(t, tab, section)).To(And(ContainSubstring(team1+"\t2\t0"), ContainSubstring(team2+"\t1\t0"), ContainSubstring("none behind")))
+
+	// A new revision: held, the instances stay at the first, and the page follows.
+	g.Eventually(func() error {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(tmpl), tmpl); err != nil {
+			return err
+		}
+		tmpl.Spec.Stack = apiextensionsv1.JSON{Raw: []byte(`{"stack":"queues","programRef":{"name":"queue"},"refresh":true}`)}
+		return env.Client.Update(t.Context(), tmpl)
+	}).WithTimeout(wait).Should(Succeed())
+	run(t, tab, chromedp.WaitVisible(section+` .behind`))
+	g.Expect(textOf(t, tab, section)).To(And(ContainSubstring("3 behind"), ContainSubstring(team1+"\t2\t2"), ContainSubstring(team2+"\t1\t1")))
+	screenshot(t, tab, screenshots(t), "templates")
 }

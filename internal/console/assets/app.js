@@ -334,7 +334,7 @@ const rollout = {
       h('div', {class: 'actions'}, r.requests.map((q) => h('button', {class: q === 'abort' ? 'danger' : 'primary', id: q, onclick: request(q)}, rolloutLabels[q] || q)),
         h('span', {class: 'meta'}, r.requests.length ? '' : 'No request applies in this phase. ', 'Pause is not available yet.')),
       h('div', {class: 'waves', role: 'list'}, r.waves.map((w) => h('section', {class: 'wave' + (w.current ? ' current' : ''), role: 'listitem', 'aria-label': 'wave ' + w.name},
-        h('h2', {}, w.name, ' ', badge(w.state)),
+        h('h2', {}, 'Wave ', w.name, ' ', badge(w.state)),
         h('p', {class: 'meta'}, w.updated + '/' + w.stacks.length + ' updated', w.readyTime ? ', ready ' + ago(w.readyTime) : '',
           w.gateJob ? ', gate Job ' + w.gateJob : ''),
         h('ul', {class: 'cards'}, w.stacks.map((c) => h('li', {class: 'card' + (c.failed ? ' failed' : '') + (c.atTarget ? ' at-target' : '')},
@@ -355,7 +355,7 @@ const templates = {
     return [
       h('h1', {}, 'Templates'),
       d.revisionsError ? errorBox(new APIError(d.revisionsError)) : null,
-      d.templates.length ? d.templates.map((t) => h('section', {class: 'template', 'aria-label': t.kind},
+      d.templates.length ? d.templates.map((t) => h('section', {class: 'template', 'aria-label': t.kind + ' ' + t.name},
         h('h2', {}, t.kind, ' ', h('span', {class: 'meta'}, t.group), ' ', badge(t.state)),
         t.message ? h('p', {class: 'msg'}, t.message) : null,
         h('dl', {class: 'spec'},
@@ -364,7 +364,7 @@ const templates = {
             v.name, v.storage ? ' (storage)' : '', v.served ? '' : ' (not served)', v.deprecated ? ' (deprecated)' : ''))),
           h('dt', {}, 'Revision'), h('dd', {}, String(t.revision), t.revisions.length ? ' (kept: ' + t.revisions.join(', ') + ')' : ''),
           h('dt', {}, 'Update strategy'), h('dd', {}, t.strategy || 'default'),
-          h('dt', {}, 'Instances'), h('dd', {}, String(t.instances), t.behind ? [', ', badge('Reconciling', t.behind + ' behind')] : ', none behind')),
+          h('dt', {}, 'Instances'), h('dd', {}, String(t.instances), t.behind ? [', ', h('span', {class: 'badge s-Awaiting behind'}, t.behind + ' behind')] : ', none behind')),
         t.instancesError ? errorBox(new APIError(t.instancesError)) : notice(t.instancesNotice),
         table(t.kind + ' instances by namespace', ['Namespace', 'Instances', 'Behind', 'Not Ready'], t.namespaces.map((n) => h('tr', {},
           h('td', {}, n.namespace), h('td', {}, String(n.instances)), h('td', {}, String(n.behind)), h('td', {}, String(n.notReady)))), 'No instances.')))
