@@ -68,4 +68,5 @@ if [ "${DEMO_ONCE:-}" = 1 ]; then
 	exit 0
 fi
 say "Running. In another shell: export KUBECONFIG=$KUBECONFIG; bin/kubectl get stacks. Ctrl-C stops everything."
+echo "The web console, in another shell: KUBECONFIG=$KUBECONFIG bin/kubectl-stackwright ui (open the address it prints)"
 wait "$dev"

@@ -338,10 +338,6 @@ func TestConsole_Fleet_StackTurningReadyShowsWithoutReload(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(textOf(t, tab, row)).To(ContainSubstring("up succeeded"))
 	g.Expect(textOf(t, tab, ".counts")).To(MatchRegexp(`\d+ Ready`))
-	// The whole fleet, for the screenshot: the other tests' Stacks too.
-	run(t, tab, chromedp.Evaluate[chromedp.Void](`document.getElementById('filter').value = ''; document.getElementById('filter').dispatchEvent(new Event('input'))`),
-		chromedp.WaitVisible(row))
-	screenshot(t, tab, screenshots(t), "fleet")
 }
 
 // The plan page of a Manual-approval Stack shows the previewed change; Approve applies
@@ -630,6 +626,12 @@ func TestConsole_Rollout_PromoteOpensTheNextWave(t *testing.T) {
 	for _, st := range stacks {
 		g.Expect(getStack(g, st).Status.LastUpdate.LastSuccessfulCommit).To(Equal("generation/2"), "Stack %s", st.Name)
 	}
+
+	// The fleet's screenshot is taken last, by the slowest test: the other tests' Stacks
+	// are on it too, in their various states.
+	show(t, tab, "#/")
+	run(t, tab, chromedp.WaitVisible(fmt.Sprintf(`tr[data-stack="%s/eu-canary"] a[href="#/rollouts/%s/shop"]`, ns, ns)))
+	screenshot(t, tab, screenshots(t), "fleet")
 }
 
 // The Templates page shows each template's kind, versions and revisions, and its

@@ -4,5 +4,6 @@
 // retry, suspend and resume a Stack) and over StackRollouts (follow one; promote, abort or
 // resume it), for people who live in kubectl. It talks to the API server only, with the
 // user's kubeconfig and rights; it never reads Secrets, so secret outputs show as
-// "[secret]", as in the Stack's status.
+// "[secret]", as in the Stack's status. Its `ui` command, the web console, is
+// internal/console, which builds on this package (cmd/kubectl-stackwright adds it).
 package kubectlplugin
