@@ -1,6 +1,8 @@
 package console
 
 import (
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -41,6 +43,26 @@ func TestNew_NonLoopbackAddress_Refused(t *testing.T) {
 	env := &kubectlplugin.Env{Config: &rest.Config{}}
 	if _, err := New(env, &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 80}); err == nil {
 		t.Fatal("New served on 10.0.0.1")
+	}
+}
+
+func TestServe_Address_LoopbackOnly(t *testing.T) {
+	tests := []struct {
+		address string
+		want    string
+	}{
+		{"0.0.0.0:0", `the console serves on a loopback address only (such as 127.0.0.1:0), not "0.0.0.0"`},
+		{"192.0.2.1:8080", `the console serves on a loopback address only (such as 127.0.0.1:0), not "192.0.2.1"`},
+		{"example.com:0", `the console serves on a loopback address only (such as 127.0.0.1:0), not "example.com"`},
+		{"127.0.0.1", `failed to read address "127.0.0.1": address 127.0.0.1: missing port in address`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.address, func(t *testing.T) {
+			err := Serve(t.Context(), &kubectlplugin.Env{}, tt.address, io.Discard, nil)
+			if diff := cmp.Diff(tt.want, fmt.Sprint(err)); diff != "" {
+				t.Errorf("Serve (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package kubectlplugin_test
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -302,6 +303,37 @@ func TestCommand_Extend_PushesTheExpiryBack(t *testing.T) {
 			}
 			if got, want := s.Annotations[pulumiv1.ExpiresAtAnnotation], tt.want.UTC().Format(time.RFC3339); got != want {
 				t.Errorf("%s = %q; want %q", pulumiv1.ExpiresAtAnnotation, got, want)
+			}
+		})
+	}
+}
+
+// Decide, held to the preview the person reviewed, writes nothing when another awaits
+// approval instead.
+func TestEnv_Decide_HeldToTheReviewedPreview(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		name     string
+		preview  string
+		wantErr  string
+		wantMark string
+	}{
+		{name: "another preview", preview: "gated-abc-preview-0", wantErr: "is now the one previewed by Update gated-abc-preview-1, not gated-abc-preview-0"},
+		{name: "the one awaiting", preview: "gated-abc-preview-1", wantMark: "gated-abc-preview-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &kubectlplugin.Env{Client: env.Client, Namespace: f.ns, Out: io.Discard, Now: time.Now}
+			err := e.Decide(t.Context(), "gated", kubectlplugin.Reject, tt.preview)
+			if (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v; want %q", err, tt.wantErr)
+			}
+			gated := &pulumiv1.Stack{}
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: "gated"}, gated); err != nil {
+				t.Fatal(err)
+			}
+			if got := gated.Annotations[pulumiv1.RejectAnnotation]; got != tt.wantMark {
+				t.Errorf("%s = %q; want %q", pulumiv1.RejectAnnotation, got, tt.wantMark)
 			}
 		})
 	}
