@@ -52,7 +52,7 @@ func writeError(w http.ResponseWriter, code int, err error) {
 	writeJSON(w, code, apiError{Error: err.Error(), Reason: reason})
 }
 
-// env is the person's Env in namespace, writing what a command prints to out.
+// envIn is the person's Env in namespace, writing what a command prints to out.
 func (s *Server) envIn(namespace string, out io.Writer) *kubectlplugin.Env {
 	e := *s.env
 	e.Namespace, e.Out = namespace, out
@@ -62,18 +62,18 @@ func (s *Server) envIn(namespace string, out io.Writer) *kubectlplugin.Env {
 // list lists what the person may see: every namespace, or the kubeconfig's namespace when
 // listing across namespaces is forbidden.
 func (s *Server) list(ctx context.Context, list client.ObjectList, what string) (scope, error) {
-	err := s.env.Client.List(ctx, list)
-	if err == nil || !apierrors.IsForbidden(err) || s.env.Namespace == "" {
-		if err != nil {
-			return scope{}, fmt.Errorf("failed to list %s: %w", what, err)
-		}
+	all := s.env.Client.List(ctx, list)
+	switch {
+	case all == nil:
 		return scope{}, nil
+	case !apierrors.IsForbidden(all) || s.env.Namespace == "":
+		return scope{}, fmt.Errorf("failed to list %s: %w", what, all)
 	}
 	ns := s.env.Namespace
-	if err2 := s.env.Client.List(ctx, list, client.InNamespace(ns)); err2 != nil {
-		return scope{}, fmt.Errorf("failed to list %s in namespace %s: %w", what, ns, err2)
+	if err := s.env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return scope{}, fmt.Errorf("failed to list %s in namespace %s: %w", what, ns, err)
 	}
-	return scope{Namespace: ns, Notice: fmt.Sprintf("Showing namespace %s only: %v", ns, err)}, nil
+	return scope{Namespace: ns, Notice: fmt.Sprintf("Showing namespace %s only: %v", ns, all)}, nil
 }
 
 func (s *Server) fleet(w http.ResponseWriter, r *http.Request) {

@@ -46,9 +46,8 @@ type Server struct {
 	cookie  string
 	// hosts are the Host headers accepted: the served address, and localhost at its port.
 	hosts map[string]bool
-	// origin is what the Origin header of a POST must be.
+	// origin is the served address as a page's origin.
 	origin string
-	addr   string
 }
 
 // New returns the console for env (made by kubectlplugin.Connect, so that env.Config is
@@ -80,7 +79,6 @@ func New(env *kubectlplugin.Env, addr net.Addr) (*Server, error) {
 		cookie: cookiePrefix + port,
 		hosts:  map[string]bool{tcp.String(): true, net.JoinHostPort("localhost", port): true},
 		origin: "http://" + tcp.String(),
-		addr:   tcp.String(),
 	}, nil
 }
 
@@ -142,7 +140,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if r.Header.Get(csrfHeader) == "" || r.Header.Get("Origin") != s.origin {
+			// Same origin: the page that sends it was served by this server, under the
+			// Host (one of ours) it sends it to.
+			if r.Header.Get(csrfHeader) == "" || r.Header.Get("Origin") != "http://"+r.Host {
 				http.Error(w, "cross-site request refused", http.StatusForbidden)
 				return
 			}

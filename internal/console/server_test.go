@@ -96,6 +96,8 @@ func TestServer_Handler_Guard(t *testing.T) {
 			header: map[string]string{csrfHeader: "1", "Origin": "http://evil.example"}, want: http.StatusForbidden},
 		{name: "POST without origin", method: "POST", target: "/api/stacks/a/b/frobnicate", cookie: cookie,
 			header: map[string]string{csrfHeader: "1"}, want: http.StatusForbidden},
+		{name: "POST from the page under the other name", method: "POST", target: "/api/stacks/a/b/frobnicate", host: "localhost:8123", cookie: cookie,
+			header: map[string]string{csrfHeader: "1", "Origin": "http://127.0.0.1:8123"}, want: http.StatusForbidden},
 		// Past the guard, the handler does not know the decision.
 		{name: "POST from the page", method: "POST", target: "/api/stacks/a/b/frobnicate", cookie: cookie,
 			header: map[string]string{csrfHeader: "1", "Origin": "http://127.0.0.1:8123"}, want: http.StatusNotFound},

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -130,7 +131,7 @@ func (s *Server) templates(w http.ResponseWriter, r *http.Request) {
 	for i := range list.Items {
 		t := &list.Items[i]
 		rs := revisions[t.Name]
-		slices.SortFunc(rs, func(a, b int64) int { return int(b - a) })
+		slices.SortFunc(rs, func(a, b int64) int { return cmp.Compare(b, a) })
 		instances := &unstructured.UnstructuredList{}
 		gvk := t.GVK()
 		instances.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))

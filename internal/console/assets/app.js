@@ -28,11 +28,12 @@ function nodes(children) {
     .map((c) => c instanceof Node ? c : document.createTextNode(String(c)));
 }
 
+// APIError is an error the API answered: its message, and the API server's reason
+// (Forbidden, NotFound, ...) when it came from there.
 class APIError extends Error {
-  constructor(message, reason, status) {
+  constructor(message, reason) {
     super(message);
     this.reason = reason;
-    this.status = status;
   }
 }
 
@@ -44,7 +45,7 @@ async function api(path, init) {
   } catch (e) {
     body = {error: res.status + ' ' + res.statusText};
   }
-  if (!res.ok) throw new APIError(body.error || res.statusText, body.reason, res.status);
+  if (!res.ok) throw new APIError(body.error || res.statusText, body.reason);
   return body;
 }
 
@@ -120,14 +121,15 @@ function crumbs(...parts) {
   return h('nav', {class: 'crumbs', 'aria-label': 'Breadcrumb'}, parts.map((p, i) => [i ? ' / ' : '', p]));
 }
 
-function stackLink(ns, name, text) {
-  return h('a', {href: '#/stacks/' + enc(ns) + '/' + enc(name)}, text || name);
+function stackLink(ns, name) {
+  return h('a', {href: '#/stacks/' + enc(ns) + '/' + enc(name)}, name);
 }
 
 // Views. Each has mount(el, args), which builds what stays while the view is shown (a
-// filter the person types in), load(args), which reads the API, render(data), which
-// (re)builds the rest, title(args), the heading shown above an error, and live(change,
-// args), which says whether a change concerns it.
+// filter the person types in) and may return where render's output and errors go instead
+// of below it; load(args), which reads the API; render(data), which returns the rest (or
+// fills the mounted parts itself, returning nothing); title(args), the heading shown above
+// an error; and live(change, args), which says whether a change concerns it.
 
 const fleet = {
   state: {text: '', state: ''},
@@ -144,6 +146,7 @@ const fleet = {
         h('label', {for: 'filter'}, 'Filter '), input,
         h('label', {for: 'state'}, ' State '), select),
       this.body);
+    return this.body; // where an error goes: render fills its own parts
   },
   load: () => api('/api/fleet'),
   render(data) {
@@ -404,7 +407,6 @@ async function refresh() {
     out = [cur.view.title ? h('h1', {}, cur.view.title(cur.args)) : null, errorBox(err)];
   }
   if (out !== undefined) body.replaceChildren(...nodes(out));
-  document.body.dataset.loaded = String(gen);
 }
 
 function show() {
@@ -418,8 +420,7 @@ function show() {
   const fixed = h('div', {});
   body = h('div', {});
   main.append(fixed, body);
-  current.view.mount(fixed, current.args);
-  if (current.view === fleet) body = fleet.body; // the fleet renders into its own parts
+  body = current.view.mount(fixed, current.args) || body;
   refresh();
 }
 
