@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -494,6 +496,14 @@ func TestConsole_Secrets_CanaryNeverServed(t *testing.T) {
 	run(t, tab, chromedp.WaitVisible(`h1 .badge.s-Ready`))
 	g.Expect(textOf(t, tab, `section[aria-labelledby="h-outputs"]`)).To(And(ContainSubstring("secret"), ContainSubstring("visible")))
 	g.Expect(value(t, tab, chromedp.OuterHTML(`html`))).NotTo(ContainSubstring(canary), "the Stack page")
+	// The same page as someone whose system prefers dark colours sees it.
+	run(t, tab, chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
+		_, err := cdp.Call(ctx, target, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return err
+	}))
+	g.Expect(value(t, tab, chromedp.Evaluate[bool](`matchMedia('(prefers-color-scheme: dark)').matches`))).To(BeTrue())
+	screenshot(t, tab, screenshots(t), "stack-dark")
 
 	stream := events(t, url)
 	// A change, so the stream carries an event about the Stack.
