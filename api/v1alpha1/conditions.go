@@ -51,8 +51,10 @@ const (
 	ReasonRunnerLost = "RunnerLost"
 	// ReasonEvicted: the runner Pod was evicted by its node (its ephemeral storage past
 	// its limit, or the node short of memory or disk) before it reported; the message
-	// quotes the kubelet, which names the limit. Handled as RunnerLost: the next run looks
-	// for this one in the backend's history, and the Stack retries.
+	// quotes the kubelet, which names the limit. Or the cluster disrupted it (a drain's
+	// eviction through the API, a preemption) and the runner cancelled its run; the
+	// message names the disruption. Handled as RunnerLost: the next run looks for this one
+	// in the backend's history, and the Stack retries.
 	ReasonEvicted = "Evicted"
 	// ReasonRecovered: the runner was lost before it reported, but the engine run had
 	// completed: a later Update found it in the backend's history (its

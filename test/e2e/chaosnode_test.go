@@ -57,6 +57,15 @@ type faultKind struct {
 	inject func(cc *chaosCluster, t *testing.T) (string, error)
 }
 
+// runnerUpdate is the Update of runner Pod pod, "" for any other target.
+func (cc *chaosCluster) runnerUpdate(pod string) string {
+	p := &corev1.Pod{}
+	if err := cc.c.Get(context.Background(), client.ObjectKey{Namespace: chaosNamespace, Name: pod}, p); err != nil {
+		return ""
+	}
+	return p.Labels["stackwright.dev/update"]
+}
+
 // faultKinds are the campaign's kinds, in the order a short run takes them.
 var faultKinds = []faultKind{
 	{name: "manager-pod-deleted", inject: (*chaosCluster).deleteManager},
@@ -67,6 +76,7 @@ var faultKinds = []faultKind{
 	{name: "containerd-restarted", inject: crashComponent("containerd")},
 	{name: "kube-apiserver-restarted", inject: crashComponent("kube-apiserver")},
 	{name: "etcd-restarted", inject: crashComponent("etcd")},
+	{name: "node-rebooted", inject: (*chaosCluster).rebootNode},
 }
 
 // chaosCluster is the campaign's install and what it has done to it.
@@ -88,6 +98,8 @@ type faultRecord struct {
 	kind, detail    string
 	recovery        time.Duration
 	managerRestarts int32
+	// update is the Update whose runner a runner fault hit.
+	update string
 }
 
 func TestChaosNode(t *testing.T) {
@@ -112,6 +124,9 @@ func TestChaosNode(t *testing.T) {
 	waitManager(t, c)
 	createNamespace(t, c, chaosNamespace)
 	t.Cleanup(func() { deleteNamespace(t, c, chaosNamespace) })
+	// The fleet's destroys first, while its namespace still runs its runners (cleanups run
+	// last-in first-out).
+	t.Cleanup(func() { cc.destroyFleet(t) })
 	run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, s3CredentialsYAML+"---\n"+configMapWriter("deployer")+"---\n"+chaosProgramYAML))
 	for i := range chaosStacks {
 		name := fmt.Sprintf("fleet-%d", i)
@@ -137,6 +152,20 @@ func TestChaosNode(t *testing.T) {
 	if path := os.Getenv("CHAOS_NODE_REPORT"); path != "" {
 		writeChaosReport(t, path, seed, records)
 	}
+}
+
+// destroyFleet deletes the fleet's Stacks and waits until their destroys are done.
+func (cc *chaosCluster) destroyFleet(t *testing.T) {
+	t.Helper()
+	if out, err := runErr("kubectl", "delete", "stacks.pulumi.com", "--all", "-n", chaosNamespace, "--wait=false"); err != nil {
+		t.Errorf("failed to delete the fleet: %v\n%s", err, out)
+		return
+	}
+	NewWithT(t).Eventually(func(g Gomega) {
+		var stacks pulumiv1.StackList
+		g.Expect(cc.c.List(context.Background(), &stacks, client.InNamespace(chaosNamespace))).To(Succeed())
+		g.Expect(stacks.Items).To(BeEmpty())
+	}).WithTimeout(chaosRecovery).WithPolling(2*time.Second).Should(Succeed(), "the fleet's destroys\n%s", describeNamespace(chaosNamespace))
 }
 
 // envCount is a non-negative count from the environment, 0 when unset.
@@ -240,9 +269,23 @@ func (cc *chaosCluster) inject(t *testing.T, i int, kind faultKind) faultRecord 
 	if err != nil {
 		t.Fatalf("fault %d (%s): %v", i, kind.name, err)
 	}
+	rec := faultRecord{kind: kind.name, detail: detail}
+	if kind.runner {
+		rec.update = cc.runnerUpdate(detail)
+	}
 	cc.waitRecovered(t, fmt.Sprintf("fault %d (%s: %s)", i, kind.name, detail))
-	rec := faultRecord{kind: kind.name, detail: detail, recovery: time.Since(start)}
+	rec.recovery = time.Since(start)
 	rec.managerRestarts, _ = cc.managerRestartsSince(t)
+	if rec.update != "" {
+		// The runner's loss is the Update's reason, not a silent retry.
+		u := &v1alpha1.Update{}
+		g := NewWithT(t)
+		g.Expect(cc.c.Get(context.Background(), client.ObjectKey{Namespace: chaosNamespace, Name: rec.update}, u)).To(Succeed())
+		c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
+		g.Expect(c).NotTo(BeNil(), "Update %s of the %s runner", u.Name, kind.name)
+		g.Expect(c.Reason).To(BeElementOf(v1alpha1.ReasonRunnerLost, v1alpha1.ReasonEvicted), "Update %s of the %s runner: %s", u.Name, kind.name, c.Message)
+		rec.detail += " → " + c.Reason
+	}
 	return rec
 }
 
@@ -361,6 +404,20 @@ func crashComponent(name string) func(*chaosCluster, *testing.T) (string, error)
 		}
 		return fmt.Sprintf("pid %v", pids), nil
 	}
+}
+
+// rebootNode stops the whole node, every container with it, and starts it again with its
+// state (etcd, images, volumes) kept, as a machine's reboot would.
+func (cc *chaosCluster) rebootNode(*testing.T) (string, error) {
+	cluster := filepath.Join(root, "bin", "stackwright-cluster")
+	bin := filepath.Join(root, "bin")
+	if out, err := execErr("", cluster, "down", "--bin", bin, "--keep-state"); err != nil {
+		return "", fmt.Errorf("failed to stop the node: %w\n%s", err, out)
+	}
+	if out, err := execErr("", cluster, "up", "--bin", bin); err != nil {
+		return "", fmt.Errorf("failed to start the node again: %w\n%s", err, out)
+	}
+	return "down --keep-state, up", nil
 }
 
 // componentPIDs are the processes running exe outside this process's network namespace:

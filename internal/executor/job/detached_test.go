@@ -215,3 +215,61 @@ func TestContainDetached_DropsEngineVariablesAndIdentityTokens(t *testing.T) {
 		t.Error("the Stack read from the cache was changed")
 	}
 }
+
+// A runner that cancelled its run because its Pod was evicted (a drain) reports
+// Cancelled; the Update says Evicted, naming the disruption. Without the Pod's
+// DisruptionTarget condition, a cancellation stays one.
+func TestExecutor_Record_CancelledByEviction(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		disrupted  bool
+		wantReason string
+	}{
+		{name: "evicted", disrupted: true, wantReason: v1alpha1.ReasonEvicted},
+		{name: "cancelled", wantReason: v1alpha1.ReasonCancelled},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sch, err := scheme.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := fake.NewClientBuilder().WithScheme(sch).Build()
+			e := newDetachingExecutor(c)
+			close(e.adopted)
+			u := testUpdate("web-destroy-1")
+			u.UID, u.Spec.Type = "", v1alpha1.UpdateTypeDestroy
+			e.RunDetached(t.Context(), u)
+			if err := e.startDetached(t.Context(), client.ObjectKeyFromObject(u)); err != nil {
+				t.Fatal(err)
+			}
+			running, _ := e.Detached(u.Namespace, u.Name)
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: running.Namespace, Name: "runner", Labels: map[string]string{LabelUpdateUID: string(running.UID)}}}
+			if tt.disrupted {
+				pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"}}
+			}
+			if err := c.Create(t.Context(), pod); err != nil {
+				t.Fatal(err)
+			}
+			res := &Result{UpdateUID: string(running.UID), Status: v1alpha1.UpdateStatus{
+				Phase: v1alpha1.UpdatePhaseFailed, Result: v1alpha1.UpdateResultCancelled, Message: "context canceled",
+				Conditions: []metav1.Condition{{Type: v1alpha1.ConditionComplete, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCancelled, Message: "context canceled"}},
+			}}
+			if err := e.record(t.Context(), running, res); err != nil {
+				t.Fatal(err)
+			}
+			done, _ := e.Detached(u.Namespace, u.Name)
+			got := done.Status.Conditions[0]
+			for _, c := range done.Status.Conditions {
+				if c.Type == v1alpha1.ConditionComplete {
+					got = c
+				}
+			}
+			if got.Reason != tt.wantReason {
+				t.Errorf("Complete reason = %q (%s); want %q", got.Reason, got.Message, tt.wantReason)
+			}
+			if tt.disrupted && got.Message != "its runner Pod was evicted (EvictionByEvictionAPI: Eviction API: evicting); the runner cancelled its run: context canceled" {
+				t.Errorf("Complete message = %q", got.Message)
+			}
+		})
+	}
+}

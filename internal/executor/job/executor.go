@@ -21,6 +21,7 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/artifact"
 	"github.com/stackwright/stackwright/internal/budget"
+	"github.com/stackwright/stackwright/internal/clip"
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/executor"
 	"github.com/stackwright/stackwright/internal/fault"
@@ -397,6 +398,14 @@ func (e *Executor) record(ctx context.Context, u *v1alpha1.Update, res *Result) 
 	// sanitizeResult leaves exactly the Complete condition. MarkFinished also ends
 	// Reconciling, and sets Stalled on a failure, as for a run of the local executor.
 	c := st.Conditions[0]
+	if c.Reason == v1alpha1.ReasonCancelled {
+		// A runner cancels its run on SIGTERM: when the cluster disrupted its Pod (a
+		// drain's eviction, a preemption), that is what the Update is to say.
+		if why := e.disruption(ctx, u); why != "" {
+			c.Reason, c.Message = v1alpha1.ReasonEvicted, why+"; the runner cancelled its run: "+c.Message
+			u.Status.Message = c.Message
+		}
+	}
 	u.MarkFinished(metav1.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
 	if e.isDetached(u) {
 		// Nothing of a detached Update is stored: a destroy has no outputs to publish.
@@ -415,6 +424,32 @@ func (e *Executor) record(ctx context.Context, u *v1alpha1.Update, res *Result) 
 	e.release(client.ObjectKeyFromObject(u))
 	e.cleanup(ctx, u)
 	return nil
+}
+
+// disruption says how the cluster disrupted the runner Pod of u (its DisruptionTarget
+// condition: evicted through the API, preempted, terminated by its kubelet), "" when it
+// did not or cannot be read.
+func (e *Executor) disruption(ctx context.Context, u *v1alpha1.Update) string {
+	var pods corev1.PodList
+	if err := e.reader.List(ctx, &pods, client.InNamespace(u.Namespace), client.MatchingLabels{LabelUpdateUID: string(u.UID)}); err != nil {
+		return ""
+	}
+	for i := range pods.Items {
+		if why := podDisruption(&pods.Items[i]); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// podDisruption says how the cluster disrupted Pod p, "" when no condition says it did.
+func podDisruption(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return fmt.Sprintf("its runner Pod was evicted (%s: %s)", c.Reason, clip.Line(c.Message, maxReasonBytes))
+		}
+	}
+	return ""
 }
 
 // cleanup deletes the work Secret as soon as the run is over: it holds the Stack's

@@ -253,17 +253,16 @@ func (e *Executor) podFailure(ctx context.Context, namespace string, uid types.U
 	return describePodFailure(&pods.Items[0])
 }
 
-// describePodFailure says how the runner Pod p ended, and whether its node evicted it.
+// describePodFailure says how the runner Pod p ended, and whether it was evicted (by its
+// node, or disrupted by the cluster: a drain, a preemption).
 func describePodFailure(p *corev1.Pod) (string, bool) {
 	if p.Status.Reason == "Evicted" {
 		// The kubelet's message names the resource and the limit ("Pod ephemeral local
 		// storage usage exceeds the total limit of containers 1Gi.").
 		return "its runner Pod was evicted by its node: " + clip.Line(cmp.Or(p.Status.Message, "no reason given"), maxReasonBytes), true
 	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
-			return fmt.Sprintf("its runner Pod was disrupted (%s: %s)", c.Reason, c.Message), false
-		}
+	if why := podDisruption(p); why != "" {
+		return why, true
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil {

@@ -33,6 +33,14 @@ func TestDescribePodFailure_KubeletRecords_SayWhichLimit(t *testing.T) {
 			wantEvicted: true,
 		},
 		{
+			name: "evicted through the API (a drain)",
+			pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting",
+			}}}},
+			want:        "its runner Pod was evicted (EvictionByEvictionAPI: Eviction API: evicting)",
+			wantEvicted: true,
+		},
+		{
 			name: "out of memory",
 			pod: corev1.Pod{Spec: withLimit, Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
 				Name: containerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}},
