@@ -192,10 +192,15 @@ cluster-down: ## Stop the one-node cluster and remove its state, containers, mou
 	go build -o $(CLUSTER) ./hack/cluster
 	$(CLUSTER) down --bin $(BIN)
 
+# The short node fault campaign make e2e runs after the other tests (make chaos-node runs
+# the whole one).
+E2E_CHAOS_FAULTS ?= 4
+
 .PHONY: e2e
-e2e: cluster release-binaries ## End-to-end tests against the one-node cluster (make cluster): install with YAML and Helm, and from a registry (make release), Stacks in Pods.
+e2e: cluster release-binaries ## End-to-end tests against the one-node cluster (make cluster): install with YAML and Helm, and from a registry (make release), Stacks in Pods; then a short node fault campaign.
 	$(CLUSTER) load --bin $(BIN) $(CLUSTER_IMAGES)
 	KUBECONFIG=$$($(CLUSTER) kubeconfig) go test -tags e2e -count=1 -timeout 30m -parallel $(or $(E2E_PARALLEL),4) -v ./test/e2e/...
+	KUBECONFIG=$$($(CLUSTER) kubeconfig) CHAOS_NODE_FAULTS=$(E2E_CHAOS_FAULTS) go test -tags e2e -count=1 -timeout 30m -v -run '^TestChaosNode$$' ./test/e2e/
 
 CHAOS_NODE_FAULTS ?= 32
 CHAOS_NODE_SEED ?= 1

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // setupNetwork creates the cluster's network namespace and the veth pair that joins it to
@@ -14,6 +15,10 @@ import (
 // the machine is reachable from a Pod, because neither side forwards beyond the pair.
 func setupNetwork(ctx context.Context) error {
 	if !exists("/var/run/netns/" + NetNS) {
+		// A host veth left without its namespace belongs to a dying one: wait it out.
+		if err := teardownNetwork(ctx); err != nil {
+			return err
+		}
 		if err := run(ctx, "ip", "netns", "add", NetNS); err != nil {
 			return err
 		}
@@ -52,12 +57,24 @@ func setupNetwork(ctx context.Context) error {
 }
 
 // teardownNetwork deletes the namespace, which takes the veth pair, the bridge, the
-// routes through it and every iptables rule kube-proxy wrote with it.
+// routes through it and every iptables rule kube-proxy wrote with it. The kernel destroys
+// a namespace, and the host's end of the pair with it, a moment after its last reference
+// goes: teardownNetwork waits for that, so that an `up` right after a `down` (a reboot)
+// does not take the dying veth for its own.
 func teardownNetwork(ctx context.Context) error {
-	if !exists("/var/run/netns/" + NetNS) {
-		return nil
+	if exists("/var/run/netns/" + NetNS) {
+		if err := run(ctx, "ip", "netns", "del", NetNS); err != nil {
+			return err
+		}
 	}
-	return run(ctx, "ip", "netns", "del", NetNS)
+	deadline := time.Now().Add(30 * time.Second)
+	for exec.CommandContext(ctx, "ip", "link", "show", hostVeth).Run() == nil {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the host's veth %s outlived the cluster's network namespace by 30s", hostVeth)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
 }
 
 // inNetNS reports whether this process runs in the cluster's network namespace.
