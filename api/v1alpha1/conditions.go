@@ -188,8 +188,21 @@ const (
 // aborts the rollout.
 const ConditionHalted = "Halted"
 
+// ConditionPaused is True on a paused StackRollout: its reason says who paused it
+// (PauseRequested: the stackwright.dev/pause annotation; SpecPaused: spec.paused). Nothing
+// new starts until it is resumed; the Updates already running finish.
+const ConditionPaused = "Paused"
+
 // Reasons of a StackRollout's conditions.
 const (
+	// ReasonPauseRequested (Paused=True): a pause request paused the rollout; a resume
+	// request lifts it.
+	ReasonPauseRequested = "PauseRequested"
+	// ReasonSpecPaused (Paused=True): spec.paused is true; setting it false lifts it.
+	ReasonSpecPaused = "SpecPaused"
+	// ReasonRolloutPaused (Reconciling=True): a revision is being rolled out, or waits to
+	// start, but the rollout is paused; the message says where it stopped.
+	ReasonRolloutPaused = "Paused"
 	// ReasonRolledOut (Ready=True): every wave has the stable revision; no newer one is
 	// offered.
 	ReasonRolledOut = "RolledOut"

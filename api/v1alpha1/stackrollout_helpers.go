@@ -64,6 +64,11 @@ func TemplateRevision(rev *RolloutRevision) int64 {
 	return n
 }
 
+// Paused reports whether the rollout is paused, by spec.paused or by a pause request.
+func (r *StackRollout) Paused() bool {
+	return r.Spec.Paused || r.Status.PauseTime != nil
+}
+
 // Opens reports whether the rollout lets the named Stack deploy its target: its wave is
 // before the current one, or it is released in the current one, and the rollout is
 // neither idle nor aborted.

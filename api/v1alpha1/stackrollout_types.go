@@ -21,6 +21,10 @@ const (
 	// RolloutResumeAnnotation resumes a halted rollout: the failures that halted it are
 	// forgiven, their Stacks are retried, and the wave continues.
 	RolloutResumeAnnotation = "stackwright.dev/resume"
+	// RolloutPauseAnnotation pauses a rollout until a resume: nothing new starts (no
+	// Stack is released, no wave opens, no gate runs, no revision starts), and the Updates
+	// already running finish. spec.paused does the same for GitOps.
+	RolloutPauseAnnotation = "stackwright.dev/pause"
 )
 
 // RolloutLabel is set on the gate Jobs a rollout creates, to its name.
@@ -69,6 +73,12 @@ type StackRolloutSpec struct {
 	// Gates must pass after each wave but the last, before the next wave starts.
 	// +optional
 	Gates RolloutGates `json:"gates,omitempty"`
+
+	// Paused, while true, pauses the rollout as the stackwright.dev/pause annotation does:
+	// nothing new starts, and the Updates already running finish. It is the pause a GitOps
+	// repository holds; a resume request does not lift it. Default false.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
 }
 
 // RolloutTemplate names the StackTemplate whose revisions a rollout rolls out.
@@ -277,6 +287,11 @@ type StackRolloutStatus struct {
 	// +optional
 	ResumeTime *metav1.Time `json:"resumeTime,omitempty"`
 
+	// PauseTime is when a pause request (the stackwright.dev/pause annotation) paused the
+	// rollout; a resume request clears it. spec.paused pauses the rollout too.
+	// +optional
+	PauseTime *metav1.Time `json:"pauseTime,omitempty"`
+
 	// StartTime is when the rollout of the target started; CompletionTime when the last
 	// target reached every wave.
 	// +optional
@@ -284,13 +299,15 @@ type StackRolloutStatus struct {
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
-	// The values of the promote, abort and resume annotations already acted on.
+	// The values of the promote, abort, resume and pause annotations already acted on.
 	// +optional
 	HandledPromote string `json:"handledPromote,omitempty"`
 	// +optional
 	HandledAbort string `json:"handledAbort,omitempty"`
 	// +optional
 	HandledResume string `json:"handledResume,omitempty"`
+	// +optional
+	HandledPause string `json:"handledPause,omitempty"`
 }
 
 // StackRollout moves a new revision of a shared source through its Stacks in waves,

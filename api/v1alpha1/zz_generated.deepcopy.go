@@ -868,6 +868,10 @@ func (in *StackRolloutStatus) DeepCopyInto(out *StackRolloutStatus) {
 		in, out := &in.ResumeTime, &out.ResumeTime
 		*out = (*in).DeepCopy()
 	}
+	if in.PauseTime != nil {
+		in, out := &in.PauseTime, &out.PauseTime
+		*out = (*in).DeepCopy()
+	}
 	if in.StartTime != nil {
 		in, out := &in.StartTime, &out.StartTime
 		*out = (*in).DeepCopy()

@@ -22,7 +22,7 @@ import (
 func rolloutCommand(connect func() (*Env, error)) *cobra.Command {
 	rollout := &cobra.Command{
 		Use:   "rollout",
-		Short: "Show and steer StackRollouts: status, promote, abort, resume",
+		Short: "Show and steer StackRollouts: status, promote, abort, pause, resume",
 	}
 	var format string
 	status := &cobra.Command{
@@ -56,7 +56,8 @@ func rolloutCommand(connect func() (*Env, error)) *cobra.Command {
 		status,
 		request(RolloutPromote, "Open the next wave of a rollout whose current wave awaits promotion", promoteRequest),
 		request(RolloutAbort, "Abort a progressing or halted rollout: its open waves deploy the stable revision again", abortRequest),
-		request(RolloutResume, "Resume a halted rollout: the Stacks that halted it are retried and the wave continues", resumeRequest),
+		request(RolloutPause, "Pause a rollout: nothing new starts until it is resumed; running Updates finish", pauseRequest),
+		request(RolloutResume, "Resume a paused or halted rollout: a halted one retries the Stacks that halted it, and the wave continues", resumeRequest),
 	}
 	for _, c := range commands {
 		c.ValidArgsFunction = completeRollouts(connect)
@@ -98,6 +99,12 @@ func (e *Env) rolloutStatus(ctx context.Context, name, format string) error {
 	}
 	field("Wave", wave)
 	field("Updated", fmt.Sprintf("%d/%d", st.Updated, st.Stacks))
+	switch {
+	case r.Spec.Paused:
+		field("Paused", "by spec.paused: set it false to resume")
+	case st.PauseTime != nil:
+		field("Paused", fmt.Sprintf("%s ago by %s: resume with `kubectl stackwright rollout resume %s`", e.age(*st.PauseTime), v1alpha1.RolloutPauseAnnotation, r.Name))
+	}
 	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionHalted); c != nil && c.Status == metav1.ConditionTrue {
 		field("Halted", c.Reason+": "+c.Message)
 	}
@@ -150,41 +157,60 @@ var (
 		}
 		return fmt.Sprintf("abort of revision %s of rollout %s", revisionOf(r.Status.Target), r.Name), nil
 	}}
+	pauseRequest = rolloutRequest{annotation: v1alpha1.RolloutPauseAnnotation, check: func(r *v1alpha1.StackRollout) (string, error) {
+		if r.Status.PauseTime != nil {
+			return "", fmt.Errorf("rollout %s is paused already (since %s)", r.Name, r.Status.PauseTime.UTC().Format(time.RFC3339))
+		}
+		return fmt.Sprintf("pause of rollout %s (phase %s)", r.Name, phaseOf(r)), nil
+	}}
 	resumeRequest = rolloutRequest{annotation: v1alpha1.RolloutResumeAnnotation, check: func(r *v1alpha1.StackRollout) (string, error) {
-		if r.Status.Phase != v1alpha1.RolloutHalted {
-			return "", fmt.Errorf("rollout %s cannot be resumed (phase %s): only a Halted rollout can", r.Name, phaseOf(r))
+		halted, paused := r.Status.Phase == v1alpha1.RolloutHalted, r.Status.PauseTime != nil
+		if !halted && !paused {
+			if r.Spec.Paused {
+				return "", fmt.Errorf("rollout %s is paused by spec.paused, which a resume does not lift: set spec.paused to false (in the repository it is applied from)", r.Name)
+			}
+			return "", fmt.Errorf("rollout %s cannot be resumed (phase %s): only a paused or Halted rollout can", r.Name, phaseOf(r))
 		}
 		wave := "-"
 		if w := currentWave(r); w != nil {
 			wave = w.Name
 		}
-		return fmt.Sprintf("resume of rollout %s, halted at wave %q", r.Name, wave), nil
+		var what []string
+		if paused {
+			what = append(what, "paused")
+		}
+		if halted {
+			what = append(what, "halted")
+		}
+		return fmt.Sprintf("resume of rollout %s, %s at wave %q", r.Name, strings.Join(what, " and "), wave), nil
 	}}
-	rolloutRequests = map[string]rolloutRequest{RolloutPromote: promoteRequest, RolloutAbort: abortRequest, RolloutResume: resumeRequest}
+	rolloutRequests = map[string]rolloutRequest{RolloutPromote: promoteRequest, RolloutAbort: abortRequest, RolloutPause: pauseRequest, RolloutResume: resumeRequest}
 )
 
 // The requests a person makes of a StackRollout, by the name of their command.
 const (
 	RolloutPromote = "promote"
 	RolloutAbort   = "abort"
+	RolloutPause   = "pause"
 	RolloutResume  = "resume"
 )
 
-// RequestRollout makes the request named (RolloutPromote, RolloutAbort or RolloutResume)
+// RequestRollout makes the request named (RolloutPromote, RolloutAbort, RolloutPause or
+// RolloutResume)
 // of the rollout, as its command does.
 func (e *Env) RequestRollout(ctx context.Context, name, request string) error {
 	req, ok := rolloutRequests[request]
 	if !ok {
-		return fmt.Errorf("unknown rollout request %q: want %s, %s or %s", request, RolloutPromote, RolloutAbort, RolloutResume)
+		return fmt.Errorf("unknown rollout request %q: want %s, %s, %s or %s", request, RolloutPromote, RolloutAbort, RolloutPause, RolloutResume)
 	}
 	return e.requestRollout(ctx, name, req)
 }
 
 // RolloutRequestsFor names the requests that apply to r's state, in the order promote,
-// abort, resume.
+// abort, pause, resume.
 func RolloutRequestsFor(r *v1alpha1.StackRollout) []string {
 	var names []string
-	for _, name := range []string{RolloutPromote, RolloutAbort, RolloutResume} {
+	for _, name := range []string{RolloutPromote, RolloutAbort, RolloutPause, RolloutResume} {
 		if _, err := rolloutRequests[name].check(r); err == nil {
 			names = append(names, name)
 		}

@@ -25,7 +25,9 @@ const targetSHA = "0123456789abcdef0123456789abcdef01234567"
 //   - web: Progressing, its wave "1" (of three) awaiting promotion;
 //   - updating: Progressing, its wave ring-1 updating;
 //   - halted: Halted, its first wave failed;
-//   - idle: Idle, never rolled anything out.
+//   - idle: Idle, never rolled anything out;
+//   - paused: as updating, paused by a request;
+//   - gitops: as updating, paused by spec.paused.
 func newRolloutFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{ns: env.Namespace(t), now: time.Now().Truncate(time.Second)}
@@ -64,10 +66,14 @@ func newRolloutFixture(t *testing.T) *fixture {
 		},
 	})
 	f.rollout(t, "idle", v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle})
+	paused := f.getRollout(t, "updating").Status
+	paused.PauseTime = ago(time.Minute)
+	f.rollout(t, "paused", paused)
+	f.rollout(t, "gitops", f.getRollout(t, "updating").Status, func(spec *v1alpha1.StackRolloutSpec) { spec.Paused = true })
 	return f
 }
 
-func (f *fixture) rollout(t *testing.T, name string, status v1alpha1.StackRolloutStatus) {
+func (f *fixture) rollout(t *testing.T, name string, status v1alpha1.StackRolloutStatus, specs ...func(*v1alpha1.StackRolloutSpec)) {
 	t.Helper()
 	r := &v1alpha1.StackRollout{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
@@ -75,6 +81,9 @@ func (f *fixture) rollout(t *testing.T, name string, status v1alpha1.StackRollou
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Waves:    v1alpha1.RolloutWaves{Steps: []v1alpha1.RolloutStep{{Stacks: intstr.FromString("50%")}}},
 		},
+	}
+	for _, spec := range specs {
+		spec(&r.Spec)
 	}
 	if err := env.Client.Create(t.Context(), r); err != nil {
 		t.Fatal(err)
@@ -141,6 +150,32 @@ func TestCommand_RolloutStatus_ShowsStateAndWaves(t *testing.T) {
 			"step-1 Failed 2 0/2 - -",
 			"step-2 Pending 0 0/1 - -",
 		}},
+		{"pausedByRequest", []string{"rollout", "status", "paused"}, []string{
+			"Phase: Progressing",
+			"Target: 0123456789ab",
+			"Stable: v1",
+			"Wave: ring-1 (2 of 2)",
+			"Updated: 1/2",
+			"Paused: 1m ago by stackwright.dev/pause: resume with `kubectl stackwright rollout resume paused`",
+			"Reconciling: wave ring-1: 0 of 1 Stacks updated",
+			"",
+			"NAME STATE RELEASED UPDATED/STACKS READY-AT GATE JOB",
+			"ring-0 Done 1 1/1 10m ago -",
+			"ring-1 Updating 1 0/1 - -",
+		}},
+		{"pausedBySpec", []string{"rollout", "status", "gitops"}, []string{
+			"Phase: Progressing",
+			"Target: 0123456789ab",
+			"Stable: v1",
+			"Wave: ring-1 (2 of 2)",
+			"Updated: 1/2",
+			"Paused: by spec.paused: set it false to resume",
+			"Reconciling: wave ring-1: 0 of 1 Stacks updated",
+			"",
+			"NAME STATE RELEASED UPDATED/STACKS READY-AT GATE JOB",
+			"ring-0 Done 1 1/1 10m ago -",
+			"ring-1 Updating 1 0/1 - -",
+		}},
 		{"idleWithoutWaves", []string{"rollout", "status", "idle"}, []string{
 			"Phase: Idle",
 			"Target: -",
@@ -151,7 +186,7 @@ func TestCommand_RolloutStatus_ShowsStateAndWaves(t *testing.T) {
 			"No resources found.",
 		}},
 		// ":4" is cobra's ShellCompDirectiveNoFileComp: rollout names, never file names.
-		{"argumentCompletesRolloutNames", []string{"__complete", "rollout", "promote", ""}, []string{"halted", "idle", "updating", "web", ":4"}},
+		{"argumentCompletesRolloutNames", []string{"__complete", "rollout", "promote", ""}, []string{"gitops", "halted", "idle", "paused", "updating", "web", ":4"}},
 		{"secondArgumentCompletesNothing", []string{"__complete", "rollout", "status", "web", ""}, []string{":4"}},
 	}
 	for _, tt := range tests {
@@ -211,6 +246,12 @@ func TestCommand_RolloutRequests_SetTheirAnnotation(t *testing.T) {
 			"requested abort of revision 0123456789ab of rollout halted"},
 		{"resumeHalted", []string{"rollout", "resume", "halted"}, v1alpha1.RolloutResumeAnnotation,
 			`requested resume of rollout halted, halted at wave "step-1"`},
+		{"resumePaused", []string{"rollout", "resume", "paused"}, v1alpha1.RolloutResumeAnnotation,
+			`requested resume of rollout paused, paused at wave "ring-1"`},
+		{"pauseProgressing", []string{"rollout", "pause", "updating"}, v1alpha1.RolloutPauseAnnotation,
+			"requested pause of rollout updating (phase Progressing)"},
+		{"pauseIdle", []string{"rollout", "pause", "idle"}, v1alpha1.RolloutPauseAnnotation,
+			"requested pause of rollout idle (phase Idle)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -248,9 +289,13 @@ func TestCommand_Rollout_RefusesAndSaysWhy(t *testing.T) {
 		{"abortIdle", []string{"rollout", "abort", "idle"},
 			"rollout idle cannot be aborted (phase Idle): only a Progressing or Halted rollout can"},
 		{"resumeProgressing", []string{"rollout", "resume", "web"},
-			"rollout web cannot be resumed (phase Progressing): only a Halted rollout can"},
+			"rollout web cannot be resumed (phase Progressing): only a paused or Halted rollout can"},
 		{"resumeIdle", []string{"rollout", "resume", "idle"},
-			"rollout idle cannot be resumed (phase Idle): only a Halted rollout can"},
+			"rollout idle cannot be resumed (phase Idle): only a paused or Halted rollout can"},
+		{"resumeSpecPaused", []string{"rollout", "resume", "gitops"},
+			"rollout gitops is paused by spec.paused, which a resume does not lift: set spec.paused to false (in the repository it is applied from)"},
+		{"pausePaused", []string{"rollout", "pause", "paused"},
+			"rollout paused is paused already (since " + f.now.Add(-time.Minute).UTC().Format(time.RFC3339) + ")"},
 		{"unknownRollout", []string{"rollout", "status", "nope"},
 			`failed to get StackRollout ` + f.ns + `/nope: stackrollouts.stackwright.dev "nope" not found`},
 		{"unknownFormat", []string{"rollout", "status", "web", "-o", "xml"}, `unknown output format "xml": want json or yaml`},
@@ -267,7 +312,7 @@ func TestCommand_Rollout_RefusesAndSaysWhy(t *testing.T) {
 			}
 		})
 	}
-	for _, name := range []string{"web", "updating", "halted", "idle"} {
+	for _, name := range []string{"web", "updating", "halted", "idle", "paused", "gitops"} {
 		if got := f.getRollout(t, name).Annotations; len(got) > 0 {
 			t.Errorf("refused requests annotated rollout %s: %v", name, got)
 		}

@@ -2,6 +2,9 @@ package manager_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -108,4 +112,117 @@ func TestManager_StackRollout_WavesWithTheStackController(t *testing.T) {
 	}).WithTimeout(time.Minute).Should(Succeed(), "the rollout completes")
 	ring0Ready := ro.Status.Waves[0].ReadyTime.Time
 	g.Expect(firstUpStart(g, ns, "generation/2", "r1")).To(BeTemporally(">=", ring0Ready.Add(bake).Truncate(time.Second)), "ring 1 starts after ring 0 baked")
+}
+
+// programFleet creates, in a new namespace, the Program shared and one Stack of it per
+// name in rings (labelled app=fleet and ring=<index>), and waits until each deployed
+// generation/1.
+func programFleet(t *testing.T, rings ...[]string) (string, *pulumiv1.Program) {
+	t.Helper()
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	prog := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
+	prog.Program.Outputs = map[string]apiextensionsv1.JSON{"version": {Raw: []byte(`"v1"`)}}
+	g.Expect(env.Client.Create(t.Context(), prog)).To(Succeed())
+	var all []string
+	for ring, names := range rings {
+		for _, n := range names {
+			g.Expect(env.Client.Create(t.Context(), &pulumiv1.Stack{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n, Labels: map[string]string{"app": "fleet", "ring": fmt.Sprint(ring)}},
+				Spec:       pulumiv1.StackSpec{Stack: n, ProgramRef: &pulumiv1.ProgramReference{Name: "shared"}},
+			})).To(Succeed())
+			all = append(all, n)
+		}
+	}
+	waitAt(t, ns, "generation/1", all...)
+	return ns, prog
+}
+
+// setVersion changes the Program's output, which makes its next generation a new revision,
+// and returns that revision.
+func setVersion(t *testing.T, prog *pulumiv1.Program, version string) string {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(prog), prog); err != nil {
+			return err
+		}
+		prog.Program.Outputs["version"] = apiextensionsv1.JSON{Raw: fmt.Appendf(nil, "%q", version)}
+		return env.Client.Update(t.Context(), prog)
+	}).Should(Succeed())
+	return fmt.Sprintf("generation/%d", prog.Generation)
+}
+
+// upsOf lists the revisions of the ups of each named Stack, in the order created.
+func upsOf(g Gomega, ns string, names ...string) map[string][]string {
+	var list v1alpha1.UpdateList
+	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	sort.Slice(list.Items, func(i, j int) bool {
+		return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp) ||
+			(list.Items[i].CreationTimestamp.Equal(&list.Items[j].CreationTimestamp) && list.Items[i].Name < list.Items[j].Name)
+	})
+	out := map[string][]string{}
+	for _, u := range list.Items {
+		if slices.Contains(names, u.Spec.StackName) && u.Spec.Type == v1alpha1.UpdateTypeUp {
+			out[u.Spec.StackName] = append(out[u.Spec.StackName], u.Spec.Revision)
+		}
+	}
+	return out
+}
+
+// newRollout creates the rollout fleet of spec in ns, selecting app=fleet in waves by ring,
+// and waits until it is Idle at generation/1.
+func newRollout(t *testing.T, ns string, rings int, spec v1alpha1.StackRolloutSpec) *v1alpha1.StackRollout {
+	t.Helper()
+	g := NewWithT(t)
+	spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "fleet"}}
+	values := make([]string, rings)
+	for i := range values {
+		values[i] = fmt.Sprint(i)
+	}
+	spec.Waves = v1alpha1.RolloutWaves{ByLabel: &v1alpha1.RolloutWavesByLabel{Key: "ring", Values: values}}
+	ro := &v1alpha1.StackRollout{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"}, Spec: spec}
+	g.Expect(env.Client.Create(t.Context(), ro)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		getRollout(g, ro)
+		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutIdle))
+		g.Expect(ro.Status.Stable).NotTo(BeNil())
+		g.Expect(ro.Status.Stable.Revision).To(Equal("generation/1"))
+	}).WithTimeout(time.Minute).Should(Succeed())
+	return ro
+}
+
+// annotateRollout sets a request annotation of the rollout to a new value.
+func annotateRollout(t *testing.T, ro *v1alpha1.StackRollout, key string) {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, key, time.Now().UTC().Format(time.RFC3339Nano))
+	NewWithT(t).Expect(env.Client.Patch(t.Context(), ro, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+// A paused rollout, with the whole manager and the real engine, runs no up of a new
+// revision however long it stays paused (sampled), and rolls it out once resumed.
+func TestManager_StackRollout_PauseHoldsNewUpdates(t *testing.T) {
+	g := NewWithT(t)
+	startManager(t, env.Config, testOptions(t))
+	ns, prog := programFleet(t, []string{"r0"}, []string{"r1"})
+	ro := newRollout(t, ns, 2, v1alpha1.StackRolloutSpec{})
+
+	annotateRollout(t, ro, v1alpha1.RolloutPauseAnnotation)
+	g.Eventually(func(g Gomega) {
+		g.Expect(apimeta.IsStatusConditionTrue(getRollout(g, ro).Status.Conditions, v1alpha1.ConditionPaused)).To(BeTrue())
+	}).WithTimeout(time.Minute).Should(Succeed())
+	v2 := setVersion(t, prog, "v2")
+	g.Eventually(func(g Gomega) {
+		c := apimeta.FindStatusCondition(getRollout(g, ro).Status.Conditions, pulumiv1.ConditionReconciling)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonRolloutPaused))
+		g.Expect(c.Message).To(ContainSubstring(v2))
+	}).WithTimeout(time.Minute).Should(Succeed(), "the Stacks offer the new revision, and the paused rollout does not start it")
+	g.Consistently(func(g Gomega) {
+		for n, revs := range upsOf(g, ns, "r0", "r1") {
+			g.Expect(revs).NotTo(ContainElement(v2), "Stack %s ran an up of %s while the rollout was paused", n, v2)
+		}
+	}).WithTimeout(5 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+	annotateRollout(t, ro, v1alpha1.RolloutResumeAnnotation)
+	waitAt(t, ns, v2, "r0", "r1")
 }

@@ -1,8 +1,9 @@
 // Package rollout owns the StackRollout controller: it divides the Stacks a rollout selects
 // into waves, moves a new revision of their shared source through the waves (releasing at
 // most maxParallel Stacks of a wave at a time, baking, running the gate Job, waiting for a
-// promotion), halts on the first failure, and acts on the abort, resume and promote
-// requests a person annotates the rollout with. It writes the rollouts' status, the gate
+// promotion), halts on the first failure, and acts on the abort, resume, promote and pause
+// requests a person annotates the rollout with (a paused rollout, by a request or by
+// spec.paused, starts nothing new but goes on watching what runs). It writes the rollouts' status, the gate
 // Jobs (started from a CronJob its author labelled as a gate), and the reconcile request a
 // resume sets on the failed Stacks. It never touches a Stack's spec: the Stack controller
 // reports in a Stack's status the revision its source offers, and reads the rollout's

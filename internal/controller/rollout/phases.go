@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/conditions"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
@@ -68,12 +69,21 @@ func checkSources(_ context.Context, s *scope) (bool, error) {
 	return true, nil
 }
 
-// handleRequests acts on new abort and resume requests, and refuses (once) a promotion
-// while no wave awaits one.
+// handleRequests acts on new pause, abort and resume requests, and refuses (once) a
+// promotion while no wave awaits one. A pause is handled before a resume: both new at once
+// leave the rollout unpaused.
 func (r *Reconciler) handleRequests(ctx context.Context, s *scope) (bool, error) {
 	ro, st := s.ro, &s.ro.Status
 	if st.Phase == "" {
 		st.Phase = v1alpha1.RolloutIdle
+	}
+	if v := request(ro, v1alpha1.RolloutPauseAnnotation, st.HandledPause); v != "" {
+		st.HandledPause = v
+		if st.PauseTime == nil {
+			recordPause(ro, s.now)
+		} else {
+			s.event(corev1.EventTypeNormal, EventRequestIgnored, "pause %q ignored: the rollout is paused already", v)
+		}
 	}
 	active := st.Target != nil && (st.Phase == v1alpha1.RolloutProgressing || st.Phase == v1alpha1.RolloutHalted)
 	if v := request(ro, v1alpha1.RolloutAbortAnnotation, st.HandledAbort); v != "" {
@@ -87,7 +97,11 @@ func (r *Reconciler) handleRequests(ctx context.Context, s *scope) (bool, error)
 	}
 	if v := request(ro, v1alpha1.RolloutResumeAnnotation, st.HandledResume); v != "" {
 		st.HandledResume = v
-		if st.Phase == v1alpha1.RolloutHalted {
+		unpaused := st.PauseTime != nil
+		// Unpausing is idempotent: a retry of a failed resume below finds it done.
+		recordUnpause(ro)
+		switch {
+		case st.Phase == v1alpha1.RolloutHalted:
 			if err := r.retry(ctx, s, st.FailedStacks); err != nil {
 				// Not handled: the reconcile's retry acts on it again.
 				st.HandledResume = ""
@@ -95,13 +109,33 @@ func (r *Reconciler) handleRequests(ctx context.Context, s *scope) (bool, error)
 			}
 			recordResume(ro, s.now)
 			s.event(corev1.EventTypeNormal, EventRolloutResumed, "resumed at wave %s: failures before now are forgiven and the failed Stacks are retried", st.WaveName)
-		} else {
-			s.event(corev1.EventTypeNormal, EventRequestIgnored, "resume %q ignored: the rollout is not halted (phase %s)", v, st.Phase)
+		case unpaused:
+			// checkPause announces the end of the pause.
+		case ro.Spec.Paused:
+			s.event(corev1.EventTypeNormal, EventRequestIgnored, "resume %q ignored: spec.paused pauses the rollout, which only setting it false lifts (phase %s)", v, st.Phase)
+		default:
+			s.event(corev1.EventTypeNormal, EventRequestIgnored, "resume %q ignored: the rollout is neither halted nor paused (phase %s)", v, st.Phase)
 		}
 	}
 	if v := request(ro, v1alpha1.RolloutPromoteAnnotation, st.HandledPromote); v != "" && !awaitingPromotion(ro) {
 		st.HandledPromote = v
 		s.event(corev1.EventTypeNormal, EventRequestIgnored, "promote %q ignored: no wave awaits promotion (phase %s)", v, st.Phase)
+	}
+	return true, nil
+}
+
+// checkPause records whether the rollout is paused (by a request or by spec.paused), and
+// announces when that changes. A paused rollout goes on watching its Stacks (a failure of
+// an Update still running halts it), but starts nothing: see idle and progressWave.
+func checkPause(_ context.Context, s *scope) (bool, error) {
+	ro := s.ro
+	was := conditions.IsTrue(ro, v1alpha1.ConditionPaused)
+	markPaused(ro)
+	switch now := ro.Paused(); {
+	case now && !was:
+		s.event(corev1.EventTypeNormal, EventRolloutPaused, "%s", conditions.Get(ro, v1alpha1.ConditionPaused).Message)
+	case !now && was:
+		s.event(corev1.EventTypeNormal, EventRolloutUnpaused, "no longer paused (phase %s, wave %s): what waited starts now", ro.Status.Phase, ro.Status.WaveName)
 	}
 	return true, nil
 }
@@ -167,6 +201,10 @@ func idle(s *scope) {
 		st.Stable = avail
 	}
 	if avail != nil && (st.Stable == nil || avail.Revision != st.Stable.Revision) && (st.Aborted == nil || avail.Revision != st.Aborted.Revision) {
+		if ro.Paused() {
+			markPausedBeforeStart(ro, avail)
+			return
+		}
 		start(s, avail)
 		return
 	}
@@ -223,6 +261,11 @@ func (r *Reconciler) progressWave(ctx context.Context, s *scope) (bool, error) {
 	}
 	if reason, faults := faultsOf(st, s.stacks, s.judge); len(faults) > 0 {
 		halt(s, reason, faults)
+		return false, nil
+	}
+	// Paused: the released Stacks finish what they run, and nothing else moves.
+	if ro.Paused() {
+		markWavePaused(ro)
 		return false, nil
 	}
 	release(w, s.isDone, ro.Spec.MaxParallel)

@@ -35,6 +35,8 @@ const (
 	EventRolloutAborted   = "RolloutAborted"
 	EventRolloutSucceeded = "RolloutSucceeded"
 	EventRequestIgnored   = "RequestIgnored"
+	EventRolloutPaused    = "RolloutPaused"
+	EventRolloutUnpaused  = "RolloutUnpaused"
 	eventAction           = "Rollout"
 )
 
@@ -88,6 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		checkSources,
 		r.offer,
 		r.handleRequests,
+		checkPause,
 		chooseTarget,
 		r.progressWaves,
 	)

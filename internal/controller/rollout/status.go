@@ -53,6 +53,47 @@ func recordResume(ro *v1alpha1.StackRollout, now time.Time) {
 	conditions.Remove(ro, v1alpha1.ConditionHalted)
 }
 
+// recordPause pauses the rollout at now, at a pause request.
+func recordPause(ro *v1alpha1.StackRollout, now time.Time) {
+	t := metav1.NewTime(now)
+	ro.Status.PauseTime = &t
+}
+
+// recordUnpause lifts a pause request (spec.paused, if set, still pauses the rollout).
+func recordUnpause(ro *v1alpha1.StackRollout) {
+	ro.Status.PauseTime = nil
+}
+
+// markPaused sets the Paused condition while the rollout is paused, saying who paused it,
+// and removes it otherwise.
+func markPaused(ro *v1alpha1.StackRollout) {
+	st := &ro.Status
+	switch {
+	case ro.Spec.Paused:
+		conditions.Set(ro, v1alpha1.ConditionPaused, metav1.ConditionTrue, v1alpha1.ReasonSpecPaused,
+			"spec.paused is true: nothing new starts (the Updates already running finish) until it is set false")
+	case st.PauseTime != nil:
+		conditions.Set(ro, v1alpha1.ConditionPaused, metav1.ConditionTrue, v1alpha1.ReasonPauseRequested, fmt.Sprintf(
+			"paused by %s=%s: nothing new starts (the Updates already running finish) until `kubectl stackwright rollout resume %s`",
+			v1alpha1.RolloutPauseAnnotation, st.HandledPause, ro.Name))
+	default:
+		conditions.Remove(ro, v1alpha1.ConditionPaused)
+	}
+}
+
+// markPausedBeforeStart records that the paused rollout does not start the offered
+// revision yet.
+func markPausedBeforeStart(ro *v1alpha1.StackRollout, offered *v1alpha1.RolloutRevision) {
+	conditions.MarkReconciling(ro, v1alpha1.ReasonRolloutPaused, fmt.Sprintf("paused: revision %s is offered and starts once the rollout is resumed", offered.Revision))
+}
+
+// markWavePaused records that the paused rollout moves its current wave no further.
+func markWavePaused(ro *v1alpha1.StackRollout) {
+	st, w := &ro.Status, currentWave(ro)
+	conditions.MarkReconciling(ro, v1alpha1.ReasonRolloutPaused, fmt.Sprintf("paused at wave %s (%d of %d, %s): %d of %d Stack(s) at %s, %d released; the released Stacks finish, nothing more starts until the rollout is resumed",
+		w.Name, st.Wave+1, len(st.Waves), w.State, w.Updated, len(w.Stacks), st.Target.Revision, w.Released))
+}
+
 // markAborted says how far the return to the stable revision is; behind lists the Stacks
 // not Ready at it yet.
 func markAborted(ro *v1alpha1.StackRollout, behind []string) {

@@ -100,6 +100,55 @@ func TestStatus_Setters_RecordTheirTransition(t *testing.T) {
 			},
 		},
 		{
+			Name:   "RecordPauseAndMarkPausedByRequest",
+			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, HandledPause: "t1"},
+			Set: func(ro *v1alpha1.StackRollout) any {
+				recordPause(ro, testNow)
+				markPaused(ro)
+				return nil
+			},
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.PauseTime = &now
+				st.Conditions = []metav1.Condition{gen.Condition(v1alpha1.ConditionPaused, metav1.ConditionTrue, v1alpha1.ReasonPauseRequested,
+					"paused by stackwright.dev/pause=t1: nothing new starts (the Updates already running finish) until `kubectl stackwright rollout resume fleet`")}
+			},
+		},
+		{
+			Name: "RecordUnpauseAndMarkNotPaused",
+			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, PauseTime: &earlier,
+				Conditions: []metav1.Condition{gen.Condition(v1alpha1.ConditionPaused, metav1.ConditionTrue, v1alpha1.ReasonPauseRequested, "paused")}},
+			Set: func(ro *v1alpha1.StackRollout) any {
+				recordUnpause(ro)
+				markPaused(ro)
+				return nil
+			},
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.PauseTime, st.Conditions = nil, nil
+			},
+		},
+		{
+			Name:   "MarkWavePaused",
+			Before: progressing(),
+			Set: func(ro *v1alpha1.StackRollout) any {
+				markWavePaused(ro)
+				return nil
+			},
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.Conditions = gen.Reconciling(v1alpha1.ReasonRolloutPaused, "paused at wave 0 (1 of 2, Updating): 1 of 1 Stack(s) at generation/2, 1 released; the released Stacks finish, nothing more starts until the rollout is resumed")
+			},
+		},
+		{
+			Name:   "MarkPausedBeforeStart",
+			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Stable: rev1},
+			Set: func(ro *v1alpha1.StackRollout) any {
+				markPausedBeforeStart(ro, rev2)
+				return nil
+			},
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.Conditions = gen.Reconciling(v1alpha1.ReasonRolloutPaused, "paused: revision generation/2 is offered and starts once the rollout is resumed")
+			},
+		},
+		{
 			Name:   "MarkAbortedWhileRollingBack",
 			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: rev1, Aborted: rev2},
 			Set: func(ro *v1alpha1.StackRollout) any {

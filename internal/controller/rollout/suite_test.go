@@ -66,7 +66,7 @@ var (
 	promotedRe  = regexp.MustCompile(`^wave (\S+) promoted \(\S+=(\S+)\)$`)
 	abortedRe   = regexp.MustCompile(`^revision (\S+) aborted at wave `)
 	succeededRe = regexp.MustCompile(`^revision (\S+) reached every wave `)
-	ignoredRe   = regexp.MustCompile(`^(abort|resume|promote) "([^"]+)" ignored`)
+	ignoredRe   = regexp.MustCompile(`^(abort|resume|promote|pause) "([^"]+)" ignored`)
 )
 
 // announced says what e announces that the stored status of ro does not show, nil when it
@@ -123,9 +123,13 @@ func announced(e kubetest.Event, _, ro *v1alpha1.StackRollout) error {
 		ok = st.Aborted != nil && st.Aborted.Revision == match(abortedRe)[1] && st.HandledAbort == ro.Annotations[v1alpha1.RolloutAbortAnnotation]
 	case rollout.EventRolloutSucceeded:
 		ok = isStable(match(succeededRe)[1]) && st.CompletionTime != nil
+	case rollout.EventRolloutPaused:
+		ok = apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionPaused)
+	case rollout.EventRolloutUnpaused:
+		ok = !apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionPaused)
 	case rollout.EventRequestIgnored:
 		m := match(ignoredRe)
-		handled := map[string]string{"abort": st.HandledAbort, "resume": st.HandledResume, "promote": st.HandledPromote}
+		handled := map[string]string{"abort": st.HandledAbort, "resume": st.HandledResume, "promote": st.HandledPromote, "pause": st.HandledPause}
 		ok = handled[m[1]] == m[2]
 	default:
 		return errors.New("a reason this test does not know: say what its status shows")
@@ -310,6 +314,13 @@ func (f *fleet) annotate(key string) string {
 		return env.Client.Patch(f.t.Context(), cur, p)
 	}).Should(Succeed())
 	return v
+}
+
+// setPaused sets the rollout's spec.paused, as a GitOps tool applying it would.
+func (f *fleet) setPaused(paused bool) {
+	f.t.Helper()
+	ro := f.rollout(f.g)
+	f.Patch(ro, func() { ro.Spec.Paused = paused })
 }
 
 // waitCondition waits until the rollout's condition typ is status with reason, and returns

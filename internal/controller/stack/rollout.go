@@ -105,11 +105,19 @@ func heldReason(ro *v1alpha1.StackRollout, stack, offered string) (string, strin
 	case st.Aborted != nil && st.Aborted.Revision == offered:
 		return pulumiv1.ReasonRolloutAborted, fmt.Sprintf("the rollout of %s was aborted", offered)
 	case st.Target != nil && st.Target.Revision == offered:
-		return pulumiv1.ReasonWaveClosed, fmt.Sprintf("wave %s is not open (the rollout is at wave %s, %s)", waveName(ro, stack), st.WaveName, st.Phase)
+		return pulumiv1.ReasonWaveClosed, fmt.Sprintf("wave %s is not open (the rollout is at wave %s, %s%s)", waveName(ro, stack), st.WaveName, st.Phase, pausedNote(ro))
 	case st.Target != nil:
 		return pulumiv1.ReasonRolloutPending, fmt.Sprintf("the rollout of %s comes first", st.Target.Revision)
 	}
-	return pulumiv1.ReasonRolloutPending, "the rollout has not started it yet"
+	return pulumiv1.ReasonRolloutPending, "the rollout has not started it yet" + pausedNote(ro)
+}
+
+// pausedNote tells a held Stack's reader that its rollout is paused, "" when it is not.
+func pausedNote(ro *v1alpha1.StackRollout) string {
+	if ro.Paused() {
+		return ", paused"
+	}
+	return ""
 }
 
 func waveName(ro *v1alpha1.StackRollout, stack string) string {
