@@ -211,6 +211,9 @@ const (
 	ReasonRolloutAborted = "Aborted"
 	// ReasonWaveUpdating (Reconciling=True): the current wave's Stacks are updating.
 	ReasonWaveUpdating = "WaveUpdating"
+	// ReasonWaveHeld (Reconciling=True): the current wave's maxParallel is 0
+	// (spec.waves.pace): none of its Stacks is released until it is raised.
+	ReasonWaveHeld = "WaveHeld"
 	// ReasonWaveBaking (Reconciling=True): the current wave is Ready and bakes.
 	ReasonWaveBaking = "WaveBaking"
 	// ReasonWaveGating (Reconciling=True): the gate Job of the current wave runs.

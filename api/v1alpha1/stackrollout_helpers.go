@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // StackSelector is the selector of the rollout's Stacks: spec.selector, narrowed to the
@@ -62,6 +64,53 @@ func TemplateRevision(rev *RolloutRevision) int64 {
 		return 0
 	}
 	return n
+}
+
+// pace is the wave's entry of spec.waves.pace, nil when there is none.
+func (r *StackRollout) pace(wave string) *RolloutWavePace {
+	for i := range r.Spec.Waves.Pace {
+		if p := &r.Spec.Waves.Pace[i]; p.Wave == wave {
+			return p
+		}
+	}
+	return nil
+}
+
+// MaxParallelOf is how many of the named wave's size Stacks may be released and unfinished
+// at once: its spec.waves.pace entry's maxParallel (0 holds the wave), else
+// spec.maxParallel (0, the default, releases the whole wave: size). A percentage is of the
+// wave's Stacks, rounded up.
+func (r *StackRollout) MaxParallelOf(wave string, size int) int32 {
+	if p := r.pace(wave); p != nil && p.MaxParallel != nil {
+		return scaled(*p.MaxParallel, size)
+	}
+	if mp := r.Spec.MaxParallel; mp != nil {
+		if n := scaled(*mp, size); n > 0 {
+			return n
+		}
+	}
+	return int32(size)
+}
+
+// scaled is a count, or a percentage of size rounded up; 0 when it is neither.
+func scaled(v intstr.IntOrString, size int) int32 {
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, size, true)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return int32(min(n, size))
+}
+
+// BakeTimeOf is how long the named wave bakes: its spec.waves.pace entry's bakeTime, else
+// spec.bakeTime, else 0.
+func (r *StackRollout) BakeTimeOf(wave string) time.Duration {
+	if p := r.pace(wave); p != nil && p.BakeTime != nil {
+		return p.BakeTime.Duration
+	}
+	if r.Spec.BakeTime != nil {
+		return r.Spec.BakeTime.Duration
+	}
+	return 0
 }
 
 // Paused reports whether the rollout is paused, by spec.paused or by a pause request.

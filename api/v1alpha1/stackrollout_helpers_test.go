@@ -2,9 +2,11 @@ package v1alpha1_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
@@ -69,5 +71,62 @@ func TestStackRollout_Selects_TemplateNarrowsTheSelector(t *testing.T) {
 				t.Errorf("Selects(%v) = %v, want %v", tt.labels, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestStackRollout_MaxParallelOf_PaceOverridesTheRollout(t *testing.T) {
+	count, pct := intstr.FromInt32, intstr.FromString
+	ptr := func(v intstr.IntOrString) *intstr.IntOrString { return &v }
+	tests := []struct {
+		name     string
+		rollout  *intstr.IntOrString
+		pace     *intstr.IntOrString
+		wantOf10 int32
+	}{
+		{name: "unsetReleasesTheWholeWave", wantOf10: 10},
+		{name: "rolloutZeroReleasesTheWholeWave", rollout: ptr(count(0)), wantOf10: 10},
+		{name: "rolloutCount", rollout: ptr(count(3)), wantOf10: 3},
+		{name: "rolloutCountAboveTheWave", rollout: ptr(count(30)), wantOf10: 10},
+		{name: "rolloutPercentageRoundsUp", rollout: ptr(pct("25%")), wantOf10: 3},
+		{name: "rolloutSmallPercentageIsOne", rollout: ptr(pct("1%")), wantOf10: 1},
+		{name: "paceOverrides", rollout: ptr(count(3)), pace: ptr(count(5)), wantOf10: 5},
+		{name: "paceZeroHolds", rollout: ptr(count(3)), pace: ptr(count(0)), wantOf10: 0},
+		{name: "paceZeroPercentHolds", pace: ptr(pct("0%")), wantOf10: 0},
+		{name: "pacePercentage", pace: ptr(pct("50%")), wantOf10: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ro := &v1alpha1.StackRollout{Spec: v1alpha1.StackRolloutSpec{MaxParallel: tt.rollout, Waves: v1alpha1.RolloutWaves{Pace: []v1alpha1.RolloutWavePace{
+				{Wave: "1", MaxParallel: tt.pace},
+			}}}}
+			if got := ro.MaxParallelOf("1", 10); got != tt.wantOf10 {
+				t.Errorf("MaxParallelOf(1, 10) = %d, want %d", got, tt.wantOf10)
+			}
+			if tt.rollout == nil || tt.pace == nil {
+				return
+			}
+			// The pace of wave 1 is not another wave's.
+			if got, want := ro.MaxParallelOf("2", 10), ro.MaxParallelOf("x", 10); got != want || got == tt.wantOf10 {
+				t.Errorf("MaxParallelOf(2, 10) = %d, want the rollout's %d", got, want)
+			}
+		})
+	}
+}
+
+func TestStackRollout_BakeTimeOf_PaceOverridesTheRollout(t *testing.T) {
+	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
+	ro := &v1alpha1.StackRollout{Spec: v1alpha1.StackRolloutSpec{BakeTime: d(time.Minute), Waves: v1alpha1.RolloutWaves{Pace: []v1alpha1.RolloutWavePace{
+		{Wave: "0", BakeTime: d(time.Hour)}, {Wave: "1", BakeTime: d(0)}, {Wave: "2"},
+	}}}}
+	got := map[string]time.Duration{}
+	for _, w := range []string{"0", "1", "2", "3"} {
+		got[w] = ro.BakeTimeOf(w)
+	}
+	want := map[string]time.Duration{"0": time.Hour, "1": 0, "2": time.Minute, "3": time.Minute}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("BakeTimeOf (-want +got):\n%s", diff)
+	}
+	if got := (&v1alpha1.StackRollout{}).BakeTimeOf("0"); got != 0 {
+		t.Errorf("BakeTimeOf without a bake time = %s, want 0", got)
 	}
 }

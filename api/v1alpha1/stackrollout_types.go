@@ -59,14 +59,18 @@ type StackRolloutSpec struct {
 	// Waves divides the selected Stacks into ordered waves.
 	Waves RolloutWaves `json:"waves"`
 
-	// MaxParallel bounds how many Stacks of a wave update to the new revision at once.
-	// 0 (the default) lets the whole wave update at once.
+	// MaxParallel bounds how many Stacks of a wave update to the new revision at once: a
+	// count, or a percentage of the wave's Stacks ("25%", rounded up, so at least one).
+	// 0 (the default) lets the whole wave update at once. spec.waves.pace overrides it per
+	// wave.
 	// +optional
-	// +kubebuilder:validation:Minimum=0
-	MaxParallel int32 `json:"maxParallel,omitempty"`
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxParallel is a count (0 or more) or a percentage from 1% to 100%"
+	MaxParallel *intstr.IntOrString `json:"maxParallel,omitempty"`
 
 	// BakeTime is how long a wave must stay Ready at the new revision before its gates
-	// run and the next wave may start. Default 0.
+	// run and the next wave may start. Default 0. spec.waves.pace overrides it per wave.
 	// +optional
 	BakeTime *metav1.Duration `json:"bakeTime,omitempty"`
 
@@ -104,6 +108,36 @@ type RolloutWaves struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=20
 	Steps []RolloutStep `json:"steps,omitempty"`
+
+	// Pace overrides spec.maxParallel and spec.bakeTime for the waves it names. An entry
+	// that names no wave of a rollout changes nothing.
+	// +optional
+	// +listType=map
+	// +listMapKey=wave
+	// +kubebuilder:validation:MaxItems=21
+	Pace []RolloutWavePace `json:"pace,omitempty"`
+}
+
+// RolloutWavePace is the pace of one wave, in place of the rollout's.
+type RolloutWavePace struct {
+	// Wave names the wave: a byLabel value, "(other)", or "step-<n>".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Wave string `json:"wave"`
+
+	// MaxParallel bounds how many of the wave's Stacks update at once: a count or a
+	// percentage of the wave's Stacks (rounded up). 0 (or "0%") holds the wave: none of its
+	// Stacks is released (those released already keep the target) until it is raised.
+	// Unset, spec.maxParallel applies.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[0-9]{1,2})%$')",message="maxParallel is a count (0 or more) or a percentage from 0% to 100%"
+	MaxParallel *intstr.IntOrString `json:"maxParallel,omitempty"`
+
+	// BakeTime of the wave; unset, spec.bakeTime applies.
+	// +optional
+	BakeTime *metav1.Duration `json:"bakeTime,omitempty"`
 }
 
 // RolloutWavesByLabel orders waves by a label's values.

@@ -13,6 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -169,7 +170,8 @@ func upsOf(g Gomega, ns string, names ...string) map[string][]string {
 	return out
 }
 
-// newRollout creates the rollout fleet of spec in ns, selecting app=fleet in waves by ring,
+// newRollout creates the rollout fleet of spec in ns, selecting app=fleet in waves by ring
+// (spec's pace kept),
 // and waits until it is Idle at generation/1.
 func newRollout(t *testing.T, ns string, rings int, spec v1alpha1.StackRolloutSpec) *v1alpha1.StackRollout {
 	t.Helper()
@@ -179,7 +181,7 @@ func newRollout(t *testing.T, ns string, rings int, spec v1alpha1.StackRolloutSp
 	for i := range values {
 		values[i] = fmt.Sprint(i)
 	}
-	spec.Waves = v1alpha1.RolloutWaves{ByLabel: &v1alpha1.RolloutWavesByLabel{Key: "ring", Values: values}}
+	spec.Waves.ByLabel = &v1alpha1.RolloutWavesByLabel{Key: "ring", Values: values}
 	ro := &v1alpha1.StackRollout{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"}, Spec: spec}
 	g.Expect(env.Client.Create(t.Context(), ro)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -225,4 +227,60 @@ func TestManager_StackRollout_PauseHoldsNewUpdates(t *testing.T) {
 
 	annotateRollout(t, ro, v1alpha1.RolloutResumeAnnotation)
 	waitAt(t, ns, v2, "r0", "r1")
+}
+
+// sampleUps counts, until the returned function is called, the unfinished ups of revision
+// (Pending or Running) of each wave's Stacks, and returns the most seen at once per wave.
+func sampleUps(t *testing.T, ns, revision string, waves map[string][]string) (stop func() map[string]int) {
+	ctx, cancel := context.WithCancel(t.Context())
+	most := map[string]int{}
+	done := make(chan struct{})
+	waveOf := map[string]string{}
+	for w, names := range waves {
+		for _, n := range names {
+			waveOf[n] = w
+		}
+	}
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			var list v1alpha1.UpdateList
+			if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err == nil {
+				now := map[string]int{}
+				for _, u := range list.Items {
+					w, ok := waveOf[u.Spec.StackName]
+					if ok && u.Spec.Revision == revision && u.Spec.Type == v1alpha1.UpdateTypeUp &&
+						u.Status.Phase != v1alpha1.UpdatePhaseSucceeded && u.Status.Phase != v1alpha1.UpdatePhaseFailed {
+						now[w]++
+					}
+				}
+				for w, n := range now {
+					most[w] = max(most[w], n)
+				}
+
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return func() map[string]int { cancel(); <-done; return most }
+}
+
+// Each wave's maxParallel, with the whole manager and the real engine: the rollout lets a
+// wave of four run all its ups at once, and spec.waves.pace bounds its next wave to 50%
+// (sampled: never more than two unfinished ups of the new revision in that wave).
+func TestManager_StackRollout_PerWaveMaxParallel(t *testing.T) {
+	startManager(t, env.Config, testOptions(t))
+	waves := map[string][]string{"0": {"r0-a", "r0-b", "r0-c", "r0-d"}, "1": {"r1-a", "r1-b", "r1-c", "r1-d"}}
+	ns, prog := programFleet(t, waves["0"], waves["1"])
+	newRollout(t, ns, 2, v1alpha1.StackRolloutSpec{Waves: v1alpha1.RolloutWaves{Pace: []v1alpha1.RolloutWavePace{
+		{Wave: "1", MaxParallel: new(intstr.FromString("50%"))},
+	}}})
+
+	stop := sampleUps(t, ns, "generation/2", waves)
+	v2 := setVersion(t, prog, "v2")
+	NewWithT(t).Expect(v2).To(Equal("generation/2"))
+	waitAt(t, ns, v2, append(waves["0"], waves["1"]...)...)
+	most := stop()
+	t.Logf("most unfinished ups of %s at once, per wave: %v", v2, most)
+	NewWithT(t).Expect(most["1"]).To(And(BeNumerically(">=", 1), BeNumerically("<=", 2)), "wave 1 runs at most 50%% of its 4 Stacks at once")
 }

@@ -10,6 +10,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -61,7 +62,7 @@ func TestManager_SIGKILL_RolloutResumesInTurn(t *testing.T) {
 		Spec: v1alpha1.StackRolloutSpec{
 			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "fleet"}},
 			Waves:       v1alpha1.RolloutWaves{ByLabel: &v1alpha1.RolloutWavesByLabel{Key: "ring", Values: []string{"0", "1", "2"}}},
-			MaxParallel: 1,
+			MaxParallel: new(intstr.FromInt32(1)),
 			BakeTime:    &metav1.Duration{Duration: time.Second},
 		},
 	})

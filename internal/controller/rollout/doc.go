@@ -1,6 +1,7 @@
 // Package rollout owns the StackRollout controller: it divides the Stacks a rollout selects
 // into waves, moves a new revision of their shared source through the waves (releasing at
-// most maxParallel Stacks of a wave at a time, baking, running the gate Job, waiting for a
+// most maxParallel Stacks of a wave at a time, the rollout's or the wave's own in
+// spec.waves.pace, baking, running the gate Job, waiting for a
 // promotion), halts on the first failure, and acts on the abort, resume, promote and pause
 // requests a person annotates the rollout with (a paused rollout, by a request or by
 // spec.paused, starts nothing new but goes on watching what runs). It writes the rollouts' status, the gate

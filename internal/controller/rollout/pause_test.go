@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -19,7 +20,7 @@ func TestReconciler_Reconcile_PauseHoldsWhatHasNotStarted(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, [][]string{{"a", "b", "c"}, {"d"}}, v1alpha1.StackRolloutSpec{
 		Waves:       v1alpha1.RolloutWaves{ByLabel: &v1alpha1.RolloutWavesByLabel{Key: "ring", Values: []string{"0", "1"}}},
-		MaxParallel: 1,
+		MaxParallel: ptrTo(intstr.FromInt32(1)),
 	})
 	f.settle()
 	wave0 := []string{"a", "b", "c"}

@@ -268,15 +268,20 @@ func (r *Reconciler) progressWave(ctx context.Context, s *scope) (bool, error) {
 		markWavePaused(ro)
 		return false, nil
 	}
-	release(w, s.isDone, ro.Spec.MaxParallel)
+	limit := ro.MaxParallelOf(w.Name, len(w.Stacks))
+	release(w, s.isDone, limit)
 	if int(w.Updated) < len(w.Stacks) {
-		markWaveUpdating(ro)
+		if limit == 0 && int(w.Released) < len(w.Stacks) {
+			markWaveHeld(ro)
+		} else {
+			markWaveUpdating(ro)
+		}
 		return false, nil
 	}
 	if recordWaveReady(ro, s.now) {
 		s.event(corev1.EventTypeNormal, EventWaveReady, "wave %s: all %d Stack(s) Ready at %s", w.Name, len(w.Stacks), st.Target.Revision)
 	}
-	if left := bakeTime(ro) - s.now.Sub(w.ReadyTime.Time); left > 0 {
+	if left := ro.BakeTimeOf(w.Name) - s.now.Sub(w.ReadyTime.Time); left > 0 {
 		markWaveBaking(ro, left)
 		s.requeue.After(left)
 		return false, nil

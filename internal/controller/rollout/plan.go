@@ -136,17 +136,17 @@ func forgiven(since *metav1.Time, t time.Time) bool {
 	return since != nil && !t.After(since.Time)
 }
 
-// release lets more Stacks of wave w update, in the order listed, until maxParallel of the
-// released ones are unfinished (0: no bound). Released never shrinks: a Stack once allowed
-// the target keeps it.
-func release(w *v1alpha1.RolloutWaveStatus, isDone func(string) bool, maxParallel int32) {
+// release lets more Stacks of wave w update, in the order listed, until limit of the
+// released ones are unfinished (the wave's maxParallel; 0 holds the wave). Released never
+// shrinks: a Stack once allowed the target keeps it.
+func release(w *v1alpha1.RolloutWaveStatus, isDone func(string) bool, limit int32) {
 	unfinished := int32(0)
 	for _, n := range w.Stacks[:w.Released] {
 		if !isDone(n) {
 			unfinished++
 		}
 	}
-	for int(w.Released) < len(w.Stacks) && (maxParallel == 0 || unfinished < maxParallel) {
+	for int(w.Released) < len(w.Stacks) && unfinished < limit {
 		if !isDone(w.Stacks[w.Released]) {
 			unfinished++
 		}
@@ -227,13 +227,6 @@ func appendUnique(list []string, n string) []string {
 		}
 	}
 	return append(list, n)
-}
-
-func bakeTime(ro *v1alpha1.StackRollout) time.Duration {
-	if ro.Spec.BakeTime == nil {
-		return 0
-	}
-	return ro.Spec.BakeTime.Duration
 }
 
 // available is the revision the Stacks report their source offers; when they disagree

@@ -76,19 +76,21 @@ func TestPlanWaves_Divide(t *testing.T) {
 	}
 }
 
-func TestRelease_MaxParallel(t *testing.T) {
+func TestRelease_Limit(t *testing.T) {
 	tests := []struct {
 		name        string
 		released    int32
 		done        []string
-		maxParallel int32
+		limit       int32
 		want        int32
 	}{
-		{name: "StartsWithMaxParallel", maxParallel: 2, want: 2},
-		{name: "OneDoneReleasesOneMore", released: 2, done: []string{"a"}, maxParallel: 2, want: 3},
-		{name: "DoneAheadAreSkippedNotCounted", released: 1, done: []string{"b", "c"}, maxParallel: 2, want: 4},
-		{name: "NeverShrinks", released: 4, maxParallel: 1, want: 4},
-		{name: "ZeroReleasesAll", maxParallel: 0, want: 5},
+		{name: "StartsWithTheLimit", limit: 2, want: 2},
+		{name: "OneDoneReleasesOneMore", released: 2, done: []string{"a"}, limit: 2, want: 3},
+		{name: "DoneAheadAreSkippedNotCounted", released: 1, done: []string{"b", "c"}, limit: 2, want: 4},
+		{name: "NeverShrinks", released: 4, limit: 1, want: 4},
+		{name: "TheWaveReleasesAll", limit: 5, want: 5},
+		{name: "ZeroHolds", limit: 0, want: 0},
+		{name: "ZeroKeepsThoseReleased", released: 2, limit: 0, want: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +102,7 @@ func TestRelease_MaxParallel(t *testing.T) {
 					}
 				}
 				return false
-			}, tt.maxParallel)
+			}, tt.limit)
 			if w.Released != tt.want {
 				t.Errorf("released %d, want %d", w.Released, tt.want)
 			}

@@ -41,7 +41,7 @@ func TestReconciler_Reconcile_WavesGatesHaltAbortAndFix(t *testing.T) {
 	rings := [][]string{{"r0-a"}, {"r1-a", "r1-b", "r1-c"}, {"r2-a", "r2-b", "r2-c", "r2-d", "r2-e", "r2-f"}}
 	f := newFleet(t, rings, v1alpha1.StackRolloutSpec{
 		Waves:       v1alpha1.RolloutWaves{ByLabel: &v1alpha1.RolloutWavesByLabel{Key: "ring", Values: []string{"0", "1", "2"}}},
-		MaxParallel: 2,
+		MaxParallel: ptrTo(intstr.FromInt32(2)),
 		BakeTime:    &metav1.Duration{Duration: bake},
 		Gates:       v1alpha1.RolloutGates{JobFrom: &corev1.LocalObjectReference{Name: "smoke"}},
 	})
@@ -132,7 +132,7 @@ func TestReconciler_Reconcile_WavesGatesHaltAbortAndFix(t *testing.T) {
 	stopStacks := f.stackController("generation/3")
 	f.offer("generation/3")
 	ro = f.waitCondition(pulumiv1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRolledOut)
-	most, early := stopStacks()
+	most, early, _ := stopStacks()
 	stopGates()
 	f.g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutIdle))
 	f.g.Expect(ro.Status.Stable.Revision).To(Equal("generation/3"))

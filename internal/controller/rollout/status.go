@@ -163,6 +163,16 @@ func markWaveUpdating(ro *v1alpha1.StackRollout) {
 		w.Name, st.Wave+1, len(st.Waves), w.Updated, len(w.Stacks), st.Target.Revision, w.Released))
 }
 
+// markWaveHeld records that the current wave's maxParallel is 0 (spec.waves.pace): no more
+// of its Stacks are released until it is raised.
+func markWaveHeld(ro *v1alpha1.StackRollout) {
+	st, w := &ro.Status, currentWave(ro)
+	w.ReadyTime = nil
+	w.State = v1alpha1.WaveUpdating
+	conditions.MarkReconciling(ro, v1alpha1.ReasonWaveHeld, fmt.Sprintf("wave %s (%d of %d) is held by maxParallel 0 in spec.waves.pace: %d of %d Stack(s) at %s, %d released; raise it to go on",
+		w.Name, st.Wave+1, len(st.Waves), w.Updated, len(w.Stacks), st.Target.Revision, w.Released))
+}
+
 // recordWaveReady records now as the time every Stack of the current wave was first Ready
 // at the target, unless one is recorded; it reports whether it recorded it (the wave's bake
 // starts).

@@ -423,12 +423,13 @@ func (f *fleet) autoPassGates() (stop func()) {
 
 // stackController deploys revision on each Stack soon after the rollout opens it, as the
 // Stack controller would, until the returned function is called; that function reports the
-// most Stacks seen opened and not yet deployed at once, and any Stack opened before the
-// previous wave's gate Job had passed.
-func (f *fleet) stackController(revision string) (stop func() (mostUnfinished int, early []string)) {
+// most Stacks seen opened and not yet deployed at once, in all and per wave, and any Stack
+// opened before the previous wave's gate Job had passed.
+func (f *fleet) stackController(revision string) (stop func() (mostUnfinished int, early []string, mostOfWave map[string]int)) {
 	ctx, cancel := context.WithCancel(f.t.Context())
 	var most int
 	var early []string
+	mostOfWave := map[string]int{}
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -441,10 +442,13 @@ func (f *fleet) stackController(revision string) (stop func() (mostUnfinished in
 			}
 			var open []string
 			for i, w := range ro.Status.Waves {
+				inWave := 0
 				for _, n := range opened(ro, w.Stacks...) {
 					if done[n] {
 						continue
 					}
+					inWave++
+					mostOfWave[w.Name] = max(mostOfWave[w.Name], inWave)
 					open = append(open, n)
 					if i > 0 && !gatePassed(ctx, f.Namespace, ro.Status.Waves[i-1].GateJob) && !slices.Contains(early, n) {
 						early = append(early, n)
@@ -458,7 +462,7 @@ func (f *fleet) stackController(revision string) (stop func() (mostUnfinished in
 			}
 		}
 	}()
-	return func() (int, []string) { cancel(); <-stopped; return most, early }
+	return func() (int, []string, map[string]int) { cancel(); <-stopped; return most, early, mostOfWave }
 }
 
 func gatePassed(ctx context.Context, ns, job string) bool {
