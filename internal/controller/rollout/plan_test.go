@@ -78,11 +78,11 @@ func TestPlanWaves_Divide(t *testing.T) {
 
 func TestRelease_Limit(t *testing.T) {
 	tests := []struct {
-		name        string
-		released    int32
-		done        []string
-		limit       int32
-		want        int32
+		name     string
+		released int32
+		done     []string
+		limit    int32
+		want     int32
 	}{
 		{name: "StartsWithTheLimit", limit: 2, want: 2},
 		{name: "OneDoneReleasesOneMore", released: 2, done: []string{"a"}, limit: 2, want: 3},
