@@ -214,6 +214,10 @@ const (
 	// ReasonWaveHeld (Reconciling=True): the current wave's maxParallel is 0
 	// (spec.waves.pace): none of its Stacks is released until it is raised.
 	ReasonWaveHeld = "WaveHeld"
+	// ReasonSuperseding (Reconciling=True): a newer revision supersedes the target
+	// (spec.newerRevision: Restart); the released Stacks of the current wave finish, then
+	// the newer one starts from the first wave.
+	ReasonSuperseding = "Superseding"
 	// ReasonWaveBaking (Reconciling=True): the current wave is Ready and bakes.
 	ReasonWaveBaking = "WaveBaking"
 	// ReasonWaveGating (Reconciling=True): the gate Job of the current wave runs.

@@ -78,6 +78,15 @@ type StackRolloutSpec struct {
 	// +optional
 	Gates RolloutGates `json:"gates,omitempty"`
 
+	// NewerRevision says what a newer revision offered while the target is rolled out
+	// does. Queue (the default): it waits until the target has reached every wave, then
+	// starts. Restart: the target goes no further (the Stacks of the current wave already
+	// released finish their Updates, no more are released) and the newest revision starts
+	// from the first wave, so that a revision nobody wants any more reaches no later wave.
+	// +optional
+	// +kubebuilder:validation:Enum=Queue;Restart
+	NewerRevision RolloutNewerRevision `json:"newerRevision,omitempty"`
+
 	// Paused, while true, pauses the rollout as the stackwright.dev/pause annotation does:
 	// nothing new starts, and the Updates already running finish. It is the pause a GitOps
 	// repository holds; a resume request does not lift it. Default false.
@@ -182,6 +191,18 @@ type RolloutGates struct {
 	// +kubebuilder:validation:Enum=Auto;Manual
 	Approval RolloutApproval `json:"approval,omitempty"`
 }
+
+// RolloutNewerRevision says what a revision offered during the rollout of another does.
+type RolloutNewerRevision string
+
+const (
+	// RolloutNewerRevisionQueue lets the target reach every wave; the newest revision
+	// offered meanwhile starts after it (those in between are skipped).
+	RolloutNewerRevisionQueue RolloutNewerRevision = "Queue"
+	// RolloutNewerRevisionRestart stops the target at its current wave once its released
+	// Stacks finish, and starts the newest revision from the first wave.
+	RolloutNewerRevisionRestart RolloutNewerRevision = "Restart"
+)
 
 // RolloutApproval says whether waves wait for a person.
 type RolloutApproval string

@@ -284,3 +284,42 @@ func TestManager_StackRollout_PerWaveMaxParallel(t *testing.T) {
 	t.Logf("most unfinished ups of %s at once, per wave: %v", v2, most)
 	NewWithT(t).Expect(most["1"]).To(And(BeNumerically(">=", 1), BeNumerically("<=", 2)), "wave 1 runs at most 50%% of its 4 Stacks at once")
 }
+
+// Three revisions pushed while one is rolled out, with the whole manager and the real
+// engine and newerRevision: Restart: the rollout restarts with the newest from the first
+// wave, and the later waves only ever run ups of the stable revision and of the newest.
+func TestManager_StackRollout_NewerRevisionsSkipTheLaterWaves(t *testing.T) {
+	g := NewWithT(t)
+	startManager(t, env.Config, testOptions(t))
+	ns, prog := programFleet(t, []string{"r0"}, []string{"r1"}, []string{"r2"})
+	ro := newRollout(t, ns, 3, v1alpha1.StackRolloutSpec{
+		NewerRevision: v1alpha1.RolloutNewerRevisionRestart,
+		Gates:         v1alpha1.RolloutGates{Approval: v1alpha1.RolloutApprovalManual},
+	})
+	awaiting := func(target string) {
+		t.Helper()
+		g.Eventually(func(g Gomega) {
+			getRollout(g, ro)
+			g.Expect(ro.Status.Target).NotTo(BeNil())
+			g.Expect(ro.Status.Target.Revision).To(Equal(target))
+			g.Expect(ro.Status.Waves[ro.Status.Wave].State).To(Equal(v1alpha1.WaveAwaitingPromotion))
+		}).WithTimeout(2*time.Minute).Should(Succeed(), "%s awaits promotion", target)
+	}
+
+	v2 := setVersion(t, prog, "v2")
+	awaiting(v2)
+	var newest string
+	for _, v := range []string{"v3", "v4", "v5"} {
+		newest = setVersion(t, prog, v)
+	}
+	awaiting(newest)
+	g.Expect(ro.Status.Wave).To(Equal(int32(0)), "the newest restarted from the first wave")
+	annotateRollout(t, ro, v1alpha1.RolloutPromoteAnnotation)
+	g.Eventually(func(g Gomega) { g.Expect(getRollout(g, ro).Status.Wave).To(Equal(int32(1))) }).WithTimeout(time.Minute).Should(Succeed())
+	awaiting(newest)
+	annotateRollout(t, ro, v1alpha1.RolloutPromoteAnnotation)
+	waitAt(t, ns, newest, "r0", "r1", "r2")
+	ups := upsOf(g, ns, "r1", "r2")
+	g.Expect(ups).To(Equal(map[string][]string{"r1": {"generation/1", newest}, "r2": {"generation/1", newest}}),
+		"the later waves run no revision between the stable one and the newest")
+}

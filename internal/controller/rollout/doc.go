@@ -2,7 +2,8 @@
 // into waves, moves a new revision of their shared source through the waves (releasing at
 // most maxParallel Stacks of a wave at a time, the rollout's or the wave's own in
 // spec.waves.pace, baking, running the gate Job, waiting for a
-// promotion), halts on the first failure, and acts on the abort, resume, promote and pause
+// promotion, restarting from the first wave with a newer revision when spec.newerRevision
+// is Restart), halts on the first failure, and acts on the abort, resume, promote and pause
 // requests a person annotates the rollout with (a paused rollout, by a request or by
 // spec.paused, starts nothing new but goes on watching what runs). It writes the rollouts' status, the gate
 // Jobs (started from a CronJob its author labelled as a gate), and the reconcile request a

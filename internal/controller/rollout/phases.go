@@ -268,6 +268,15 @@ func (r *Reconciler) progressWave(ctx context.Context, s *scope) (bool, error) {
 		markWavePaused(ro)
 		return false, nil
 	}
+	if newer := supersedes(s); newer != nil {
+		if unfinished := unfinishedReleased(w, s.isDone); unfinished > 0 {
+			markSuperseding(ro, newer, unfinished)
+			return false, nil
+		}
+		s.event(corev1.EventTypeNormal, EventSuperseded, "revision %s superseded by %s at wave %s: %s starts from the first wave", st.Target.Revision, newer.Revision, w.Name, newer.Revision)
+		start(s, newer)
+		return true, nil
+	}
 	limit := ro.MaxParallelOf(w.Name, len(w.Stacks))
 	release(w, s.isDone, limit)
 	if int(w.Updated) < len(w.Stacks) {
@@ -298,6 +307,18 @@ func (r *Reconciler) progressWave(ctx context.Context, s *scope) (bool, error) {
 	next := recordWavePassed(ro)
 	s.event(corev1.EventTypeNormal, EventWaveStarted, "wave %s (%d Stack(s)) starts updating to %s", next.Name, len(next.Stacks), st.Target.Revision)
 	return true, nil
+}
+
+// supersedes returns the revision offered in place of the target, when the rollout
+// restarts with a newer revision (spec.newerRevision: Restart); nil otherwise. A revision
+// aborted, or the stable one, supersedes nothing.
+func supersedes(s *scope) *v1alpha1.RolloutRevision {
+	st, next := &s.ro.Status, s.offered
+	if s.ro.Spec.NewerRevision != v1alpha1.RolloutNewerRevisionRestart || next == nil || next.Revision == st.Target.Revision ||
+		(st.Stable != nil && next.Revision == st.Stable.Revision) || (st.Aborted != nil && next.Revision == st.Aborted.Revision) {
+		return nil
+	}
+	return next
 }
 
 // passGates runs the gates between the current wave and the next, the gate Job and then a

@@ -136,16 +136,22 @@ func forgiven(since *metav1.Time, t time.Time) bool {
 	return since != nil && !t.After(since.Time)
 }
 
+// unfinishedReleased counts the released Stacks of wave w not done yet.
+func unfinishedReleased(w *v1alpha1.RolloutWaveStatus, isDone func(string) bool) int32 {
+	n := int32(0)
+	for _, name := range w.Stacks[:w.Released] {
+		if !isDone(name) {
+			n++
+		}
+	}
+	return n
+}
+
 // release lets more Stacks of wave w update, in the order listed, until limit of the
 // released ones are unfinished (the wave's maxParallel; 0 holds the wave). Released never
 // shrinks: a Stack once allowed the target keeps it.
 func release(w *v1alpha1.RolloutWaveStatus, isDone func(string) bool, limit int32) {
-	unfinished := int32(0)
-	for _, n := range w.Stacks[:w.Released] {
-		if !isDone(n) {
-			unfinished++
-		}
-	}
+	unfinished := unfinishedReleased(w, isDone)
 	for int(w.Released) < len(w.Stacks) && unfinished < limit {
 		if !isDone(w.Stacks[w.Released]) {
 			unfinished++

@@ -36,6 +36,7 @@ const (
 	EventRolloutSucceeded = "RolloutSucceeded"
 	EventRequestIgnored   = "RequestIgnored"
 	EventRolloutPaused    = "RolloutPaused"
+	EventSuperseded       = "RevisionSuperseded"
 	EventRolloutUnpaused  = "RolloutUnpaused"
 	eventAction           = "Rollout"
 )

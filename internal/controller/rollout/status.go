@@ -173,6 +173,14 @@ func markWaveHeld(ro *v1alpha1.StackRollout) {
 		w.Name, st.Wave+1, len(st.Waves), w.Updated, len(w.Stacks), st.Target.Revision, w.Released))
 }
 
+// markSuperseding records that newer supersedes the target once the current wave's
+// unfinished released Stacks finish.
+func markSuperseding(ro *v1alpha1.StackRollout, newer *v1alpha1.RolloutRevision, unfinished int32) {
+	st, w := &ro.Status, currentWave(ro)
+	conditions.MarkReconciling(ro, v1alpha1.ReasonSuperseding, fmt.Sprintf("revision %s supersedes %s: %d released Stack(s) of wave %s finish %s first, then %s starts from the first wave",
+		newer.Revision, st.Target.Revision, unfinished, w.Name, st.Target.Revision, newer.Revision))
+}
+
 // recordWaveReady records now as the time every Stack of the current wave was first Ready
 // at the target, unless one is recorded; it reports whether it recorded it (the wave's bake
 // starts).

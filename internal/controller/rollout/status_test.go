@@ -138,6 +138,28 @@ func TestStatus_Setters_RecordTheirTransition(t *testing.T) {
 			},
 		},
 		{
+			Name:   "MarkWaveHeld",
+			Before: progressing(),
+			Set: func(ro *v1alpha1.StackRollout) any {
+				markWaveHeld(ro)
+				return nil
+			},
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.Conditions = gen.Reconciling(v1alpha1.ReasonWaveHeld, "wave 0 (1 of 2) is held by maxParallel 0 in spec.waves.pace: 1 of 1 Stack(s) at generation/2, 1 released; raise it to go on")
+			},
+		},
+		{
+			Name:   "MarkSuperseding",
+			Before: progressing(),
+			Set: func(ro *v1alpha1.StackRollout) any {
+				markSuperseding(ro, &v1alpha1.RolloutRevision{Revision: "generation/3"}, 1)
+				return nil
+			},
+			Change: func(st *v1alpha1.StackRolloutStatus) {
+				st.Conditions = gen.Reconciling(v1alpha1.ReasonSuperseding, "revision generation/3 supersedes generation/2: 1 released Stack(s) of wave 0 finish generation/2 first, then generation/3 starts from the first wave")
+			},
+		},
+		{
 			Name:   "MarkPausedBeforeStart",
 			Before: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Stable: rev1},
 			Set: func(ro *v1alpha1.StackRollout) any {

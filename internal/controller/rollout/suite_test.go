@@ -66,14 +66,14 @@ var (
 	promotedRe  = regexp.MustCompile(`^wave (\S+) promoted \(\S+=(\S+)\)$`)
 	abortedRe   = regexp.MustCompile(`^revision (\S+) aborted at wave `)
 	succeededRe = regexp.MustCompile(`^revision (\S+) reached every wave `)
+	supersedeRe = regexp.MustCompile(`^revision \S+ superseded by (\S+) at wave `)
 	ignoredRe   = regexp.MustCompile(`^(abort|resume|promote|pause) "([^"]+)" ignored`)
 )
 
 // announced says what e announces that the stored status of ro does not show, nil when it
 // shows all of it. A rollout's target can complete in the reconcile that announces its
 // waves, so a fact about the target also holds once that target is the stable revision.
-// (The tests never offer a revision while another completes, so a wave's name is the
-// target's.)
+// (A wave's name is taken to be the target's.)
 func announced(e kubetest.Event, _, ro *v1alpha1.StackRollout) error {
 	st := &ro.Status
 	match := func(re *regexp.Regexp) []string {
@@ -122,7 +122,12 @@ func announced(e kubetest.Event, _, ro *v1alpha1.StackRollout) error {
 	case rollout.EventRolloutAborted:
 		ok = st.Aborted != nil && st.Aborted.Revision == match(abortedRe)[1] && st.HandledAbort == ro.Annotations[v1alpha1.RolloutAbortAnnotation]
 	case rollout.EventRolloutSucceeded:
-		ok = isStable(match(succeededRe)[1]) && st.CompletionTime != nil
+		// A revision queued behind it starts in the same reconcile, and clears the
+		// completion time.
+		ok = isStable(match(succeededRe)[1]) && (st.CompletionTime != nil || st.Target != nil)
+	case rollout.EventSuperseded:
+		rev := match(supersedeRe)[1]
+		ok = isTarget(rev) || isStable(rev)
 	case rollout.EventRolloutPaused:
 		ok = apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionPaused)
 	case rollout.EventRolloutUnpaused:
