@@ -137,6 +137,35 @@ func (r *StackRollout) Opens(stack string) bool {
 	return false
 }
 
+// Returns reports whether the rollout lets the named Stack, which ran the aborted revision,
+// return to the stable revision: always after an abort by a person; after an automatic one
+// (status.pacedAbort), once its wave lets it (waves[].returned), so that the return is
+// paced by the wave's maxParallel.
+func (r *StackRollout) Returns(stack string) bool {
+	st := &r.Status
+	if st.Aborted == nil || st.Phase != RolloutAborted || !st.PacedAbort {
+		return true
+	}
+	for _, w := range st.Waves {
+		if j := slices.Index(w.Stacks, stack); j >= 0 {
+			return j >= int(w.Released) || j < int(w.Returned)
+		}
+	}
+	return true
+}
+
+// AutoAbortLimit is how many automatic aborts may follow one another, 0 without autoAbort.
+func (r *StackRollout) AutoAbortLimit() int32 {
+	switch a := r.Spec.AutoAbort; {
+	case a == nil:
+		return 0
+	case a.Limit < 1:
+		return 1
+	default:
+		return a.Limit
+	}
+}
+
 // WaveOf names the wave the Stack is in, "" when it is in none (selected after the
 // rollout of the target started).
 func (r *StackRollout) WaveOf(stack string) string {
@@ -151,8 +180,8 @@ func (r *StackRollout) WaveOf(stack string) string {
 // ChangedFor says which Stacks may deploy another revision in r than in old, an earlier
 // version of the rollout: all of them (every, true) when it started, completed or aborted
 // a target, moved to another wave or changed its spec; otherwise those of its waves whose
-// wave opened (a release of maxParallel more), so that a rollout's progress costs one
-// reconcile per released Stack, not one per Stack.
+// wave opened (a release of maxParallel more), or that an automatic abort let return, so
+// that a rollout's progress costs one reconcile per released Stack, not one per Stack.
 func (r *StackRollout) ChangedFor(old *StackRollout) (every bool, stacks []string) {
 	o, n := &old.Status, &r.Status
 	if old.Generation != r.Generation || o.Phase != n.Phase || o.Wave != n.Wave ||
@@ -161,7 +190,7 @@ func (r *StackRollout) ChangedFor(old *StackRollout) (every bool, stacks []strin
 	}
 	for _, w := range n.Waves {
 		for _, name := range w.Stacks {
-			if old.Opens(name) != r.Opens(name) {
+			if old.Opens(name) != r.Opens(name) || old.Returns(name) != r.Returns(name) {
 				stacks = append(stacks, name)
 			}
 		}

@@ -78,6 +78,12 @@ type StackRolloutSpec struct {
 	// +optional
 	Gates RolloutGates `json:"gates,omitempty"`
 
+	// AutoAbort, when set, aborts a rollout as soon as it halts, without waiting for a
+	// person, up to a number of automatic aborts in a row. The Stacks that ran the aborted
+	// revision return to the stable one paced by their wave's maxParallel.
+	// +optional
+	AutoAbort *RolloutAutoAbort `json:"autoAbort,omitempty"`
+
 	// NewerRevision says what a newer revision offered while the target is rolled out
 	// does. Queue (the default): it waits until the target has reached every wave, then
 	// starts. Restart: the target goes no further (the Stacks of the current wave already
@@ -192,6 +198,17 @@ type RolloutGates struct {
 	Approval RolloutApproval `json:"approval,omitempty"`
 }
 
+// RolloutAutoAbort aborts halted rollouts automatically.
+type RolloutAutoAbort struct {
+	// Limit is how many automatic aborts may follow one another without a revision
+	// reaching every wave in between: the halt after them waits for a person, as without
+	// autoAbort. Default 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Limit int32 `json:"limit,omitempty"`
+}
+
 // RolloutNewerRevision says what a revision offered during the rollout of another does.
 type RolloutNewerRevision string
 
@@ -279,6 +296,10 @@ type RolloutWaveStatus struct {
 	// GateJob names the gate Job run for the wave.
 	// +optional
 	GateJob string `json:"gateJob,omitempty"`
+	// Returned counts the wave's released Stacks, in the order listed, that an automatic
+	// abort lets return to the stable revision (at most maxParallel unfinished at a time).
+	// +optional
+	Returned int32 `json:"returned,omitempty"`
 }
 
 // StackRolloutStatus is where the rollout stands.
@@ -341,6 +362,16 @@ type StackRolloutStatus struct {
 	// no longer halt it.
 	// +optional
 	ResumeTime *metav1.Time `json:"resumeTime,omitempty"`
+
+	// PacedAbort is true when the last abort was automatic: the Stacks return to the
+	// stable revision paced by their wave (waves[].returned), not all at once.
+	// +optional
+	PacedAbort bool `json:"pacedAbort,omitempty"`
+
+	// AutomaticAborts counts the automatic aborts since a revision last reached every
+	// wave (spec.autoAbort.limit bounds it).
+	// +optional
+	AutomaticAborts int32 `json:"automaticAborts,omitempty"`
 
 	// PauseTime is when a pause request (the stackwright.dev/pause annotation) paused the
 	// rollout; a resume request clears it. spec.paused pauses the rollout too.

@@ -323,3 +323,40 @@ func TestManager_StackRollout_NewerRevisionsSkipTheLaterWaves(t *testing.T) {
 	g.Expect(ups).To(Equal(map[string][]string{"r1": {"generation/1", newest}, "r2": {"generation/1", newest}}),
 		"the later waves run no revision between the stable one and the newest")
 }
+
+// An automatic abort, with the whole manager and the real engine: a revision whose program
+// fails halts wave 0, which the rollout aborts at once, running a new up of the stable
+// revision there while wave 1 never runs the failed one; the next failing revision is one
+// abort beyond spec.autoAbort.limit and leaves the rollout halted for a person.
+func TestManager_StackRollout_AutoAbortReturnsToStableUpToItsLimit(t *testing.T) {
+	g := NewWithT(t)
+	startManager(t, env.Config, testOptions(t))
+	ns, prog := programFleet(t, []string{"r0"}, []string{"r1"})
+	ro := newRollout(t, ns, 2, v1alpha1.StackRolloutSpec{AutoAbort: &v1alpha1.RolloutAutoAbort{Limit: 1}})
+
+	broken := setVersion(t, prog, "${missing}")
+	g.Eventually(func(g Gomega) {
+		getRollout(g, ro)
+		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutAborted))
+		g.Expect(ro.Status.Aborted).NotTo(BeNil())
+		g.Expect(ro.Status.Aborted.Revision).To(Equal(broken))
+		c := apimeta.FindStatusCondition(ro.Status.Conditions, pulumiv1.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonRolloutAborted), "%v", ro.Status.Conditions)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(3*time.Minute).Should(Succeed(), "the failed revision is aborted and wave 0 is back at the stable revision")
+	g.Expect(ro.Status.AutomaticAborts).To(Equal(int32(1)))
+	waitAt(t, ns, "generation/1", "r0", "r1")
+	g.Expect(upsOf(g, ns, "r0", "r1")).To(Equal(map[string][]string{"r0": {"generation/1", broken, "generation/1"}, "r1": {"generation/1"}}),
+		"wave 0 runs a new up of the stable revision; wave 1 never runs the failed one")
+
+	again := setVersion(t, prog, "${missing-too}")
+	g.Eventually(func(g Gomega) {
+		getRollout(g, ro)
+		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutHalted))
+		g.Expect(ro.Status.Target.Revision).To(Equal(again))
+		c := apimeta.FindStatusCondition(ro.Status.Conditions, v1alpha1.ConditionHalted)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("not aborted automatically"))
+	}).WithTimeout(3*time.Minute).Should(Succeed(), "beyond its limit, the automatic abort leaves the halt to a person")
+}

@@ -45,7 +45,7 @@ func (c *Controller) rolloutOf(ctx context.Context, t *v1alpha1.StackTemplate, l
 // rendered from; cur is the revision it is rendered from (0 for a Stack not created yet),
 // latest the template's. As for source revisions: an open wave gets the target; a closed
 // one keeps the revision it has while a target moves through the waves, and returns to the
-// stable revision from an aborted one; between rollouts every Stack converges on the stable
+// stable revision from an aborted one (after an automatic abort, once its wave lets it); between rollouts every Stack converges on the stable
 // revision. A new Stack starts at the stable revision (it is in no wave), or at the latest
 // when the rollout has none yet.
 func rolloutRevision(ro *v1alpha1.StackRollout, stack string, cur, latest int64) int64 {
@@ -55,7 +55,11 @@ func rolloutRevision(ro *v1alpha1.StackRollout, stack string, cur, latest int64)
 	case ro.Opens(stack) && v1alpha1.TemplateRevision(st.Target) > 0:
 		return v1alpha1.TemplateRevision(st.Target)
 	case stable > 0 && cur > 0 && cur == v1alpha1.TemplateRevision(st.Aborted):
-		return stable
+		if ro.Returns(stack) {
+			return stable
+		}
+		// An automatic abort returns the wave maxParallel Stacks at a time.
+		return cur
 	case stable > 0 && st.Target == nil:
 		return stable
 	case cur > 0:

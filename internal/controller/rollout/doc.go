@@ -5,7 +5,9 @@
 // promotion, restarting from the first wave with a newer revision when spec.newerRevision
 // is Restart), halts on the first failure, and acts on the abort, resume, promote and pause
 // requests a person annotates the rollout with (a paused rollout, by a request or by
-// spec.paused, starts nothing new but goes on watching what runs). It writes the rollouts' status, the gate
+// spec.paused, starts nothing new but goes on watching what runs), and, with spec.autoAbort,
+// aborts a halted target itself, its Stacks returning paced by their wave. It writes the
+// rollouts' status, the gate
 // Jobs (started from a CronJob its author labelled as a gate), and the reconcile request a
 // resume sets on the failed Stacks. It never touches a Stack's spec: the Stack controller
 // reports in a Stack's status the revision its source offers, and reads the rollout's

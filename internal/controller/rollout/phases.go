@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -190,6 +191,10 @@ func chooseTarget(_ context.Context, s *scope) (bool, error) {
 // nothing to roll out.
 func idle(s *scope) {
 	ro, st := s.ro, &s.ro.Status
+	// An automatic abort's return finishes before anything new starts.
+	if returning(s) {
+		return
+	}
 	if st.Stable == nil {
 		st.Stable = s.deployed
 	}
@@ -278,7 +283,7 @@ func (r *Reconciler) progressWave(ctx context.Context, s *scope) (bool, error) {
 		return true, nil
 	}
 	limit := ro.MaxParallelOf(w.Name, len(w.Stacks))
-	release(w, s.isDone, limit)
+	release(w.Stacks, &w.Released, s.isDone, limit)
 	if int(w.Updated) < len(w.Stacks) {
 		if limit == 0 && int(w.Released) < len(w.Stacks) {
 			markWaveHeld(ro)
@@ -355,10 +360,58 @@ func (r *Reconciler) passGates(ctx context.Context, s *scope) (bool, error) {
 	return true, nil
 }
 
-// halt stops the rollout where it is: later waves keep what they have.
+// halt stops the rollout where it is: later waves keep what they have. With
+// spec.autoAbort, it aborts the target instead, unless the automatic aborts in a row have
+// reached their limit: then a person decides, as without it.
 func halt(s *scope, reason string, faults []string) {
-	msg := recordHalt(s.ro, reason, faults)
+	ro, st := s.ro, &s.ro.Status
+	if limit := ro.AutoAbortLimit(); limit > 0 {
+		if st.AutomaticAborts < limit {
+			s.event(corev1.EventTypeWarning, EventRolloutAborted, "revision %s aborted at wave %s automatically (%d of %d in a row, spec.autoAbort): %s; the Stacks that ran it return to %s, paced by their wave's maxParallel",
+				st.Target.Revision, st.WaveName, st.AutomaticAborts+1, limit, strings.Join(firstN(faults, maxNamed), "; "), revisionOf(st.Stable))
+			recordAutoAbort(ro)
+			idle(s)
+			return
+		}
+		faults = append(faults, fmt.Sprintf("not aborted automatically: the %d automatic abort(s) in a row spec.autoAbort.limit allows are used", limit))
+	}
+	msg := recordHalt(ro, reason, faults)
 	s.event(corev1.EventTypeWarning, EventRolloutHalted, "%s", msg)
+}
+
+// returning lets the Stacks of an automatic abort's waves return to the stable revision,
+// each wave at most maxParallel unfinished at a time (at least one: a held wave returns
+// too), and reports whether some are not back yet; the conditions then say which.
+func returning(s *scope) bool {
+	ro, st := s.ro, &s.ro.Status
+	if st.Phase != v1alpha1.RolloutAborted || !st.PacedAbort || st.Stable == nil {
+		return false
+	}
+	back := func(name string) bool {
+		stack, ok := s.stacks[name]
+		if !ok {
+			return true
+		}
+		v, _, _ := s.judge(stack, st.Stable, nil)
+		return v == done
+	}
+	var behind []string
+	for i := range st.Waves {
+		w := &st.Waves[i]
+		ran := w.Stacks[:w.Released]
+		release(ran, &w.Returned, back, max(1, ro.MaxParallelOf(w.Name, len(w.Stacks))))
+		for _, n := range ran {
+			if !back(n) {
+				behind = append(behind, n)
+			}
+		}
+	}
+	if len(behind) == 0 {
+		return false
+	}
+	sort.Strings(behind)
+	markAborted(ro, behind)
+	return true
 }
 
 // complete makes the target the stable revision (every wave has it), and starts the

@@ -147,16 +147,22 @@ func unfinishedReleased(w *v1alpha1.RolloutWaveStatus, isDone func(string) bool)
 	return n
 }
 
-// release lets more Stacks of wave w update, in the order listed, until limit of the
-// released ones are unfinished (the wave's maxParallel; 0 holds the wave). Released never
-// shrinks: a Stack once allowed the target keeps it.
-func release(w *v1alpha1.RolloutWaveStatus, isDone func(string) bool, limit int32) {
-	unfinished := unfinishedReleased(w, isDone)
-	for int(w.Released) < len(w.Stacks) && unfinished < limit {
-		if !isDone(w.Stacks[w.Released]) {
+// release lets more of stacks go, in the order listed, until limit of those let go
+// (*released, the first ones) are unfinished; 0 lets none go. It releases a wave's Stacks to
+// the target (limit: the wave's maxParallel), and an automatic abort's Stacks back to the
+// stable revision. *released never shrinks: a Stack once let go keeps going.
+func release(stacks []string, released *int32, isDone func(string) bool, limit int32) {
+	unfinished := int32(0)
+	for _, n := range stacks[:*released] {
+		if !isDone(n) {
 			unfinished++
 		}
-		w.Released++
+	}
+	for int(*released) < len(stacks) && unfinished < limit {
+		if !isDone(stacks[*released]) {
+			unfinished++
+		}
+		*released++
 	}
 }
 

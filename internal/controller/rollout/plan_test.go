@@ -95,7 +95,7 @@ func TestRelease_Limit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &v1alpha1.RolloutWaveStatus{Stacks: []string{"a", "b", "c", "d", "e"}, Released: tt.released}
-			release(w, func(n string) bool {
+			release(w.Stacks, &w.Released, func(n string) bool {
 				for _, d := range tt.done {
 					if d == n {
 						return true

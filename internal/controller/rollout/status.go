@@ -41,8 +41,22 @@ func markMixedSources(ro *v1alpha1.StackRollout, msg string) {
 func recordAbort(ro *v1alpha1.StackRollout) {
 	st := &ro.Status
 	st.Aborted, st.Target = st.Target, nil
-	st.Phase, st.FailedStacks = v1alpha1.RolloutAborted, nil
+	st.Phase, st.FailedStacks, st.PacedAbort = v1alpha1.RolloutAborted, nil, false
 	conditions.Remove(ro, v1alpha1.ConditionHalted)
+}
+
+// recordAutoAbort abandons the target as recordAbort does, on a halt, without a person: the
+// current wave failed, and the Stacks that ran the target return to the stable revision
+// paced by their wave (returning).
+func recordAutoAbort(ro *v1alpha1.StackRollout) {
+	st := &ro.Status
+	currentWave(ro).State = v1alpha1.WaveFailed
+	recordAbort(ro)
+	st.PacedAbort = true
+	st.AutomaticAborts++
+	for i := range st.Waves {
+		st.Waves[i].Returned = 0
+	}
 }
 
 // recordResume moves a halted rollout on: failures that finished before now are forgiven.
@@ -138,7 +152,7 @@ func markIdle(ro *v1alpha1.StackRollout, behind []string, stacks int) {
 func recordStart(ro *v1alpha1.StackRollout, target *v1alpha1.RolloutRevision, waves []v1alpha1.RolloutWaveStatus, now time.Time) {
 	st := &ro.Status
 	t := metav1.NewTime(now)
-	st.Target, st.Phase = target, v1alpha1.RolloutProgressing
+	st.Target, st.Phase, st.PacedAbort = target, v1alpha1.RolloutProgressing, false
 	st.Waves, st.Wave = waves, 0
 	st.StartTime, st.CompletionTime, st.ResumeTime, st.FailedStacks = &t, nil, nil, nil
 	conditions.Remove(ro, v1alpha1.ConditionHalted)
@@ -248,12 +262,13 @@ func recordHalt(ro *v1alpha1.StackRollout, reason string, faults []string) strin
 	return msg
 }
 
-// recordComplete makes the target, which every wave has, the stable revision at now.
+// recordComplete makes the target, which every wave has, the stable revision at now: the
+// automatic aborts in a row start again from 0.
 func recordComplete(ro *v1alpha1.StackRollout, now time.Time) {
 	st := &ro.Status
 	t := metav1.NewTime(now)
 	st.Stable, st.Target = st.Target, nil
-	st.Phase, st.CompletionTime = v1alpha1.RolloutIdle, &t
+	st.Phase, st.CompletionTime, st.AutomaticAborts = v1alpha1.RolloutIdle, &t, 0
 }
 
 // finalizeStatus records the generation as observed once the rollout is Ready or Stalled

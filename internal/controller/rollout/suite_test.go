@@ -120,7 +120,8 @@ func announced(e kubetest.Event, _, ro *v1alpha1.StackRollout) error {
 	case rollout.EventRolloutResumed:
 		ok = st.ResumeTime != nil && st.HandledResume == ro.Annotations[v1alpha1.RolloutResumeAnnotation]
 	case rollout.EventRolloutAborted:
-		ok = st.Aborted != nil && st.Aborted.Revision == match(abortedRe)[1] && st.HandledAbort == ro.Annotations[v1alpha1.RolloutAbortAnnotation]
+		ok = st.Aborted != nil && st.Aborted.Revision == match(abortedRe)[1] &&
+			(st.HandledAbort == ro.Annotations[v1alpha1.RolloutAbortAnnotation] || st.PacedAbort)
 	case rollout.EventRolloutSucceeded:
 		// A revision queued behind it starts in the same reconcile, and clears the
 		// completion time.

@@ -80,7 +80,7 @@ func (r *Reconciler) holdForRollout(ctx context.Context, s *scope) (bool, error)
 // yet; last is the artifact the Stack deployed last. An open wave gets the target. A
 // closed wave keeps what it has while a target moves through the waves (the target itself
 // included, for a Stack that was ahead), and returns to the stable revision from an
-// aborted one. Between rollouts every Stack converges on the stable revision, which has
+// aborted one (after an automatic abort, once its wave lets it). Between rollouts every Stack converges on the stable revision, which has
 // passed every wave: a Stack selected late, or left behind, catches up then.
 func pinFor(ro *v1alpha1.StackRollout, stack string, last *pulumiv1.ArtifactRef) *v1alpha1.RolloutRevision {
 	st := &ro.Status
@@ -89,7 +89,11 @@ func pinFor(ro *v1alpha1.StackRollout, stack string, last *pulumiv1.ArtifactRef)
 	case ro.Opens(stack):
 		return st.Target
 	case st.Aborted != nil && own && last.Revision == st.Aborted.Revision && st.Stable != nil:
-		return st.Stable
+		if ro.Returns(stack) {
+			return st.Stable
+		}
+		// An automatic abort returns the wave maxParallel Stacks at a time.
+		return &v1alpha1.RolloutRevision{Revision: last.Revision, Digest: last.Digest}
 	case st.Target == nil && st.Stable != nil:
 		return st.Stable
 	case own:

@@ -40,6 +40,18 @@ func TestPinFor_Revision(t *testing.T) {
 			status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: v1, Aborted: v2, Wave: 1, Waves: waves}, stack: "a", last: last(v2), want: v1,
 		},
 		{
+			name: "AutomaticAbortReturnsWhenItsWaveLetsIt",
+			status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: v1, Aborted: v2, Wave: 1, PacedAbort: true,
+				Waves: []v1alpha1.RolloutWaveStatus{{Name: "0", Stacks: []string{"a", "e"}, Released: 2, Returned: 1}, {Name: "1", Stacks: []string{"b"}}}},
+			stack: "a", last: last(v2), want: v1,
+		},
+		{
+			name: "AutomaticAbortHoldsUntilItsWaveLetsIt",
+			status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutAborted, Stable: v1, Aborted: v2, Wave: 1, PacedAbort: true,
+				Waves: []v1alpha1.RolloutWaveStatus{{Name: "0", Stacks: []string{"a", "e"}, Released: 2, Returned: 1}, {Name: "1", Stacks: []string{"b"}}}},
+			stack: "e", last: last(v2), want: v2,
+		},
+		{
 			name:   "IdleCatchesUpToStable",
 			status: v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle, Stable: v2, Waves: waves}, stack: "late", last: last(v1), want: v2,
 		},
