@@ -218,6 +218,9 @@ const (
 	// (spec.newerRevision: Restart); the released Stacks of the current wave finish, then
 	// the newer one starts from the first wave.
 	ReasonSuperseding = "Superseding"
+	// ReasonWavePreviewing (Reconciling=True): the current wave's Stacks preview the target
+	// for spec.gates.preview before any is released.
+	ReasonWavePreviewing = "WavePreviewing"
 	// ReasonWaveBaking (Reconciling=True): the current wave is Ready and bakes.
 	ReasonWaveBaking = "WaveBaking"
 	// ReasonWaveGating (Reconciling=True): the gate Job of the current wave runs.
@@ -241,6 +244,9 @@ const (
 	// ReasonPolicyWarning (Halted=True): a Stack's preview of the target drew an advisory
 	// policy violation.
 	ReasonPolicyWarning = "PolicyWarning"
+	// ReasonPreviewGateFailed (Halted=True): a Stack's preview of the target planned what
+	// spec.gates.preview forbids; the message names the Stacks and steps.
+	ReasonPreviewGateFailed = "PreviewGateFailed"
 	// ReasonGateFailed (Halted=True): the gate Job failed, or its CronJob is missing.
 	ReasonGateFailed = "GateFailed"
 	// ReasonMixedSources (Stalled=True): the selected Stacks do not share one source, so

@@ -137,6 +137,27 @@ func (r *StackRollout) Opens(stack string) bool {
 	return false
 }
 
+// Previews reports whether the rollout asks the named Stack to preview its target (and not
+// to deploy it yet): its wave is the current one and is Previewing (spec.gates.preview),
+// and the rollout is not paused.
+func (r *StackRollout) Previews(stack string) bool {
+	st := &r.Status
+	if st.Target == nil || st.Phase != RolloutProgressing || int(st.Wave) >= len(st.Waves) || r.Paused() {
+		return false
+	}
+	w := &st.Waves[st.Wave]
+	return w.State == WavePreviewing && slices.Contains(w.Stacks, stack)
+}
+
+// OpeningState is the state a wave of the rollout starts in: Previewing when its Stacks'
+// previews are judged first (spec.gates.preview, for source revisions), else Updating.
+func (r *StackRollout) OpeningState() WaveState {
+	if r.Spec.Gates.Preview != nil && r.Spec.Template == nil {
+		return WavePreviewing
+	}
+	return WaveUpdating
+}
+
 // Returns reports whether the rollout lets the named Stack, which ran the aborted revision,
 // return to the stable revision: always after an abort by a person; after an automatic one
 // (status.pacedAbort), once its wave lets it (waves[].returned), so that the return is
@@ -184,13 +205,13 @@ func (r *StackRollout) WaveOf(stack string) string {
 // that a rollout's progress costs one reconcile per released Stack, not one per Stack.
 func (r *StackRollout) ChangedFor(old *StackRollout) (every bool, stacks []string) {
 	o, n := &old.Status, &r.Status
-	if old.Generation != r.Generation || o.Phase != n.Phase || o.Wave != n.Wave ||
+	if old.Generation != r.Generation || o.Phase != n.Phase || o.Wave != n.Wave || old.Paused() != r.Paused() ||
 		!sameRevision(o.Target, n.Target) || !sameRevision(o.Stable, n.Stable) || !sameRevision(o.Aborted, n.Aborted) {
 		return true, nil
 	}
 	for _, w := range n.Waves {
 		for _, name := range w.Stacks {
-			if old.Opens(name) != r.Opens(name) || old.Returns(name) != r.Returns(name) {
+			if old.Opens(name) != r.Opens(name) || old.Returns(name) != r.Returns(name) || old.Previews(name) != r.Previews(name) {
 				stacks = append(stacks, name)
 			}
 		}

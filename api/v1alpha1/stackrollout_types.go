@@ -190,6 +190,15 @@ type RolloutGates struct {
 	// +optional
 	JobFrom *corev1.LocalObjectReference `json:"jobFrom,omitempty"`
 
+	// Preview judges, before a wave's Stacks are released, each one's preview of the
+	// target: the Stack controller previews the target on each Stack of the wave (as it
+	// previews a change the Policies that select the Stack judge, whose advisory
+	// violations halt the rollout too), and the wave starts only once every preview
+	// passes. A preview that fails halts the rollout, naming the Stacks and the steps at
+	// fault. Rollouts of source revisions only: a rollout of template revisions ignores it.
+	// +optional
+	Preview *RolloutPreviewGate `json:"preview,omitempty"`
+
 	// Approval Manual makes each wave wait, once its other gates passed, for a person to
 	// promote it (the stackwright.dev/promote annotation, or
 	// `kubectl stackwright rollout promote`). Default Auto.
@@ -220,6 +229,22 @@ const (
 	// Stacks finish, and starts the newest revision from the first wave.
 	RolloutNewerRevisionRestart RolloutNewerRevision = "Restart"
 )
+
+// RolloutPreviewGate says what a Stack's preview of the target may plan. Unset rules
+// allow anything: with none set, only the Policies selecting the Stacks judge the preview.
+type RolloutPreviewGate struct {
+	// NoDeletes fails a preview that deletes a resource.
+	// +optional
+	NoDeletes bool `json:"noDeletes,omitempty"`
+	// NoReplaces fails a preview that replaces a resource.
+	// +optional
+	NoReplaces bool `json:"noReplaces,omitempty"`
+	// MaxChanges fails a preview that changes (creates, updates, replaces, deletes, ...)
+	// more resources than this.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxChanges *int32 `json:"maxChanges,omitempty"`
+}
 
 // RolloutApproval says whether waves wait for a person.
 type RolloutApproval string
@@ -252,6 +277,7 @@ type WaveState string
 
 const (
 	WavePending           WaveState = "Pending"
+	WavePreviewing        WaveState = "Previewing"
 	WaveUpdating          WaveState = "Updating"
 	WaveBaking            WaveState = "Baking"
 	WaveGating            WaveState = "Gating"

@@ -282,6 +282,11 @@ func (r *Reconciler) progressWave(ctx context.Context, s *scope) (bool, error) {
 		start(s, newer)
 		return true, nil
 	}
+	if w.State == v1alpha1.WavePreviewing {
+		if passed, err := r.previewWave(ctx, s); err != nil || !passed {
+			return false, err
+		}
+	}
 	limit := ro.MaxParallelOf(w.Name, len(w.Stacks))
 	release(w.Stacks, &w.Released, s.isDone, limit)
 	if int(w.Updated) < len(w.Stacks) {

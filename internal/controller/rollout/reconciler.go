@@ -37,12 +37,14 @@ const (
 	EventRequestIgnored   = "RequestIgnored"
 	EventRolloutPaused    = "RolloutPaused"
 	EventSuperseded       = "RevisionSuperseded"
+	EventWavePreviewed    = "WavePreviewed"
 	EventRolloutUnpaused  = "RolloutUnpaused"
 	eventAction           = "Rollout"
 )
 
 // +kubebuilder:rbac:groups=stackwright.dev,resources=stackrollouts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=stackwright.dev,resources=stackrollouts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=stackwright.dev,resources=updates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=get;list;watch;patch

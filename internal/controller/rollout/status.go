@@ -158,7 +158,7 @@ func recordStart(ro *v1alpha1.StackRollout, target *v1alpha1.RolloutRevision, wa
 	conditions.Remove(ro, v1alpha1.ConditionHalted)
 	if len(st.Waves) > 0 {
 		st.WaveName = st.Waves[0].Name
-		st.Waves[0].State = v1alpha1.WaveUpdating
+		st.Waves[0].State = ro.OpeningState()
 	}
 }
 
@@ -175,6 +175,19 @@ func markWaveUpdating(ro *v1alpha1.StackRollout) {
 	w.State = v1alpha1.WaveUpdating
 	conditions.MarkReconciling(ro, v1alpha1.ReasonWaveUpdating, fmt.Sprintf("wave %s (%d of %d): %d of %d Stack(s) at %s, %d released",
 		w.Name, st.Wave+1, len(st.Waves), w.Updated, len(w.Stacks), st.Target.Revision, w.Released))
+}
+
+// markWavePreviewing records that the current wave waits for pending of its Stacks'
+// previews of the target.
+func markWavePreviewing(ro *v1alpha1.StackRollout, pending []string) {
+	st, w := &ro.Status, currentWave(ro)
+	conditions.MarkReconciling(ro, v1alpha1.ReasonWavePreviewing, fmt.Sprintf("wave %s (%d of %d): %d of %d Stack(s) are previewing %s for spec.gates.preview before any is released: %s",
+		w.Name, st.Wave+1, len(st.Waves), len(pending), len(w.Stacks), st.Target.Revision, names(pending)))
+}
+
+// recordPreviewsPassed opens the current wave, whose previews passed.
+func recordPreviewsPassed(ro *v1alpha1.StackRollout) {
+	currentWave(ro).State = v1alpha1.WaveUpdating
 }
 
 // markWaveHeld records that the current wave's maxParallel is 0 (spec.waves.pace): no more
@@ -245,7 +258,7 @@ func recordWavePassed(ro *v1alpha1.StackRollout) *v1alpha1.RolloutWaveStatus {
 	currentWave(ro).State = v1alpha1.WaveDone
 	ro.Status.Wave++
 	next := currentWave(ro)
-	next.State = v1alpha1.WaveUpdating
+	next.State = ro.OpeningState()
 	return next
 }
 

@@ -66,6 +66,7 @@ var (
 	promotedRe  = regexp.MustCompile(`^wave (\S+) promoted \(\S+=(\S+)\)$`)
 	abortedRe   = regexp.MustCompile(`^revision (\S+) aborted at wave `)
 	succeededRe = regexp.MustCompile(`^revision (\S+) reached every wave `)
+	previewedRe = regexp.MustCompile(`^wave (\S+): the previews of `)
 	supersedeRe = regexp.MustCompile(`^revision \S+ superseded by (\S+) at wave `)
 	ignoredRe   = regexp.MustCompile(`^(abort|resume|promote|pause) "([^"]+)" ignored`)
 )
@@ -126,6 +127,9 @@ func announced(e kubetest.Event, _, ro *v1alpha1.StackRollout) error {
 		// A revision queued behind it starts in the same reconcile, and clears the
 		// completion time.
 		ok = isStable(match(succeededRe)[1]) && (st.CompletionTime != nil || st.Target != nil)
+	case rollout.EventWavePreviewed:
+		s := wave(match(previewedRe)[1]).State
+		ok = s != v1alpha1.WavePreviewing && s != v1alpha1.WavePending
 	case rollout.EventSuperseded:
 		rev := match(supersedeRe)[1]
 		ok = isTarget(rev) || isStable(rev)

@@ -31,7 +31,9 @@ const (
 // preview (which saves the update plan), waits for the approve or reject annotation, and
 // then lets the up through, held to the previewed plan. A new desired state, a new try
 // after a failure, or another set of policies voids an approval and makes a new preview.
-// Stacks with Auto approval and no policy pay nothing.
+// The target of a StackRollout with a preview gate is previewed so too, and while the
+// rollout only asks for the preview its up waits. Stacks with Auto approval, no policy and
+// no such rollout pay nothing.
 func (r *Reconciler) gateChange(ctx context.Context, s *scope) (bool, error) {
 	if s.next.Action != decide.Run || s.op != v1alpha1.UpdateTypeUp {
 		return true, nil
@@ -42,7 +44,7 @@ func (r *Reconciler) gateChange(ctx context.Context, s *scope) (bool, error) {
 		markReconciling(stack, pulumiv1.ReasonStackProcessing, err.Error())
 		return false, err
 	}
-	if len(policies) == 0 && stack.Spec.ApprovalMode() != pulumiv1.ApprovalManual {
+	if len(policies) == 0 && stack.Spec.ApprovalMode() != pulumiv1.ApprovalManual && !s.rolloutPreview {
 		return true, nil
 	}
 	s.policyKey = guardrails.Key(policies)
@@ -58,6 +60,10 @@ func (r *Reconciler) gateChange(ctx context.Context, s *scope) (bool, error) {
 	}
 	switch a.State {
 	case pulumiv1.ApprovalApproved:
+		if s.previewOnly {
+			markReconciling(stack, pulumiv1.ReasonWaveClosed, fmt.Sprintf("preview Update %s of %s is done (%s); the StackRollout judges it, and the up waits for the wave to open", a.Preview, a.Revision, a.Summary))
+			return false, nil
+		}
 		s.plan = a.Preview
 		return true, nil
 	case pulumiv1.ApprovalPreviewing, pulumiv1.ApprovalFailed:

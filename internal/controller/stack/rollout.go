@@ -59,8 +59,14 @@ func (r *Reconciler) holdForRollout(ctx context.Context, s *scope) (bool, error)
 		markReconciling(stack, pulumiv1.ReasonWaveClosed, msg)
 		return false, nil
 	}
+	s.previewOnly = ro.Previews(stack.Name)
+	s.rolloutPreview = ro.Spec.Gates.Preview != nil && ro.Status.Target != nil && pin.Revision == ro.Status.Target.Revision
 	if pin.Revision == avail.Revision {
-		clearHeldBack(stack)
+		if s.previewOnly {
+			markHeldBack(stack, pulumiv1.ReasonWaveClosed, fmt.Sprintf("StackRollout %s previews %s on wave %s for its preview gate before releasing it; the Stack deploys it once the wave opens", ro.Name, pin.Revision, waveName(ro, stack.Name)))
+		} else {
+			clearHeldBack(stack)
+		}
 		return true, nil
 	}
 	state.HeldAt = pin.Revision
@@ -77,7 +83,8 @@ func (r *Reconciler) holdForRollout(ctx context.Context, s *scope) (bool, error)
 }
 
 // pinFor is the revision a rollout lets a Stack deploy, nil when it may deploy nothing
-// yet; last is the artifact the Stack deployed last. An open wave gets the target. A
+// yet; last is the artifact the Stack deployed last. An open wave gets the target, and so
+// does one the rollout asks to preview it (the up then waits for the wave to open). A
 // closed wave keeps what it has while a target moves through the waves (the target itself
 // included, for a Stack that was ahead), and returns to the stable revision from an
 // aborted one (after an automatic abort, once its wave lets it). Between rollouts every Stack converges on the stable revision, which has
@@ -86,7 +93,7 @@ func pinFor(ro *v1alpha1.StackRollout, stack string, last *pulumiv1.ArtifactRef)
 	st := &ro.Status
 	own := last != nil && last.Digest != ""
 	switch {
-	case ro.Opens(stack):
+	case ro.Opens(stack) || ro.Previews(stack):
 		return st.Target
 	case st.Aborted != nil && own && last.Revision == st.Aborted.Revision && st.Stable != nil:
 		if ro.Returns(stack) {

@@ -46,6 +46,11 @@ type scope struct {
 	plan string
 	// policyKey identifies the policies that select the Stack ("" for none).
 	policyKey string
+	// rolloutPreview is set when the Stack deploys the target of a StackRollout with a
+	// preview gate: its change is previewed (and the up held to that plan) even when no
+	// policy selects it. previewOnly is set while the rollout only asks for that preview
+	// (the wave is Previewing): the up waits for the wave to open.
+	rolloutPreview, previewOnly bool
 	// upToDate is set when the desired state is found deployed.
 	upToDate bool
 	// pruned is set once the Update history was pruned in this reconcile.
