@@ -67,7 +67,9 @@ func TestReconciler_Reconcile_PreviewGate(t *testing.T) {
 	}).WithTimeout(time.Second).Should(Succeed())
 
 	f.annotate(v1alpha1.RolloutResumeAnnotation)
-	f.Eventually(func(g Gomega) { g.Expect(opened(f.rollout(g), "b1", "b2")).To(Equal([]string{"b1", "b2"}), "a resume accepts the previews") })
+	f.Eventually(func(g Gomega) {
+		g.Expect(opened(f.rollout(g), "b1", "b2")).To(Equal([]string{"b1", "b2"}), "a resume accepts the previews")
+	})
 	f.deploy("generation/2", "b1", "b2")
 	f.waitCondition(pulumiv1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRolledOut)
 	f.g.Expect(recorder.Count(f.Namespace, "fleet", rollout.EventWavePreviewed)).To(Equal(1))
