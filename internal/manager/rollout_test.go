@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -9,11 +10,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -359,4 +363,86 @@ func TestManager_StackRollout_AutoAbortReturnsToStableUpToItsLimit(t *testing.T)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Message).To(ContainSubstring("not aborted automatically"))
 	}).WithTimeout(3*time.Minute).Should(Succeed(), "beyond its limit, the automatic abort leaves the halt to a person")
+}
+
+// kubeconfig is a kubeconfig for the test's API server, for the Kubernetes provider.
+func kubeconfig(t *testing.T) string {
+	t.Helper()
+	c := env.Config
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	cfg.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
+	cfg.CurrentContext = "envtest"
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// configMaps is a program of the real Kubernetes provider making one ConfigMap per name in
+// ns, each named <stack>-<name>.
+func configMaps(t *testing.T, ns string, names ...string) pulumiv1.ProgramSpec {
+	t.Helper()
+	js := func(v any) apiextensionsv1.JSON {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return apiextensionsv1.JSON{Raw: b}
+	}
+	spec := pulumiv1.ProgramSpec{Resources: map[string]pulumiv1.Resource{
+		"k8s": {Type: "pulumi:providers:kubernetes", Properties: map[string]apiextensionsv1.JSON{"kubeconfig": js(kubeconfig(t))}},
+	}}
+	for _, n := range names {
+		spec.Resources[n] = pulumiv1.Resource{
+			Type: "kubernetes:core/v1:ConfigMap",
+			Properties: map[string]apiextensionsv1.JSON{
+				"metadata": js(map[string]string{"name": "${pulumi.stack}-" + n, "namespace": ns}),
+				"data":     js(map[string]string{"name": n}),
+			},
+			Options: &pulumiv1.ResourceOptions{Provider: &apiextensionsv1.JSON{Raw: []byte(`"${k8s}"`)}},
+		}
+	}
+	return spec
+}
+
+// The preview gate, with the whole manager and the real engine and Kubernetes provider: a
+// revision that deletes a ConfigMap halts the rollout before wave 0 deploys it, naming the
+// Stack and the resource; nothing runs an up of it, and the ConfigMap stays.
+func TestManager_StackRollout_PreviewGateHaltsADelete(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	startManager(t, env.Config, testOptions(t))
+	ns := env.Namespace(t)
+	prog := &pulumiv1.Program{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Program: configMaps(t, ns, "keep", "old")}
+	g.Expect(env.Client.Create(ctx, prog)).To(Succeed())
+	for ring, n := range []string{"r0", "r1"} {
+		g.Expect(env.Client.Create(ctx, &pulumiv1.Stack{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n, Labels: map[string]string{"app": "fleet", "ring": fmt.Sprint(ring)}},
+			Spec:       pulumiv1.StackSpec{Stack: n, ProgramRef: &pulumiv1.ProgramReference{Name: "shared"}},
+		})).To(Succeed())
+	}
+	waitAt(t, ns, "generation/1", "r0", "r1")
+	ro := newRollout(t, ns, 2, v1alpha1.StackRolloutSpec{Gates: v1alpha1.RolloutGates{Preview: &v1alpha1.RolloutPreviewGate{NoDeletes: true}}})
+
+	g.Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(prog), prog); err != nil {
+			return err
+		}
+		prog.Program = configMaps(t, ns, "keep")
+		return env.Client.Update(ctx, prog)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		getRollout(g, ro)
+		c := apimeta.FindStatusCondition(ro.Status.Conditions, v1alpha1.ConditionHalted)
+		g.Expect(c).NotTo(BeNil(), "%v", ro.Status.Conditions)
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonPreviewGateFailed))
+		g.Expect(c.Message).To(ContainSubstring("Stack r0: preview Update"))
+		g.Expect(c.Message).To(MatchRegexp(`deletes 1 resource\(s\): urn:pulumi:r0::[^:]+::kubernetes:core/v1:ConfigMap::old`))
+	}).WithTimeout(3*time.Minute).Should(Succeed(), "the preview gate halts the revision that deletes a ConfigMap")
+	g.Expect(ro.Status.FailedStacks).To(Equal([]string{"r0"}))
+	g.Expect(upsOf(g, ns, "r0", "r1")).To(Equal(map[string][]string{"r0": {"generation/1"}, "r1": {"generation/1"}}), "no up of the halted revision")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r0-old"}, &corev1.ConfigMap{})).To(Succeed(), "the ConfigMap stays")
 }

@@ -345,7 +345,7 @@ func (s *setup) controllers(ctx context.Context) error {
 		{"Program", &programctrl.Reconciler{Client: c, Store: s.store, Recorder: recorder}},
 		{"Update", &updatectrl.Reconciler{Client: c, Executor: s.exec, RunnerJobs: o.Executor == executorJob}},
 		{"Policy", &policyctrl.Controllers{Client: c}},
-		{"StackRollout", &rolloutctrl.Reconciler{Client: c, Recorder: recorder, Now: o.Now, Templates: len(o.TemplateAPIGroups) > 0}},
+		{"StackRollout", &rolloutctrl.Reconciler{Client: c, APIReader: s.mgr.GetAPIReader(), Recorder: recorder, Now: o.Now, Templates: len(o.TemplateAPIGroups) > 0}},
 		{"StackSet", sets},
 	}
 	if oneOffs {

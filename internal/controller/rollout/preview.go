@@ -88,17 +88,29 @@ func (r *Reconciler) previewOf(ctx context.Context, stack *pulumiv1.Stack, targe
 	if sw == nil || sw.Approval == nil || sw.Approval.Preview == "" || sw.Approval.Revision != target.Revision {
 		return nil, nil
 	}
+	key := client.ObjectKey{Namespace: stack.Namespace, Name: sw.Approval.Preview}
 	u := &v1alpha1.Update{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: sw.Approval.Preview}, u)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("failed to get preview Update %s: %w", sw.Approval.Preview, err)
-	case u.Status.Phase != v1alpha1.UpdatePhaseSucceeded || u.Spec.Revision != target.Revision:
-		return nil, nil
+	// The cache tells whether it finished; the steps, which the cache drops, are read from
+	// the API server once it has.
+	for _, reader := range []client.Reader{r.Client, r.apiReader()} {
+		err := reader.Get(ctx, key, u)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("failed to get preview Update %s: %w", key.Name, err)
+		case u.Status.Phase != v1alpha1.UpdatePhaseSucceeded || u.Spec.Revision != target.Revision:
+			return nil, nil
+		}
 	}
 	return u, nil
+}
+
+func (r *Reconciler) apiReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 // previewFaults says what in preview u the gate forbids, nil when it passes: the deletes

@@ -51,7 +51,10 @@ const (
 
 // Reconciler moves each StackRollout's target revision through its waves.
 type Reconciler struct {
-	Client   client.Client
+	Client client.Client
+	// APIReader reads what the manager's cache trims: the steps of a preview Update the
+	// preview gate judges. Nil: Client.
+	APIReader client.Reader
 	Recorder events.EventRecorder
 	// Now is the clock, read once per reconcile; tests replace it.
 	Now func() time.Time
