@@ -55,7 +55,7 @@ type Reconciler struct {
 	// APIReader reads what the manager's cache trims: the steps of a preview Update the
 	// preview gate judges. Nil: Client.
 	APIReader client.Reader
-	Recorder events.EventRecorder
+	Recorder  events.EventRecorder
 	// Now is the clock, read once per reconcile; tests replace it.
 	Now func() time.Time
 	// Templates is set when the install serves StackTemplates (and may read them): only
