@@ -142,7 +142,7 @@ func (r *StackRollout) Opens(stack string) bool {
 // and the rollout is not paused.
 func (r *StackRollout) Previews(stack string) bool {
 	st := &r.Status
-	if st.Target == nil || st.Phase != RolloutProgressing || int(st.Wave) >= len(st.Waves) || r.Paused() {
+	if st.Target == nil || st.Phase != RolloutProgressing || int(st.Wave) >= len(st.Waves) || r.Paused() || r.Spec.Gates.Preview == nil {
 		return false
 	}
 	w := &st.Waves[st.Wave]

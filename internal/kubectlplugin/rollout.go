@@ -111,8 +111,14 @@ func (e *Env) rolloutStatus(ctx context.Context, name, format string) error {
 	if len(st.FailedStacks) > 0 {
 		field("Failed", strings.Join(st.FailedStacks, ", "))
 	}
+	if gate := gateOf(r); gate != "" {
+		field("Gate", gate)
+	}
+	if limit := r.AutoAbortLimit(); limit > 0 {
+		field("Auto abort", fmt.Sprintf("%d of %d in a row used", st.AutomaticAborts, limit))
+	}
 	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReconciling); c != nil && c.Status == metav1.ConditionTrue {
-		field("Reconciling", c.Message)
+		field("Waiting", c.Message)
 	}
 	fmt.Fprintln(e.Out)
 	rows := make([][]string, 0, len(st.Waves))
@@ -126,9 +132,51 @@ func (e *Env) rolloutStatus(ctx context.Context, name, format string) error {
 			gateJob = "-"
 		}
 		rows = append(rows, []string{w.Name, string(w.State), fmt.Sprint(w.Released),
-			fmt.Sprintf("%d/%d", w.Updated, len(w.Stacks)), readyAt, gateJob})
+			fmt.Sprintf("%d/%d", w.Updated, len(w.Stacks)), fmt.Sprint(r.MaxParallelOf(w.Name, len(w.Stacks))),
+			r.BakeTimeOf(w.Name).String(), readyAt, gateJob})
 	}
-	return e.table([]string{"NAME", "STATE", "RELEASED", "UPDATED/STACKS", "READY-AT", "GATE JOB"}, rows)
+	return e.table([]string{"NAME", "STATE", "RELEASED", "UPDATED/STACKS", "MAX-PARALLEL", "BAKE", "READY-AT", "GATE JOB"}, rows)
+}
+
+// previewRules lists the rules of a preview gate.
+func previewRules(p *v1alpha1.RolloutPreviewGate) string {
+	if p == nil {
+		return "no gate any more: the wave is released next"
+	}
+	var rules []string
+	if p.NoDeletes {
+		rules = append(rules, "no deletes")
+	}
+	if p.NoReplaces {
+		rules = append(rules, "no replaces")
+	}
+	if p.MaxChanges != nil {
+		rules = append(rules, fmt.Sprintf("at most %d changes", *p.MaxChanges))
+	}
+	if len(rules) == 0 {
+		return "policies only"
+	}
+	return strings.Join(rules, ", ")
+}
+
+// gateOf says which gate the current wave is at, and what it waits for, "" when it is at
+// none.
+func gateOf(r *v1alpha1.StackRollout) string {
+	w := currentWave(r)
+	if w == nil || r.Status.Target == nil {
+		return ""
+	}
+	switch w.State {
+	case v1alpha1.WavePreviewing:
+		return fmt.Sprintf("preview of %s on wave %s (%s)", revisionOf(r.Status.Target), w.Name, previewRules(r.Spec.Gates.Preview))
+	case v1alpha1.WaveBaking:
+		return fmt.Sprintf("bake of wave %s (%s)", w.Name, r.BakeTimeOf(w.Name))
+	case v1alpha1.WaveGating:
+		return fmt.Sprintf("Job %s of wave %s", w.GateJob, w.Name)
+	case v1alpha1.WaveAwaitingPromotion:
+		return fmt.Sprintf("promotion of wave %s: kubectl stackwright rollout promote %s", w.Name, r.Name)
+	}
+	return ""
 }
 
 // rolloutRequest is a request a person makes of a StackRollout: an annotation, set to a

@@ -27,7 +27,8 @@ const targetSHA = "0123456789abcdef0123456789abcdef01234567"
 //   - halted: Halted, its first wave failed;
 //   - idle: Idle, never rolled anything out;
 //   - paused: as updating, paused by a request;
-//   - gitops: as updating, paused by spec.paused.
+//   - gitops: as updating, paused by spec.paused;
+//   - previewing: Progressing, its only wave previewing for the preview gate.
 func newRolloutFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{ns: env.Namespace(t), now: time.Now().Truncate(time.Second)}
@@ -45,6 +46,9 @@ func newRolloutFixture(t *testing.T) *fixture {
 			{Name: "1", Stacks: []string{"web-b", "web-c"}, Released: 2, Updated: 2, State: v1alpha1.WaveAwaitingPromotion, ReadyTime: ago(5 * time.Minute), GateJob: "web-1-gate"},
 			{Name: "2", Stacks: []string{"web-d", "web-e"}, State: v1alpha1.WavePending},
 		},
+	}, func(spec *v1alpha1.StackRolloutSpec) {
+		spec.MaxParallel, spec.BakeTime = new(intstr.FromInt32(1)), &metav1.Duration{Duration: 10 * time.Minute}
+		spec.Waves.Pace = []v1alpha1.RolloutWavePace{{Wave: "1", MaxParallel: new(intstr.FromString("50%")), BakeTime: &metav1.Duration{Duration: time.Hour}}}
 	})
 	f.rollout(t, "updating", v1alpha1.StackRolloutStatus{
 		Phase: v1alpha1.RolloutProgressing, Target: target, Stable: stable, Wave: 1, WaveName: "ring-1", Stacks: 2, Updated: 1,
@@ -64,12 +68,19 @@ func newRolloutFixture(t *testing.T) *fixture {
 			{Name: "step-1", Stacks: []string{"db-a", "db-b"}, Released: 2, State: v1alpha1.WaveFailed},
 			{Name: "step-2", Stacks: []string{"db-c"}, State: v1alpha1.WavePending},
 		},
-	})
+	}, func(spec *v1alpha1.StackRolloutSpec) { spec.AutoAbort = &v1alpha1.RolloutAutoAbort{Limit: 2} })
 	f.rollout(t, "idle", v1alpha1.StackRolloutStatus{Phase: v1alpha1.RolloutIdle})
 	paused := f.getRollout(t, "updating").Status
 	paused.PauseTime = ago(time.Minute)
 	f.rollout(t, "paused", paused)
 	f.rollout(t, "gitops", f.getRollout(t, "updating").Status, func(spec *v1alpha1.StackRolloutSpec) { spec.Paused = true })
+	f.rollout(t, "previewing", v1alpha1.StackRolloutStatus{
+		Phase: v1alpha1.RolloutProgressing, Target: target, Stable: stable, WaveName: "canary", Stacks: 1,
+		Conditions: []metav1.Condition{condition(v1alpha1.ConditionReconciling, v1alpha1.ReasonWavePreviewing, "wave canary (1 of 1): 1 of 1 Stack(s) are previewing")},
+		Waves:      []v1alpha1.RolloutWaveStatus{{Name: "canary", Stacks: []string{"c"}, State: v1alpha1.WavePreviewing}},
+	}, func(spec *v1alpha1.StackRolloutSpec) {
+		spec.Gates.Preview = &v1alpha1.RolloutPreviewGate{NoDeletes: true, MaxChanges: new(int32(5))}
+	})
 	return f
 }
 
@@ -130,12 +141,13 @@ func TestCommand_RolloutStatus_ShowsStateAndWaves(t *testing.T) {
 			"Stable: v1",
 			"Wave: 1 (2 of 3)",
 			"Updated: 3/5",
-			"Reconciling: wave 1 passed its gates and awaits promotion",
+			"Gate: promotion of wave 1: kubectl stackwright rollout promote web",
+			"Waiting: wave 1 passed its gates and awaits promotion",
 			"",
-			"NAME STATE RELEASED UPDATED/STACKS READY-AT GATE JOB",
-			"0 Done 1 1/1 20m ago web-0-gate",
-			"1 AwaitingPromotion 2 2/2 5m ago web-1-gate",
-			"2 Pending 0 0/2 - -",
+			"NAME STATE RELEASED UPDATED/STACKS MAX-PARALLEL BAKE READY-AT GATE JOB",
+			"0 Done 1 1/1 1 10m0s 20m ago web-0-gate",
+			"1 AwaitingPromotion 2 2/2 1 1h0m0s 5m ago web-1-gate",
+			"2 Pending 0 0/2 1 10m0s - -",
 		}},
 		{"haltedNamesTheFailure", []string{"rollout", "status", "halted"}, []string{
 			"Phase: Halted",
@@ -145,10 +157,11 @@ func TestCommand_RolloutStatus_ShowsStateAndWaves(t *testing.T) {
 			"Updated: 0/3",
 			"Halted: UpdateFailed: updates of Stacks db-a, db-b failed",
 			"Failed: db-a, db-b",
+			"Auto abort: 0 of 2 in a row used",
 			"",
-			"NAME STATE RELEASED UPDATED/STACKS READY-AT GATE JOB",
-			"step-1 Failed 2 0/2 - -",
-			"step-2 Pending 0 0/1 - -",
+			"NAME STATE RELEASED UPDATED/STACKS MAX-PARALLEL BAKE READY-AT GATE JOB",
+			"step-1 Failed 2 0/2 2 0s - -",
+			"step-2 Pending 0 0/1 1 0s - -",
 		}},
 		{"pausedByRequest", []string{"rollout", "status", "paused"}, []string{
 			"Phase: Progressing",
@@ -157,11 +170,11 @@ func TestCommand_RolloutStatus_ShowsStateAndWaves(t *testing.T) {
 			"Wave: ring-1 (2 of 2)",
 			"Updated: 1/2",
 			"Paused: 1m ago by stackwright.dev/pause: resume with `kubectl stackwright rollout resume paused`",
-			"Reconciling: wave ring-1: 0 of 1 Stacks updated",
+			"Waiting: wave ring-1: 0 of 1 Stacks updated",
 			"",
-			"NAME STATE RELEASED UPDATED/STACKS READY-AT GATE JOB",
-			"ring-0 Done 1 1/1 10m ago -",
-			"ring-1 Updating 1 0/1 - -",
+			"NAME STATE RELEASED UPDATED/STACKS MAX-PARALLEL BAKE READY-AT GATE JOB",
+			"ring-0 Done 1 1/1 1 0s 10m ago -",
+			"ring-1 Updating 1 0/1 1 0s - -",
 		}},
 		{"pausedBySpec", []string{"rollout", "status", "gitops"}, []string{
 			"Phase: Progressing",
@@ -170,11 +183,23 @@ func TestCommand_RolloutStatus_ShowsStateAndWaves(t *testing.T) {
 			"Wave: ring-1 (2 of 2)",
 			"Updated: 1/2",
 			"Paused: by spec.paused: set it false to resume",
-			"Reconciling: wave ring-1: 0 of 1 Stacks updated",
+			"Waiting: wave ring-1: 0 of 1 Stacks updated",
 			"",
-			"NAME STATE RELEASED UPDATED/STACKS READY-AT GATE JOB",
-			"ring-0 Done 1 1/1 10m ago -",
-			"ring-1 Updating 1 0/1 - -",
+			"NAME STATE RELEASED UPDATED/STACKS MAX-PARALLEL BAKE READY-AT GATE JOB",
+			"ring-0 Done 1 1/1 1 0s 10m ago -",
+			"ring-1 Updating 1 0/1 1 0s - -",
+		}},
+		{"previewGate", []string{"rollout", "status", "previewing"}, []string{
+			"Phase: Progressing",
+			"Target: 0123456789ab",
+			"Stable: v1",
+			"Wave: canary (1 of 1)",
+			"Updated: 0/1",
+			"Gate: preview of 0123456789ab on wave canary (no deletes, at most 5 changes)",
+			"Waiting: wave canary (1 of 1): 1 of 1 Stack(s) are previewing",
+			"",
+			"NAME STATE RELEASED UPDATED/STACKS MAX-PARALLEL BAKE READY-AT GATE JOB",
+			"canary Previewing 0 0/1 1 0s - -",
 		}},
 		{"idleWithoutWaves", []string{"rollout", "status", "idle"}, []string{
 			"Phase: Idle",
@@ -186,7 +211,7 @@ func TestCommand_RolloutStatus_ShowsStateAndWaves(t *testing.T) {
 			"No resources found.",
 		}},
 		// ":4" is cobra's ShellCompDirectiveNoFileComp: rollout names, never file names.
-		{"argumentCompletesRolloutNames", []string{"__complete", "rollout", "promote", ""}, []string{"gitops", "halted", "idle", "paused", "updating", "web", ":4"}},
+		{"argumentCompletesRolloutNames", []string{"__complete", "rollout", "promote", ""}, []string{"gitops", "halted", "idle", "paused", "previewing", "updating", "web", ":4"}},
 		{"secondArgumentCompletesNothing", []string{"__complete", "rollout", "status", "web", ""}, []string{":4"}},
 	}
 	for _, tt := range tests {
@@ -312,7 +337,7 @@ func TestCommand_Rollout_RefusesAndSaysWhy(t *testing.T) {
 			}
 		})
 	}
-	for _, name := range []string{"web", "updating", "halted", "idle", "paused", "gitops"} {
+	for _, name := range []string{"web", "updating", "halted", "idle", "paused", "gitops", "previewing"} {
 		if got := f.getRollout(t, name).Annotations; len(got) > 0 {
 			t.Errorf("refused requests annotated rollout %s: %v", name, got)
 		}

@@ -31,6 +31,11 @@ func (r *Reconciler) previewWave(ctx context.Context, s *scope) (bool, error) {
 	ro, st := s.ro, &s.ro.Status
 	w := currentWave(ro)
 	gate := ro.Spec.Gates.Preview
+	if gate == nil {
+		// The gate was removed from the spec while the wave previewed.
+		recordPreviewsPassed(ro)
+		return true, nil
+	}
 	reason := v1alpha1.ReasonPreviewGateFailed
 	var pending, faults []string
 	fault := func(name, why, msg string) {
