@@ -261,7 +261,6 @@ func sampleUps(t *testing.T, ns, revision string, waves map[string][]string) (st
 				for w, n := range now {
 					most[w] = max(most[w], n)
 				}
-
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
