@@ -221,6 +221,9 @@ const (
 	// ReasonWavePreviewing (Reconciling=True): the current wave's Stacks preview the target
 	// for spec.gates.preview before any is released.
 	ReasonWavePreviewing = "WavePreviewing"
+	// ReasonWaveSampling (Reconciling=True): the current wave baked, and waits for its
+	// metric gates' consecutive successes.
+	ReasonWaveSampling = "WaveSampling"
 	// ReasonWaveBaking (Reconciling=True): the current wave is Ready and bakes.
 	ReasonWaveBaking = "WaveBaking"
 	// ReasonWaveGating (Reconciling=True): the gate Job of the current wave runs.
@@ -247,6 +250,9 @@ const (
 	// ReasonPreviewGateFailed (Halted=True): a Stack's preview of the target planned what
 	// spec.gates.preview forbids; the message names the Stacks and steps.
 	ReasonPreviewGateFailed = "PreviewGateFailed"
+	// ReasonMetricGateFailed (Halted=True): a metric gate's samples failed while the wave
+	// baked, or its query could not be made; the message names the gate and its last value.
+	ReasonMetricGateFailed = "MetricGateFailed"
 	// ReasonGateFailed (Halted=True): the gate Job failed, or its CronJob is missing.
 	ReasonGateFailed = "GateFailed"
 	// ReasonMixedSources (Stalled=True): the selected Stacks do not share one source, so

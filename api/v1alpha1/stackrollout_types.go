@@ -199,6 +199,16 @@ type RolloutGates struct {
 	// +optional
 	Preview *RolloutPreviewGate `json:"preview,omitempty"`
 
+	// Metrics are gates on a Prometheus the platform names: during each wave's bake window
+	// (the last wave's too), each query is sampled every interval; the wave passes its
+	// bake once the bake time is over and each gate has its consecutive successes, and a
+	// gate's consecutive failures halt the rollout (MetricGateFailed).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=5
+	Metrics []RolloutMetricGate `json:"metrics,omitempty"`
+
 	// Approval Manual makes each wave wait, once its other gates passed, for a person to
 	// promote it (the stackwright.dev/promote annotation, or
 	// `kubectl stackwright rollout promote`). Default Auto.
@@ -244,6 +254,80 @@ type RolloutPreviewGate struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxChanges *int32 `json:"maxChanges,omitempty"`
+}
+
+// RolloutMetricGate is a PromQL query a wave must satisfy while it bakes.
+type RolloutMetricGate struct {
+	// Name of the gate, as the wave's status and the rollout's messages name it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Prometheus is the server queried.
+	Prometheus RolloutPrometheus `json:"prometheus"`
+
+	// Query is a PromQL instant query, a Go template of {{.Namespace}}, {{.Rollout}},
+	// {{.Wave}}, {{.Revision}} and {{.Stacks}} (the wave's Stacks as a regular
+	// expression, "a|b", for =~).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query"`
+
+	// SuccessCondition every value of a sample must meet for it to succeed: an operator
+	// (<, <=, >, >=, ==, !=) and a number, e.g. "< 0.05". A sample with no value succeeds
+	// not, nor fails.
+	// +kubebuilder:validation:Pattern=`^\s*(<=|>=|==|!=|<|>)\s*[-+]?[0-9.]+([eE][-+]?[0-9]+)?\s*$`
+	SuccessCondition string `json:"successCondition"`
+
+	// FailureCondition any value of a sample meeting it fails the sample. Default: a
+	// sample that does not succeed fails.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^\s*(<=|>=|==|!=|<|>)\s*[-+]?[0-9.]+([eE][-+]?[0-9]+)?\s*$`
+	FailureCondition string `json:"failureCondition,omitempty"`
+
+	// Interval between samples. Default 30s.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Successes is how many consecutive samples must succeed. Default 3.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Successes int32 `json:"successes,omitempty"`
+
+	// Failures is how many consecutive samples must fail to halt the rollout. Default 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Failures int32 `json:"failures,omitempty"`
+}
+
+// RolloutPrometheus names a Prometheus server and how to authenticate to it.
+type RolloutPrometheus struct {
+	// URL of the server's HTTP API root, e.g. http://prometheus.monitoring:9090.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	URL string `json:"url"`
+
+	// AuthSecretRef names a Secret in the rollout's namespace with the key token (a
+	// bearer token), or the keys username and password (basic authentication).
+	// +optional
+	AuthSecretRef *corev1.LocalObjectReference `json:"authSecretRef,omitempty"`
+}
+
+// RolloutMetricStatus is where a metric gate stands for a wave.
+type RolloutMetricStatus struct {
+	// Name of the gate.
+	Name string `json:"name"`
+	// Value of the last sample: the values of its series, or why there is none.
+	// +optional
+	Value string `json:"value,omitempty"`
+	// SampleTime is when the last sample was taken.
+	// +optional
+	SampleTime *metav1.Time `json:"sampleTime,omitempty"`
+	// Successes and Failures count the consecutive samples that succeeded, or failed,
+	// up to the last one.
+	// +optional
+	Successes int32 `json:"successes,omitempty"`
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
 }
 
 // RolloutApproval says whether waves wait for a person.
@@ -322,6 +406,11 @@ type RolloutWaveStatus struct {
 	// GateJob names the gate Job run for the wave.
 	// +optional
 	GateJob string `json:"gateJob,omitempty"`
+	// Metrics are the wave's metric gates' samples.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Metrics []RolloutMetricStatus `json:"metrics,omitempty"`
 	// Returned counts the wave's released Stacks, in the order listed, that an automatic
 	// abort lets return to the stable revision (at most maxParallel unfinished at a time).
 	// +optional

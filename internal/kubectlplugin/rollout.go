@@ -111,7 +111,7 @@ func (e *Env) rolloutStatus(ctx context.Context, name, format string) error {
 	if len(st.FailedStacks) > 0 {
 		field("Failed", strings.Join(st.FailedStacks, ", "))
 	}
-	if gate := gateOf(r); gate != "" {
+	if gate := e.gateOf(r); gate != "" {
 		field("Gate", gate)
 	}
 	if limit := r.AutoAbortLimit(); limit > 0 {
@@ -161,7 +161,7 @@ func previewRules(p *v1alpha1.RolloutPreviewGate) string {
 
 // gateOf says which gate the current wave is at, and what it waits for, "" when it is at
 // none.
-func gateOf(r *v1alpha1.StackRollout) string {
+func (e *Env) gateOf(r *v1alpha1.StackRollout) string {
 	w := currentWave(r)
 	if w == nil || r.Status.Target == nil {
 		return ""
@@ -170,7 +170,16 @@ func gateOf(r *v1alpha1.StackRollout) string {
 	case v1alpha1.WavePreviewing:
 		return fmt.Sprintf("preview of %s on wave %s (%s)", revisionOf(r.Status.Target), w.Name, previewRules(r.Spec.Gates.Preview))
 	case v1alpha1.WaveBaking:
-		return fmt.Sprintf("bake of wave %s (%s)", w.Name, r.BakeTimeOf(w.Name))
+		gate := fmt.Sprintf("bake of wave %s (%s)", w.Name, r.BakeTimeOf(w.Name))
+		for _, g := range r.Spec.Gates.Metrics {
+			for _, m := range w.Metrics {
+				if m.Name == g.Name && m.SampleTime != nil {
+					gate += fmt.Sprintf("; metric %s (%s): %d success(es), %d failure(s) in a row, last sample %s ago: %s",
+						g.Name, g.SuccessCondition, m.Successes, m.Failures, e.age(*m.SampleTime), m.Value)
+				}
+			}
+		}
+		return gate
 	case v1alpha1.WaveGating:
 		return fmt.Sprintf("Job %s of wave %s", w.GateJob, w.Name)
 	case v1alpha1.WaveAwaitingPromotion:

@@ -28,7 +28,8 @@ const targetSHA = "0123456789abcdef0123456789abcdef01234567"
 //   - idle: Idle, never rolled anything out;
 //   - paused: as updating, paused by a request;
 //   - gitops: as updating, paused by spec.paused;
-//   - previewing: Progressing, its only wave previewing for the preview gate.
+//   - previewing: Progressing, its only wave previewing for the preview gate;
+//   - sampling: Progressing, its only wave baking with a metric gate sampled.
 func newRolloutFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{ns: env.Namespace(t), now: time.Now().Truncate(time.Second)}
@@ -74,6 +75,14 @@ func newRolloutFixture(t *testing.T) *fixture {
 	paused.PauseTime = ago(time.Minute)
 	f.rollout(t, "paused", paused)
 	f.rollout(t, "gitops", f.getRollout(t, "updating").Status, func(spec *v1alpha1.StackRolloutSpec) { spec.Paused = true })
+	f.rollout(t, "sampling", v1alpha1.StackRolloutStatus{
+		Phase: v1alpha1.RolloutProgressing, Target: target, Stable: stable, WaveName: "canary", Stacks: 1, Updated: 1,
+		Waves: []v1alpha1.RolloutWaveStatus{{Name: "canary", Stacks: []string{"c"}, Released: 1, Updated: 1, State: v1alpha1.WaveBaking, ReadyTime: ago(2 * time.Minute),
+			Metrics: []v1alpha1.RolloutMetricStatus{{Name: "errors", Value: "0.01", SampleTime: ago(10 * time.Second), Successes: 2}}}},
+	}, func(spec *v1alpha1.StackRolloutSpec) {
+		spec.BakeTime = &metav1.Duration{Duration: time.Minute}
+		spec.Gates.Metrics = []v1alpha1.RolloutMetricGate{{Name: "errors", Prometheus: v1alpha1.RolloutPrometheus{URL: "http://prometheus:9090"}, Query: "up", SuccessCondition: "< 0.05"}}
+	})
 	f.rollout(t, "previewing", v1alpha1.StackRolloutStatus{
 		Phase: v1alpha1.RolloutProgressing, Target: target, Stable: stable, WaveName: "canary", Stacks: 1,
 		Conditions: []metav1.Condition{condition(v1alpha1.ConditionReconciling, v1alpha1.ReasonWavePreviewing, "wave canary (1 of 1): 1 of 1 Stack(s) are previewing")},
@@ -201,6 +210,17 @@ func TestCommand_RolloutStatus_ShowsStateAndWaves(t *testing.T) {
 			"NAME STATE RELEASED UPDATED/STACKS MAX-PARALLEL BAKE READY-AT GATE JOB",
 			"canary Previewing 0 0/1 1 0s - -",
 		}},
+		{"metricGate", []string{"rollout", "status", "sampling"}, []string{
+			"Phase: Progressing",
+			"Target: 0123456789ab",
+			"Stable: v1",
+			"Wave: canary (1 of 1)",
+			"Updated: 1/1",
+			"Gate: bake of wave canary (1m0s); metric errors (< 0.05): 2 success(es), 0 failure(s) in a row, last sample 10s ago: 0.01",
+			"",
+			"NAME STATE RELEASED UPDATED/STACKS MAX-PARALLEL BAKE READY-AT GATE JOB",
+			"canary Baking 1 1/1 1 1m0s 2m ago -",
+		}},
 		{"idleWithoutWaves", []string{"rollout", "status", "idle"}, []string{
 			"Phase: Idle",
 			"Target: -",
@@ -211,7 +231,7 @@ func TestCommand_RolloutStatus_ShowsStateAndWaves(t *testing.T) {
 			"No resources found.",
 		}},
 		// ":4" is cobra's ShellCompDirectiveNoFileComp: rollout names, never file names.
-		{"argumentCompletesRolloutNames", []string{"__complete", "rollout", "promote", ""}, []string{"gitops", "halted", "idle", "paused", "previewing", "updating", "web", ":4"}},
+		{"argumentCompletesRolloutNames", []string{"__complete", "rollout", "promote", ""}, []string{"gitops", "halted", "idle", "paused", "previewing", "sampling", "updating", "web", ":4"}},
 		{"secondArgumentCompletesNothing", []string{"__complete", "rollout", "status", "web", ""}, []string{":4"}},
 	}
 	for _, tt := range tests {
@@ -337,7 +357,7 @@ func TestCommand_Rollout_RefusesAndSaysWhy(t *testing.T) {
 			}
 		})
 	}
-	for _, name := range []string{"web", "updating", "halted", "idle", "paused", "gitops", "previewing"} {
+	for _, name := range []string{"web", "updating", "halted", "idle", "paused", "gitops", "previewing", "sampling"} {
 		if got := f.getRollout(t, name).Annotations; len(got) > 0 {
 			t.Errorf("refused requests annotated rollout %s: %v", name, got)
 		}

@@ -23,5 +23,6 @@
 // announce transitions and are emitted once the status that records them is written
 // (kit.Events). plan.go holds the pure planning and judging (waves, verdicts, the
 // revisions the Stacks offer), gate.go the gate Jobs, template.go what differs for template
-// revisions.
+// revisions, preview.go the preview gate, metrics.go the metric gates (PromQL samples taken
+// while a wave bakes).
 package rollout

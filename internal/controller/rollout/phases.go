@@ -300,9 +300,23 @@ func (r *Reconciler) progressWave(ctx context.Context, s *scope) (bool, error) {
 	if recordWaveReady(ro, s.now) {
 		s.event(corev1.EventTypeNormal, EventWaveReady, "wave %s: all %d Stack(s) Ready at %s", w.Name, len(w.Stacks), st.Target.Revision)
 	}
+	// The metric gates sample while the wave bakes, and may hold it past its bake time.
+	sampled, failure, due := true, "", time.Duration(0)
+	if len(ro.Spec.Gates.Metrics) > 0 {
+		sampled, failure, due = r.sampleMetrics(ctx, s)
+		s.requeue.After(due)
+	}
+	if failure != "" {
+		halt(s, v1alpha1.ReasonMetricGateFailed, []string{failure})
+		return false, nil
+	}
 	if left := ro.BakeTimeOf(w.Name) - s.now.Sub(w.ReadyTime.Time); left > 0 {
 		markWaveBaking(ro, left)
 		s.requeue.After(left)
+		return false, nil
+	}
+	if !sampled {
+		markWaveSampling(ro)
 		return false, nil
 	}
 	if int(st.Wave) == len(st.Waves)-1 {

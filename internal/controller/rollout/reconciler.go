@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,6 +46,7 @@ const (
 // +kubebuilder:rbac:groups=stackwright.dev,resources=stackrollouts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=stackwright.dev,resources=stackrollouts/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=stackwright.dev,resources=updates,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=get;list;watch;patch
@@ -55,7 +57,10 @@ type Reconciler struct {
 	// APIReader reads what the manager's cache trims: the steps of a preview Update the
 	// preview gate judges. Nil: Client.
 	APIReader client.Reader
-	Recorder  events.EventRecorder
+	// HTTPClient queries the Prometheus servers of metric gates. Nil: http.DefaultClient
+	// (each query is bounded by a timeout of its own).
+	HTTPClient *http.Client
+	Recorder   events.EventRecorder
 	// Now is the clock, read once per reconcile; tests replace it.
 	Now func() time.Time
 	// Templates is set when the install serves StackTemplates (and may read them): only

@@ -64,6 +64,10 @@ func recordResume(ro *v1alpha1.StackRollout, now time.Time) {
 	st := &ro.Status
 	t := metav1.NewTime(now)
 	st.Phase, st.ResumeTime, st.FailedStacks = v1alpha1.RolloutProgressing, &t, nil
+	if int(st.Wave) < len(st.Waves) {
+		// Failed metric samples are forgiven too: the gates sample afresh.
+		st.Waves[st.Wave].Metrics = nil
+	}
 	conditions.Remove(ro, v1alpha1.ConditionHalted)
 }
 
@@ -168,10 +172,10 @@ func currentWave(ro *v1alpha1.StackRollout) *v1alpha1.RolloutWaveStatus {
 }
 
 // markWaveUpdating says how far the current wave's Stacks are. A wave that fell out of
-// Ready bakes afresh once it is back.
+// Ready bakes afresh once it is back, and its metric gates sample afresh.
 func markWaveUpdating(ro *v1alpha1.StackRollout) {
 	st, w := &ro.Status, currentWave(ro)
-	w.ReadyTime = nil
+	w.ReadyTime, w.Metrics = nil, nil
 	w.State = v1alpha1.WaveUpdating
 	conditions.MarkReconciling(ro, v1alpha1.ReasonWaveUpdating, fmt.Sprintf("wave %s (%d of %d): %d of %d Stack(s) at %s, %d released",
 		w.Name, st.Wave+1, len(st.Waves), w.Updated, len(w.Stacks), st.Target.Revision, w.Released))
@@ -226,6 +230,22 @@ func markWaveBaking(ro *v1alpha1.StackRollout, left time.Duration) {
 	w := currentWave(ro)
 	w.State = v1alpha1.WaveBaking
 	conditions.MarkReconciling(ro, v1alpha1.ReasonWaveBaking, fmt.Sprintf("wave %s is Ready at %s and bakes for %s more", w.Name, ro.Status.Target.Revision, left.Round(time.Second)))
+}
+
+// markWaveSampling records that the current wave baked and waits for its metric gates'
+// consecutive successes.
+func markWaveSampling(ro *v1alpha1.StackRollout) {
+	w := currentWave(ro)
+	w.State = v1alpha1.WaveBaking
+	var gates []string
+	for _, g := range ro.Spec.Gates.Metrics {
+		for _, m := range w.Metrics {
+			if m.Name == g.Name {
+				gates = append(gates, fmt.Sprintf("%s: %d of %d successes, last value %s", g.Name, m.Successes, successesOf(&g), m.Value))
+			}
+		}
+	}
+	conditions.MarkReconciling(ro, v1alpha1.ReasonWaveSampling, fmt.Sprintf("wave %s baked at %s; its metric gates sample: %s", w.Name, ro.Status.Target.Revision, strings.Join(gates, "; ")))
 }
 
 // markWaveGating records that the current wave's gate Job runs.
@@ -299,7 +319,7 @@ func names(list []string) string {
 	return s
 }
 
-func firstN(list []string, n int) []string {
+func firstN[T any](list []T, n int) []T {
 	if len(list) > n {
 		return list[:n]
 	}
