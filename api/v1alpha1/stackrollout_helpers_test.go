@@ -19,6 +19,20 @@ func TestStackRollout_ChangedFor_AllOrOnlyTheNewlyReleased(t *testing.T) {
 			{Name: "0", Stacks: []string{"a"}}, {Name: "1", Stacks: []string{"b", "c", "d"}, Released: released},
 		}}}
 	}
+	previewing := func(ro *v1alpha1.StackRollout) *v1alpha1.StackRollout {
+		ro.Spec.Gates.Preview = &v1alpha1.RolloutPreviewGate{}
+		ro.Status.Waves[1].State = v1alpha1.WavePreviewing
+		return ro
+	}
+	aborted := func(ro *v1alpha1.StackRollout, returned int32) *v1alpha1.StackRollout {
+		ro.Status.Phase, ro.Status.Aborted, ro.Status.Target, ro.Status.PacedAbort = v1alpha1.RolloutAborted, v2, nil, true
+		ro.Status.Waves[1].Returned = returned
+		return ro
+	}
+	paused := func(ro *v1alpha1.StackRollout) *v1alpha1.StackRollout {
+		ro.Spec.Paused = true
+		return ro
+	}
 	tests := []struct {
 		name       string
 		old, new   *v1alpha1.StackRollout
@@ -28,6 +42,9 @@ func TestStackRollout_ChangedFor_AllOrOnlyTheNewlyReleased(t *testing.T) {
 		{name: "releasedMore", old: mk(v2, 1), new: mk(v2, 3), wantStacks: []string{"c", "d"}},
 		{name: "nothingChanged", old: mk(v2, 2), new: mk(v2, 2)},
 		{name: "newTarget", old: mk(v1, 1), new: mk(v2, 1), wantEvery: true},
+		{name: "previewedWaveOpens", old: previewing(mk(v2, 0)), new: mk(v2, 0), wantStacks: []string{"b", "c", "d"}},
+		{name: "automaticAbortLetsOneReturn", old: aborted(mk(v2, 3), 1), new: aborted(mk(v2, 3), 2), wantStacks: []string{"c"}},
+		{name: "pausedEvery", old: mk(v2, 1), new: paused(mk(v2, 1)), wantEvery: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

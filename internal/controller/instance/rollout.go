@@ -45,9 +45,9 @@ func (c *Controller) rolloutOf(ctx context.Context, t *v1alpha1.StackTemplate, l
 // rendered from; cur is the revision it is rendered from (0 for a Stack not created yet),
 // latest the template's. As for source revisions: an open wave gets the target; a closed
 // one keeps the revision it has while a target moves through the waves, and returns to the
-// stable revision from an aborted one (after an automatic abort, once its wave lets it); between rollouts every Stack converges on the stable
-// revision. A new Stack starts at the stable revision (it is in no wave), or at the latest
-// when the rollout has none yet.
+// stable revision from an aborted one (after an automatic abort, once its wave lets it);
+// between rollouts every Stack converges on the stable revision. A new Stack starts at the
+// stable revision (it is in no wave), or at the latest when the rollout has none yet.
 func rolloutRevision(ro *v1alpha1.StackRollout, stack string, cur, latest int64) int64 {
 	st := &ro.Status
 	stable := v1alpha1.TemplateRevision(st.Stable)

@@ -17,7 +17,8 @@ import (
 // Every event the controller emits announces a status that a reader can already find: the
 // recorder reads the rollout from the API server as it receives each event and checks that
 // the status shows what the event says (see announced). The scenario makes the controller
-// emit every reason it has; each reason is checked at least once.
+// emit every reason it had before pause, supersede and the preview gate, whose reasons
+// their own tests emit (and the recorder checks alike); each reason is checked at least once.
 func TestReconciler_Events_FollowTheStatusTheyAnnounce(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, [][]string{{"a"}, {"b"}, {"c"}}, v1alpha1.StackRolloutSpec{

@@ -400,7 +400,8 @@ func halt(s *scope, reason string, faults []string) {
 
 // returning lets the Stacks of an automatic abort's waves return to the stable revision,
 // each wave at most maxParallel unfinished at a time (at least one: a held wave returns
-// too), and reports whether some are not back yet; the conditions then say which.
+// too; none more while paused), and reports whether some are not back yet; the conditions
+// then say which.
 func returning(s *scope) bool {
 	ro, st := s.ro, &s.ro.Status
 	if st.Phase != v1alpha1.RolloutAborted || !st.PacedAbort || st.Stable == nil {
@@ -418,7 +419,9 @@ func returning(s *scope) bool {
 	for i := range st.Waves {
 		w := &st.Waves[i]
 		ran := w.Stacks[:w.Released]
-		release(ran, &w.Returned, back, max(1, ro.MaxParallelOf(w.Name, len(w.Stacks))))
+		if !ro.Paused() {
+			release(ran, &w.Returned, back, max(1, ro.MaxParallelOf(w.Name, len(w.Stacks))))
+		}
 		for _, n := range ran {
 			if !back(n) {
 				behind = append(behind, n)
