@@ -274,8 +274,8 @@ func (r *Reconciler) progressWave(ctx context.Context, s *scope) (bool, error) {
 		return false, nil
 	}
 	if newer := supersedes(s); newer != nil {
-		if unfinished := unfinishedReleased(w, s.isDone); unfinished > 0 {
-			markSuperseding(ro, newer, unfinished)
+		if running := unfinished(w.Stacks[:w.Released], s.isDone); running > 0 {
+			markSuperseding(ro, newer, running)
 			return false, nil
 		}
 		s.event(corev1.EventTypeNormal, EventSuperseded, "revision %s superseded by %s at wave %s: %s starts from the first wave", st.Target.Revision, newer.Revision, w.Name, newer.Revision)

@@ -136,10 +136,10 @@ func forgiven(since *metav1.Time, t time.Time) bool {
 	return since != nil && !t.After(since.Time)
 }
 
-// unfinishedReleased counts the released Stacks of wave w not done yet.
-func unfinishedReleased(w *v1alpha1.RolloutWaveStatus, isDone func(string) bool) int32 {
+// unfinished counts the Stacks of stacks not done yet.
+func unfinished(stacks []string, isDone func(string) bool) int32 {
 	n := int32(0)
-	for _, name := range w.Stacks[:w.Released] {
+	for _, name := range stacks {
 		if !isDone(name) {
 			n++
 		}
@@ -152,15 +152,10 @@ func unfinishedReleased(w *v1alpha1.RolloutWaveStatus, isDone func(string) bool)
 // the target (limit: the wave's maxParallel), and an automatic abort's Stacks back to the
 // stable revision. *released never shrinks: a Stack once let go keeps going.
 func release(stacks []string, released *int32, isDone func(string) bool, limit int32) {
-	unfinished := int32(0)
-	for _, n := range stacks[:*released] {
-		if !isDone(n) {
-			unfinished++
-		}
-	}
-	for int(*released) < len(stacks) && unfinished < limit {
+	running := unfinished(stacks[:*released], isDone)
+	for int(*released) < len(stacks) && running < limit {
 		if !isDone(stacks[*released]) {
-			unfinished++
+			running++
 		}
 		*released++
 	}
