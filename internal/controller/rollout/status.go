@@ -175,8 +175,7 @@ func currentWave(ro *v1alpha1.StackRollout) *v1alpha1.RolloutWaveStatus {
 // Ready bakes afresh once it is back, and its metric gates sample afresh.
 func markWaveUpdating(ro *v1alpha1.StackRollout) {
 	st, w := &ro.Status, currentWave(ro)
-	w.ReadyTime, w.Metrics = nil, nil
-	w.State = v1alpha1.WaveUpdating
+	notReady(w)
 	conditions.MarkReconciling(ro, v1alpha1.ReasonWaveUpdating, fmt.Sprintf("wave %s (%d of %d): %d of %d Stack(s) at %s, %d released",
 		w.Name, st.Wave+1, len(st.Waves), w.Updated, len(w.Stacks), st.Target.Revision, w.Released))
 }
@@ -198,18 +197,24 @@ func recordPreviewsPassed(ro *v1alpha1.StackRollout) {
 // of its Stacks are released until it is raised.
 func markWaveHeld(ro *v1alpha1.StackRollout) {
 	st, w := &ro.Status, currentWave(ro)
-	w.ReadyTime = nil
-	w.State = v1alpha1.WaveUpdating
+	notReady(w)
 	conditions.MarkReconciling(ro, v1alpha1.ReasonWaveHeld, fmt.Sprintf("wave %s (%d of %d) is held by maxParallel 0 in spec.waves.pace: %d of %d Stack(s) at %s, %d released; raise it to go on",
 		w.Name, st.Wave+1, len(st.Waves), w.Updated, len(w.Stacks), st.Target.Revision, w.Released))
 }
 
 // markSuperseding records that newer supersedes the target once the current wave's
-// unfinished released Stacks finish.
-func markSuperseding(ro *v1alpha1.StackRollout, newer *v1alpha1.RolloutRevision, unfinished int32) {
+// running released Stacks finish.
+func markSuperseding(ro *v1alpha1.StackRollout, newer *v1alpha1.RolloutRevision, running int32) {
 	st, w := &ro.Status, currentWave(ro)
 	conditions.MarkReconciling(ro, v1alpha1.ReasonSuperseding, fmt.Sprintf("revision %s supersedes %s: %d released Stack(s) of wave %s finish %s first, then %s starts from the first wave",
-		newer.Revision, st.Target.Revision, unfinished, w.Name, st.Target.Revision, newer.Revision))
+		newer.Revision, st.Target.Revision, running, w.Name, st.Target.Revision, newer.Revision))
+}
+
+// notReady records that wave w is not Ready at the target (any more): it updates, and
+// its bake and metric samples start afresh once it is.
+func notReady(w *v1alpha1.RolloutWaveStatus) {
+	w.ReadyTime, w.Metrics = nil, nil
+	w.State = v1alpha1.WaveUpdating
 }
 
 // recordWaveReady records now as the time every Stack of the current wave was first Ready
