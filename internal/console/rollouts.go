@@ -70,12 +70,12 @@ type rolloutView struct {
 	BakeTime     string      `json:"bakeTime,omitempty"`
 	GateJobFrom  string      `json:"gateJobFrom,omitempty"`
 	Approval     string      `json:"approval"`
-	MaxParallel  int32       `json:"maxParallel,omitempty"`
+	MaxParallel  string      `json:"maxParallel,omitempty"`
 	Conditions   []condition `json:"conditions"`
 	FailedStacks []string    `json:"failedStacks,omitempty"`
 	Waves        []waveView  `json:"waves"`
-	// Requests are the requests (promote, abort, resume) that apply to the rollout's
-	// state: its buttons.
+	// Requests are the requests (promote, abort, pause, resume) that apply to the
+	// rollout's state: its buttons.
 	Requests []string `json:"requests"`
 }
 
@@ -104,8 +104,11 @@ func newRolloutRow(r *v1alpha1.StackRollout) rolloutRow {
 // newRolloutView is r with its waves' Stacks, from stacks (those of r's namespace).
 func newRolloutView(r *v1alpha1.StackRollout, stacks []pulumiv1.Stack) rolloutView {
 	v := rolloutView{rolloutRow: newRolloutRow(r), Approval: string(v1alpha1.RolloutApprovalAuto),
-		MaxParallel: r.Spec.MaxParallel, Conditions: conditions(r.Status.Conditions),
+		Conditions: conditions(r.Status.Conditions),
 		FailedStacks: r.Status.FailedStacks, Waves: []waveView{}, Requests: kubectlplugin.RolloutRequestsFor(r)}
+	if mp := r.Spec.MaxParallel; mp != nil {
+		v.MaxParallel = mp.String()
+	}
 	if v.Requests == nil {
 		v.Requests = []string{}
 	}

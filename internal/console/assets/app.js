@@ -318,7 +318,7 @@ const rollouts = {
   live: (c) => c.kind === 'StackRollout',
 };
 
-const rolloutLabels = {promote: 'Promote next wave', abort: 'Abort', resume: 'Resume'};
+const rolloutLabels = {promote: 'Promote next wave', abort: 'Abort', pause: 'Pause', resume: 'Resume'};
 
 const rollout = {
   title: ([, name]) => name,
