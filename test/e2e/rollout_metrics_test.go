@@ -180,3 +180,4 @@ spec:
 	out := run(t, "kubectl-stackwright", "-n", ns, "rollout", "status", "fleet")
 	NewWithT(t).Expect(out).To(ContainSubstring("MetricGateFailed"))
 }
+
