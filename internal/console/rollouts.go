@@ -104,7 +104,7 @@ func newRolloutRow(r *v1alpha1.StackRollout) rolloutRow {
 // newRolloutView is r with its waves' Stacks, from stacks (those of r's namespace).
 func newRolloutView(r *v1alpha1.StackRollout, stacks []pulumiv1.Stack) rolloutView {
 	v := rolloutView{rolloutRow: newRolloutRow(r), Approval: string(v1alpha1.RolloutApprovalAuto),
-		Conditions: conditions(r.Status.Conditions),
+		Conditions:   conditions(r.Status.Conditions),
 		FailedStacks: r.Status.FailedStacks, Waves: []waveView{}, Requests: kubectlplugin.RolloutRequestsFor(r)}
 	if mp := r.Spec.MaxParallel; mp != nil {
 		v.MaxParallel = mp.String()
