@@ -578,7 +578,7 @@ func writeChaosReport(t *testing.T, path string, seed uint64, records []faultRec
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Node fault campaign, %s\n\n", time.Now().UTC().Format("2006-01-02"))
 	fmt.Fprintf(&b, "`make chaos-node CHAOS_NODE_FAULTS=%d CHAOS_NODE_SEED=%d`: %d Stacks (the real Kubernetes provider, a %d s nap per up) on the one-node cluster, Job executor, state in the in-cluster S3 server; each fault injected while ups of new desired states run, then the fleet must be Ready at its desired states again (recovery, measured from the fault).\n\n", len(records), seed, chaosStacks, chaosNap)
-	b.WriteString("| Kind | Faults | Recovery median | Recovery max |\n| --- | --- | --- | --- |\n")
+	b.WriteString("| Kind | Faults | Recovery median (upper, for an even count) | Recovery max |\n| --- | --- | --- | --- |\n")
 	kinds := slices.Sorted(maps.Keys(byKind))
 	for _, k := range kinds {
 		d := byKind[k]
