@@ -99,7 +99,7 @@ func TestManager_StackRollout_WavesWithTheStackController(t *testing.T) {
 		g.Expect(ro.Status.Stable).NotTo(BeNil())
 		g.Expect(ro.Status.Stable.Revision).To(Equal("generation/1"))
 		g.Expect(apimeta.IsStatusConditionTrue(ro.Status.Conditions, pulumiv1.ConditionReady)).To(BeTrue(), "%v", ro.Status.Conditions)
-	}).WithTimeout(time.Minute).Should(Succeed(), "a new rollout takes the deployed revision as stable")
+	}).WithTimeout(3*time.Minute).Should(Succeed(), "a new rollout takes the deployed revision as stable")
 
 	g.Eventually(func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(prog), prog); err != nil {
@@ -114,7 +114,7 @@ func TestManager_StackRollout_WavesWithTheStackController(t *testing.T) {
 		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutIdle))
 		g.Expect(ro.Status.Stable.Revision).To(Equal("generation/2"))
 		g.Expect(ro.Status.Target).To(BeNil())
-	}).WithTimeout(time.Minute).Should(Succeed(), "the rollout completes")
+	}).WithTimeout(3*time.Minute).Should(Succeed(), "the rollout completes")
 	ring0Ready := ro.Status.Waves[0].ReadyTime.Time
 	g.Expect(firstUpStart(g, ns, "generation/2", "r1")).To(BeTemporally(">=", ring0Ready.Add(bake).Truncate(time.Second)), "ring 1 starts after ring 0 baked")
 }
@@ -193,7 +193,7 @@ func newRollout(t *testing.T, ns string, rings int, spec v1alpha1.StackRolloutSp
 		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutIdle))
 		g.Expect(ro.Status.Stable).NotTo(BeNil())
 		g.Expect(ro.Status.Stable.Revision).To(Equal("generation/1"))
-	}).WithTimeout(time.Minute).Should(Succeed())
+	}).WithTimeout(3*time.Minute).Should(Succeed())
 	return ro
 }
 
@@ -215,14 +215,14 @@ func TestManager_StackRollout_PauseHoldsNewUpdates(t *testing.T) {
 	annotateRollout(t, ro, v1alpha1.RolloutPauseAnnotation)
 	g.Eventually(func(g Gomega) {
 		g.Expect(apimeta.IsStatusConditionTrue(getRollout(g, ro).Status.Conditions, v1alpha1.ConditionPaused)).To(BeTrue())
-	}).WithTimeout(time.Minute).Should(Succeed())
+	}).WithTimeout(3*time.Minute).Should(Succeed())
 	v2 := setVersion(t, prog, "v2")
 	g.Eventually(func(g Gomega) {
 		c := apimeta.FindStatusCondition(getRollout(g, ro).Status.Conditions, pulumiv1.ConditionReconciling)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonRolloutPaused))
 		g.Expect(c.Message).To(ContainSubstring(v2))
-	}).WithTimeout(time.Minute).Should(Succeed(), "the Stacks offer the new revision, and the paused rollout does not start it")
+	}).WithTimeout(3*time.Minute).Should(Succeed(), "the Stacks offer the new revision, and the paused rollout does not start it")
 	g.Consistently(func(g Gomega) {
 		for n, revs := range upsOf(g, ns, "r0", "r1") {
 			g.Expect(revs).NotTo(ContainElement(v2), "Stack %s ran an up of %s while the rollout was paused", n, v2)
@@ -306,7 +306,7 @@ func TestManager_StackRollout_NewerRevisionsSkipTheLaterWaves(t *testing.T) {
 			g.Expect(ro.Status.Target).NotTo(BeNil())
 			g.Expect(ro.Status.Target.Revision).To(Equal(target))
 			g.Expect(ro.Status.Waves[ro.Status.Wave].State).To(Equal(v1alpha1.WaveAwaitingPromotion))
-		}).WithTimeout(2*time.Minute).Should(Succeed(), "%s awaits promotion", target)
+		}).WithTimeout(3*time.Minute).Should(Succeed(), "%s awaits promotion", target)
 	}
 
 	v2 := setVersion(t, prog, "v2")
@@ -318,7 +318,7 @@ func TestManager_StackRollout_NewerRevisionsSkipTheLaterWaves(t *testing.T) {
 	awaiting(newest)
 	g.Expect(ro.Status.Wave).To(Equal(int32(0)), "the newest restarted from the first wave")
 	annotateRollout(t, ro, v1alpha1.RolloutPromoteAnnotation)
-	g.Eventually(func(g Gomega) { g.Expect(getRollout(g, ro).Status.Wave).To(Equal(int32(1))) }).WithTimeout(time.Minute).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(getRollout(g, ro).Status.Wave).To(Equal(int32(1))) }).WithTimeout(3*time.Minute).Should(Succeed())
 	awaiting(newest)
 	annotateRollout(t, ro, v1alpha1.RolloutPromoteAnnotation)
 	waitAt(t, ns, newest, "r0", "r1", "r2")
