@@ -193,7 +193,7 @@ func newRollout(t *testing.T, ns string, rings int, spec v1alpha1.StackRolloutSp
 		g.Expect(ro.Status.Phase).To(Equal(v1alpha1.RolloutIdle))
 		g.Expect(ro.Status.Stable).NotTo(BeNil())
 		g.Expect(ro.Status.Stable.Revision).To(Equal("generation/1"))
-	}).WithTimeout(3*time.Minute).Should(Succeed())
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
 	return ro
 }
 
@@ -215,7 +215,7 @@ func TestManager_StackRollout_PauseHoldsNewUpdates(t *testing.T) {
 	annotateRollout(t, ro, v1alpha1.RolloutPauseAnnotation)
 	g.Eventually(func(g Gomega) {
 		g.Expect(apimeta.IsStatusConditionTrue(getRollout(g, ro).Status.Conditions, v1alpha1.ConditionPaused)).To(BeTrue())
-	}).WithTimeout(3*time.Minute).Should(Succeed())
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
 	v2 := setVersion(t, prog, "v2")
 	g.Eventually(func(g Gomega) {
 		c := apimeta.FindStatusCondition(getRollout(g, ro).Status.Conditions, pulumiv1.ConditionReconciling)
@@ -318,7 +318,7 @@ func TestManager_StackRollout_NewerRevisionsSkipTheLaterWaves(t *testing.T) {
 	awaiting(newest)
 	g.Expect(ro.Status.Wave).To(Equal(int32(0)), "the newest restarted from the first wave")
 	annotateRollout(t, ro, v1alpha1.RolloutPromoteAnnotation)
-	g.Eventually(func(g Gomega) { g.Expect(getRollout(g, ro).Status.Wave).To(Equal(int32(1))) }).WithTimeout(3*time.Minute).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(getRollout(g, ro).Status.Wave).To(Equal(int32(1))) }).WithTimeout(3 * time.Minute).Should(Succeed())
 	awaiting(newest)
 	annotateRollout(t, ro, v1alpha1.RolloutPromoteAnnotation)
 	waitAt(t, ns, newest, "r0", "r1", "r2")
