@@ -34,25 +34,32 @@ func newDetachingExecutor(c client.Client) *Executor {
 	return e
 }
 
-// A detached destroy's runner Job goes to the manager's namespace, as the detached
-// ServiceAccount without its token, and carries its Update: a manager restarted while it
-// runs adopts it (the Stack finds its Update running, not vanished), records its result,
-// and deletes the work Secret.
-func TestExecutor_Detached_AdoptedAfterRestartAndRecorded(t *testing.T) {
+// startedDetachedDestroy is a detaching executor on a fake API server that has started
+// the runner of a detached destroy, and that destroy's Update as requested.
+func startedDetachedDestroy(t *testing.T) (client.Client, *Executor, *v1alpha1.Update) {
+	t.Helper()
 	sch, err := scheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(sch).Build()
-	first := newDetachingExecutor(c)
-	close(first.adopted)
+	e := newDetachingExecutor(c)
+	close(e.adopted)
 	u := testUpdate("web-destroy-1")
 	u.UID, u.Spec.Type = "", v1alpha1.UpdateTypeDestroy
-	first.RunDetached(t.Context(), u)
-	key := client.ObjectKeyFromObject(u)
-	if err := first.startDetached(t.Context(), key); err != nil {
+	e.RunDetached(t.Context(), u)
+	if err := e.startDetached(t.Context(), client.ObjectKeyFromObject(u)); err != nil {
 		t.Fatal(err)
 	}
+	return c, e, u
+}
+
+// A detached destroy's runner Job goes to the manager's namespace, as the detached
+// ServiceAccount without its token, and carries its Update: a manager restarted while it
+// runs adopts it (the Stack finds its Update running, not vanished), records its result,
+// and deletes the work Secret.
+func TestExecutor_Detached_AdoptedAfterRestartAndRecorded(t *testing.T) {
+	c, first, u := startedDetachedDestroy(t)
 	running, ok := first.Detached(u.Namespace, u.Name)
 	if !ok || running.Status.Phase != v1alpha1.UpdatePhaseRunning || running.UID == "" {
 		t.Fatalf("detached Update = %+v, %v; want it running with a UID", running, ok)
@@ -229,19 +236,7 @@ func TestExecutor_Record_CancelledByEviction(t *testing.T) {
 		{name: "cancelled", wantReason: v1alpha1.ReasonCancelled},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sch, err := scheme.New()
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := fake.NewClientBuilder().WithScheme(sch).Build()
-			e := newDetachingExecutor(c)
-			close(e.adopted)
-			u := testUpdate("web-destroy-1")
-			u.UID, u.Spec.Type = "", v1alpha1.UpdateTypeDestroy
-			e.RunDetached(t.Context(), u)
-			if err := e.startDetached(t.Context(), client.ObjectKeyFromObject(u)); err != nil {
-				t.Fatal(err)
-			}
+			c, e, u := startedDetachedDestroy(t)
 			running, _ := e.Detached(u.Namespace, u.Name)
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: running.Namespace, Name: "runner", Labels: map[string]string{LabelUpdateUID: string(running.UID)}}}
 			if tt.disrupted {
