@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
 
 // With the whole manager, its conversion webhook and a real engine: a kind gains a version
@@ -105,7 +105,7 @@ func TestManager_StackTemplate_NewStorageVersionRunsNoUpdate(t *testing.T) {
 	g.Expect(crd.Spec.Conversion.Strategy).To(Equal(apiextensionsv1.WebhookConverter))
 
 	// Read in either version, the instance holds its value under that version's name.
-	w := &warnings{}
+	w := &kubetest.Warnings{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandler = w
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -121,7 +121,7 @@ func TestManager_StackTemplate_NewStorageVersionRunsNoUpdate(t *testing.T) {
 	}
 	g.Expect(params("v1", "jobs")).To(Equal(map[string]any{"replicas": int64(5)}))
 	g.Expect(params("v1alpha1", "jobs")).To(Equal(map[string]any{"size": int64(5)}))
-	g.Expect(w.all()).To(ContainSubstring("queues v1alpha1 is going: use v1 (size is now replicas)"))
+	g.Expect(strings.Join(w.Get(), "\n")).To(ContainSubstring("queues v1alpha1 is going: use v1 (size is now replicas)"))
 
 	inst.SetAPIVersion(group + "/v1")
 	g.Eventually(instanceReady).WithTimeout(time.Minute).Should(Succeed(), "the instance, read in v1, stays Ready")
@@ -147,22 +147,4 @@ func TestManager_StackTemplate_NewStorageVersionRunsNoUpdate(t *testing.T) {
 			g.Expect(st.Status.Outputs).To(HaveKeyWithValue("capacity", apiextensionsv1.JSON{Raw: []byte(`7`)}), "outputs: %v", st.Status.Outputs)
 		}
 	}).WithTimeout(3*time.Minute).WithPolling(250*time.Millisecond).Should(Succeed(), "the late instance's Stack deploys size 7")
-}
-
-// warnings records the warnings the API server sends, as kubectl prints them.
-type warnings struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = append(w.seen, text)
-}
-
-func (w *warnings) all() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.seen, "\n")
 }

@@ -3,7 +3,6 @@ package stacktemplate_test
 import (
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,25 +18,8 @@ import (
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/testing/kubetest"
 )
-
-// warnings records the warnings the API server sends.
-type warnings struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = append(w.seen, text)
-}
-
-func (w *warnings) all() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.seen, "\n")
-}
 
 // updateSpec changes tmpl's spec with a merge patch of the change alone, which the
 // controller's status writes meanwhile do not conflict with.
@@ -100,7 +82,7 @@ func TestReconciler_Reconcile_VersionsEvolveTheKind(t *testing.T) {
 	g.Expect(servedFor).To(Equal(tmpl.Name), "instances are read in the storage version")
 
 	// The API server warns whoever writes the deprecated version, as kubectl shows it.
-	w := &warnings{}
+	w := &kubetest.Warnings{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandler = w
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -110,7 +92,7 @@ func TestReconciler_Reconcile_VersionsEvolveTheKind(t *testing.T) {
 		_, err := dyn.Resource(old).Namespace(s.Namespace).Create(ctx, instance(s.Namespace, "late", "Gizmo", `{"size":4}`), metav1.CreateOptions{})
 		return err
 	}).WithTimeout(waitTimeout).WithPolling(waitPolling).Should(Succeed())
-	g.Expect(w.all()).To(ContainSubstring("gizmos v1alpha1 is going: use v1"))
+	g.Expect(strings.Join(w.Get(), "\n")).To(ContainSubstring("gizmos v1alpha1 is going: use v1"))
 
 	// No instance is stored in v1alpha1 any more: dropping it leaves them all readable.
 	updateSpec(t, tmpl, func(spec *v1alpha1.StackTemplateSpec) { spec.Versions = spec.Versions[1:] })

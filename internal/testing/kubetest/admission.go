@@ -26,7 +26,7 @@ import (
 )
 
 // Warnings collects the warnings the API server returns to the requests made with a
-// context from WithWarnings.
+// context from WithWarnings, or through a rest.Config whose WarningHandler it is.
 type Warnings struct {
 	mu    sync.Mutex
 	texts []string
@@ -37,6 +37,9 @@ func (w *Warnings) add(text string) {
 	defer w.mu.Unlock()
 	w.texts = append(w.texts, text)
 }
+
+// HandleWarningHeader implements rest.WarningHandler.
+func (w *Warnings) HandleWarningHeader(_ int, _ string, text string) { w.add(text) }
 
 // Get returns the warnings collected so far.
 func (w *Warnings) Get() []string {
