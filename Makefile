@@ -179,7 +179,7 @@ CLUSTER := $(BIN)/stackwright-cluster
 CLUSTER_IMAGES = dist/pause.tar dist/stackwright-$(VERSION).tar dist/stackwright-runner-$(VERSION).tar dist/stackwright-plugins-$(VERSION).tar dist/stackwright-testing-$(VERSION).tar dist/versitygw.tar dist/source-controller.tar dist/notification-controller.tar
 
 .PHONY: tools-cluster
-tools-cluster: ## Build the node's tools (kubelet, kube-proxy, controller manager, scheduler, containerd, versitygw, Flux's source- and notification-controller) and apt-install runc, CNI plugins, iptables (root).
+tools-cluster: ## Build the node's tools (kubelet, kube-proxy, controller manager, scheduler, containerd, versitygw, Flux's source- and notification-controller, Prometheus) and apt-install runc, CNI plugins, iptables (root).
 	@hack/tools.sh cluster
 
 .PHONY: cluster

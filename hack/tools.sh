@@ -123,6 +123,13 @@ tool_spec() {
 		v=$(modversion "$root/hack/tools/promtool/go.mod" github.com/prometheus/prometheus)
 		echo "hack/tools/promtool|github.com/prometheus/prometheus/cmd/promtool|promtool|-X github.com/prometheus/common/version.Version=$v|remove_all_sd"
 		;;
+	prometheus)
+		# The end-to-end tests run it on the node, scraping a static target: no service
+		# discovery of a cloud is needed (remove_all_sd, as for promtool).
+		local v
+		v=$(modversion "$root/hack/tools/prometheus/go.mod" github.com/prometheus/prometheus)
+		echo "hack/tools/prometheus|github.com/prometheus/prometheus/cmd/prometheus|prometheus|-X github.com/prometheus/common/version.Version=$v|remove_all_sd"
+		;;
 	krew)
 		local v
 		v=$(modversion "$root/hack/tools/krew/go.mod" sigs.k8s.io/krew)
@@ -166,7 +173,7 @@ tool_spec() {
 }
 
 all_tools=(k8s pulumi pulumi-yaml pulumi-kubernetes provider unlock controller-gen golangci-lint helm promtool krew versitygw fake-gcs-server registry azurite gitea)
-cluster_tools=(k8s k8s-node containerd versitygw source-controller notification-controller)
+cluster_tools=(k8s k8s-node containerd versitygw source-controller notification-controller prometheus)
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=("${all_tools[@]}")
 if [ "${tools[0]}" = cluster ]; then

@@ -64,6 +64,7 @@ func TestInstall_JobExecutor(t *testing.T) {
 		{"SelfServiceTemplate", testSelfServiceTemplate},
 		{"FleetRollout", testFleetRollout},
 		{"TemplateRollout", testTemplateRollout},
+		{"RolloutMetricGate", testRolloutMetricGate},
 		{"GitStackFollowsBranch", testGitStackFollowsBranch},
 		{"GitHubAppFollowsBranch", testGitHubAppFollowsBranch},
 		{"NamespaceDeletionDestroys", testNamespaceDeletionDestroys},
