@@ -180,4 +180,3 @@ spec:
 	out := run(t, "kubectl-stackwright", "-n", ns, "rollout", "status", "fleet")
 	NewWithT(t).Expect(out).To(ContainSubstring("MetricGateFailed"))
 }
-
