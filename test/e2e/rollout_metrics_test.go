@@ -160,7 +160,11 @@ spec:
 
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, rolloutProgramYAML("v2")))
 	waitVersions("v2 passes ring 0's metric gate and reaches ring 1", map[string]string{"r0": "v2", "r1": "v2"})
-	NewWithT(t).Expect(ro.Status.Waves[0].Metrics).To(ConsistOf(And(HaveField("Name", "healthy"), HaveField("Successes", BeNumerically(">=", 2)), HaveField("Value", "0"))))
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(getRO(g).Status.Phase).To(Equal(v1alpha1.RolloutIdle))
+		g.Expect(ro.Status.Waves).NotTo(BeEmpty())
+		g.Expect(ro.Status.Waves[0].Metrics).To(ConsistOf(And(HaveField("Name", "healthy"), HaveField("Successes", BeNumerically(">=", 2)), HaveField("Value", "0"))))
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "ring 0's samples are kept\n%s", describeNamespace(ns))
 
 	unhealthy.Store(1)
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, rolloutProgramYAML("v3")))
