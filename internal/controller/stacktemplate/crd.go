@@ -103,11 +103,20 @@ func versionSchema(t *v1alpha1.StackTemplate, v *v1alpha1.TemplateVersion) (*api
 	if err != nil {
 		return nil, err
 	}
-	// An empty object by default, so that the API server applies the parameters' own
-	// defaults to an instance that sets none.
-	params.Default = &apiextensionsv1.JSON{Raw: []byte("{}")}
+	var required []string
+	if len(params.Required) == 0 {
+		// An empty object by default, so that the API server applies the parameters' own
+		// defaults to an instance that sets none.
+		params.Default = &apiextensionsv1.JSON{Raw: []byte("{}")}
+	} else {
+		// An empty object would not be a valid default (the API server refuses the
+		// definition), and without parameters an instance would escape their required
+		// fields: it must set them.
+		required = []string{"parameters"}
+	}
 	spec := apiextensionsv1.JSONSchemaProps{
 		Type:        "object",
+		Required:    required,
 		Description: fmt.Sprintf("What the instance asks of StackTemplate %s.", t.Name),
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"parameters":                 params,

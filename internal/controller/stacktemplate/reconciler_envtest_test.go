@@ -63,6 +63,34 @@ func TestReconciler_Reconcile_ServesTheTemplatesKind(t *testing.T) {
 	g.Expect(size).To(BeEquivalentTo(3), "the schema's default is applied")
 }
 
+// A template whose parameters have required fields is served too (an empty default would
+// make the API server refuse its definition), and its instances must set them.
+func TestReconciler_Reconcile_ServesRequiredParameters(t *testing.T) {
+	t.Parallel()
+	s := env.Scenario(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	tmpl := template("queues", s.Namespace, `{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"size":{"type":"integer","default":3}}}`)
+	tmpl.Spec.API.Kind = "Queue"
+	create(t, tmpl)
+	waitTemplate(t, tmpl, pulumiv1.ConditionReady, v1alpha1.ReasonServing)
+	waitUsable(t, tmpl)
+
+	bare := instance(s.Namespace, "bare", "Queue", `{}`)
+	unstructured.RemoveNestedField(bare.Object, "spec", "parameters")
+	for name, inst := range map[string]*unstructured.Unstructured{
+		"no parameters":     bare,
+		"no required field": instance(s.Namespace, "nameless", "Queue", `{"size":2}`),
+	} {
+		err := env.Client.Create(ctx, inst)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)
+	}
+	inst := instance(s.Namespace, "orders", "Queue", `{"name":"orders"}`)
+	g.Expect(env.Client.Create(ctx, inst)).To(Succeed())
+	size, _, _ := unstructured.NestedInt64(inst.Object, "spec", "parameters", "size")
+	g.Expect(size).To(BeEquivalentTo(3), "the schema's default is applied")
+}
+
 // A template that the install does not allow, or whose definition's name is taken by a
 // CustomResourceDefinition Stackwright did not create for it, is Stalled with the reason,
 // and the taken definition is left untouched; either goes at once when deleted.
