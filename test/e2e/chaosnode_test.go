@@ -38,13 +38,25 @@ import (
 // after each, the fleet must recover, and after all, the invariants below must hold.
 // `make chaos-node` runs it in full (CHAOS_NODE_FAULTS, CHAOS_NODE_SEED), `make e2e` a
 // short version; unset, it is skipped.
+//
+// The fleet has every shape a Stack takes in production: plain Stacks, one whose changes
+// wait for a person's approval (the test approves each preview), two in a StackRollout's
+// rings (their Program changes), and a template instance's Stack (its parameter changes).
 const (
 	chaosNamespace = "e2e-chaos-node"
-	chaosBucket    = "chaos"
-	// chaosStacks is the fleet's size; each up naps chaosNap seconds, so that faults land
-	// while runners run.
-	chaosStacks = 6
+	// chaosTenant holds the template's instance; its Stack runs in chaosNamespace.
+	chaosTenant = "e2e-chaos-tenant"
+	chaosBucket = "chaos"
+	// chaosStacks is the count of plain Stacks; each up naps chaosNap seconds, so that
+	// faults land while runners run.
+	chaosStacks = 4
 	chaosNap    = 12
+	// chaosGroup is the API group the campaign's install serves its template in.
+	chaosGroup = "chaos.e2e.stackwright.dev"
+	// The Stacks of the other shapes: the approved one, and the rollout's rings.
+	chaosApproved = "approved"
+	chaosRing0    = "ring-0"
+	chaosRing1    = "ring-1"
 	// chaosRecovery bounds one fault's recovery: every Stack Ready at its desired state.
 	chaosRecovery = 10 * time.Minute
 )
@@ -86,6 +98,10 @@ type chaosCluster struct {
 	rng *rand.Rand
 	// desired is each Stack's desired rev: the count of desired states it was given.
 	desired map[string]int
+	// instanceStack is the template instance's Stack, once the instance made it.
+	instanceStack string
+	// scrape reads the manager's metrics.
+	scrape func(t *testing.T) string
 	// managerPod and managerRestarts are the manager's Pod and its container's restarts
 	// when last looked at, after a fault's recovery.
 	managerPod      string
@@ -100,6 +116,9 @@ type faultRecord struct {
 	managerRestarts int32
 	// update is the Update whose runner a runner fault hit.
 	update string
+	// counted says the manager's runners_lost_total counted the runner's loss (checked
+	// when the manager ran through the fault).
+	counted bool
 }
 
 func TestChaosNode(t *testing.T) {
@@ -118,21 +137,43 @@ func TestChaosNode(t *testing.T) {
 	c := newClient(t)
 	cc := &chaosCluster{c: c, s3: startS3(t, c), rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), desired: map[string]int{}}
 	values := filepath.Join(t.TempDir(), "values.yaml")
-	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\nrunner:\n  jobTTL: 1m\ndefaultBackend: "+
+	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\nrunner:\n  jobTTL: 1m\ntemplates:\n  apiGroups: ["+chaosGroup+"]\ndefaultBackend: "+
 		cc.s3.bucket(t, chaosBucket, "")+"\n"), 0o600)).To(Succeed())
 	helmInstall(t, "install", "-f", values)
 	waitManager(t, c)
+	cc.scrape = managerScraper(t, "chaos")
 	createNamespace(t, c, chaosNamespace)
 	t.Cleanup(func() { deleteNamespace(t, c, chaosNamespace) })
+	t.Cleanup(func() {
+		_, _ = runErr("kubectl", "delete", "stacktemplate", "chaos-apps", "--ignore-not-found", "--timeout=3m")
+	})
+	createNamespace(t, c, chaosTenant)
+	t.Cleanup(func() { deleteNamespace(t, c, chaosTenant) })
 	// The fleet's destroys first, while its namespace still runs its runners (cleanups run
-	// last-in first-out).
+	// last-in first-out): the instance's, then the other Stacks'; then the namespaces and
+	// the template go.
 	t.Cleanup(func() { cc.destroyFleet(t) })
-	run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, s3CredentialsYAML+"---\n"+configMapWriter("deployer")+"---\n"+chaosProgramYAML))
+	run(t, "kubectl", "label", "namespace", chaosTenant, chaosGroup+"/tenant=yes")
+	run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, s3CredentialsYAML+"---\n"+configMapWriter("deployer")+"---\n"+chaosProgramYAML+"---\n"+chaosRingProgramYAML(1)+"---\n"+chaosRolloutYAML))
 	for i := range chaosStacks {
 		name := fmt.Sprintf("fleet-%d", i)
 		cc.desired[name] = 1
-		run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosStackYAML(name, 1)))
+		run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosStackYAML(name, 1, "")))
 	}
+	cc.desired[chaosApproved] = 1
+	run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosStackYAML(chaosApproved, 1, "  stackwright:\n    approval: Manual\n")))
+	for i, name := range []string{chaosRing0, chaosRing1} {
+		cc.desired[name] = 1
+		run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosRingStackYAML(name, i)))
+	}
+	run(t, "kubectl", "apply", "-f", writeManifest(t, chaosTemplateYAML))
+	if out, err := runErr("kubectl", "wait", "--for=condition=Ready", "stacktemplate/chaos-apps", "--timeout=2m"); err != nil {
+		status, _ := runErr("kubectl", "get", "stacktemplate", "chaos-apps", "-o", "jsonpath={.status}")
+		t.Fatalf("the template is not Ready: %v\n%s\n%s\n%s", err, out, status, describeManager())
+	}
+	run(t, "kubectl", "apply", "-n", chaosTenant, "-f", writeManifest(t, chaosInstanceYAML(1)))
+	cc.instanceStack = cc.waitInstanceStack(t)
+	cc.desired[cc.instanceStack] = 1
 	cc.waitRecovered(t, "the fleet's first ups")
 	cc.managerRestarts, _ = cc.managerRestartsSince(t)
 
@@ -154,9 +195,13 @@ func TestChaosNode(t *testing.T) {
 	}
 }
 
-// destroyFleet deletes the fleet's Stacks and waits until their destroys are done.
+// destroyFleet deletes the template's instance and the fleet's Stacks, and waits until
+// their destroys are done.
 func (cc *chaosCluster) destroyFleet(t *testing.T) {
 	t.Helper()
+	if out, err := runErr("kubectl", "delete", "chaosapps."+chaosGroup, "--all", "-n", chaosTenant, "--ignore-not-found", "--timeout="+chaosRecovery.String()); err != nil {
+		t.Errorf("failed to delete the template's instance: %v\n%s", err, out)
+	}
 	if out, err := runErr("kubectl", "delete", "stacks.pulumi.com", "--all", "-n", chaosNamespace, "--wait=false"); err != nil {
 		t.Errorf("failed to delete the fleet: %v\n%s", err, out)
 		return
@@ -223,12 +268,81 @@ program:
     rev: ${rev}
 `
 
+// chaosRingProgramYAML is the rings' Program at rev: the fleet's program with rev in the
+// program itself, so that a new rev is a new source revision, which the rollout rolls out.
+func chaosRingProgramYAML(rev int) string {
+	p := strings.Replace(chaosProgramYAML, "name: fleet", "name: ringed", 1)
+	p = strings.Replace(p, "  configuration:\n    rev:\n      type: String\n", "", 1)
+	return strings.ReplaceAll(p, "${rev}", revValue(rev))
+}
+
+// chaosRolloutYAML rolls the rings' revisions out, ring 0 first, with no gate.
+const chaosRolloutYAML = `apiVersion: stackwright.dev/v1alpha1
+kind: StackRollout
+metadata:
+  name: rings
+spec:
+  selector:
+    matchLabels:
+      app: rings
+  waves:
+    byLabel:
+      key: ring
+      values: ["0", "1"]
+`
+
+// chaosTemplateYAML publishes the kind ChaosApp, whose instances (in namespaces labelled
+// tenant=yes) are Stacks of the fleet's program with the instance's rev.
+var chaosTemplateYAML = `apiVersion: stackwright.dev/v1alpha1
+kind: StackTemplate
+metadata:
+  name: chaos-apps
+spec:
+  api:
+    group: ` + chaosGroup + `
+    kind: ChaosApp
+    plural: chaosapps
+  parameters:
+    type: object
+    required: [rev]
+    properties:
+      rev:
+        type: string
+  namespace: ` + chaosNamespace + `
+  stack:
+    stack: app
+    programRef:
+      name: fleet
+    serviceAccountName: deployer
+    destroyOnFinalize: true
+    envRefs:
+` + indent(s3EnvRefsYAML, "  ") + `  config:
+  - key: rev
+    parameter: rev
+  outputs: [rev]
+  namespaceSelector:
+    matchLabels:
+      ` + chaosGroup + `/tenant: "yes"
+`
+
+// chaosInstanceYAML is the template's instance at rev.
+func chaosInstanceYAML(rev int) string {
+	return `apiVersion: ` + chaosGroup + `/v1alpha1
+kind: ChaosApp
+metadata:
+  name: app
+spec:
+  parameters:
+    rev: ` + revValue(rev) + `
+`
+}
+
 // revValue is desired state rev's config value: not a number, which a config value in
 // YAML would become.
 func revValue(rev int) string { return "rev-" + strconv.Itoa(rev) }
 
-// chaosStackYAML is the fleet Stack name at rev.
-func chaosStackYAML(name string, rev int) string {
+// chaosStackYAML is the fleet Stack name at rev, with extra added to its spec.
+func chaosStackYAML(name string, rev int, extra string) string {
 	return `apiVersion: pulumi.com/v1
 kind: Stack
 metadata:
@@ -239,10 +353,43 @@ spec:
     name: fleet
   serviceAccountName: deployer
   destroyOnFinalize: true
-  config:
+` + extra + `  config:
     rev: ` + revValue(rev) + `
   envRefs:
 ` + s3EnvRefsYAML
+}
+
+// chaosRingStackYAML is the rollout's Stack name in ring.
+func chaosRingStackYAML(name string, ring int) string {
+	return `apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: ` + name + `
+  labels:
+    app: rings
+    ring: "` + strconv.Itoa(ring) + `"
+spec:
+  stack: ` + name + `
+  programRef:
+    name: ringed
+  serviceAccountName: deployer
+  destroyOnFinalize: true
+  envRefs:
+` + s3EnvRefsYAML
+}
+
+// waitInstanceStack waits for the Stack the template's instance became, and returns its
+// name.
+func (cc *chaosCluster) waitInstanceStack(t *testing.T) string {
+	t.Helper()
+	var name string
+	NewWithT(t).Eventually(func(g Gomega) {
+		var stacks pulumiv1.StackList
+		g.Expect(cc.c.List(context.Background(), &stacks, client.InNamespace(chaosNamespace), client.MatchingLabels{"stackwright.dev/template": "chaos-apps"})).To(Succeed())
+		g.Expect(stacks.Items).To(HaveLen(1))
+		name = stacks.Items[0].Name
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "the instance's Stack\n%s", describeNamespace(chaosTenant))
+	return name
 }
 
 // inject gives one to three Stacks a new desired state, injects a fault of kind while
@@ -250,19 +397,30 @@ spec:
 // fleet to recover.
 func (cc *chaosCluster) inject(t *testing.T, i int, kind faultKind) faultRecord {
 	t.Helper()
-	names := slices.Sorted(maps.Keys(cc.desired))
-	cc.rng.Shuffle(len(names), func(a, b int) { names[a], names[b] = names[b], names[a] })
-	for _, name := range names[:1+cc.rng.IntN(3)] {
-		cc.desired[name]++
-		cc.setRev(t, name, cc.desired[name])
+	// One plain Stack always changes, so that a runner of an up (not only of the approved
+	// Stack's preview) runs; then up to two of the other units.
+	plain := fmt.Sprintf("fleet-%d", cc.rng.IntN(chaosStacks))
+	units := []string{"approved", "rings", "instance"}
+	for p := range chaosStacks {
+		if name := fmt.Sprintf("fleet-%d", p); name != plain {
+			units = append(units, name)
+		}
+	}
+	cc.rng.Shuffle(len(units), func(a, b int) { units[a], units[b] = units[b], units[a] })
+	for _, unit := range append([]string{plain}, units[:cc.rng.IntN(3)]...) {
+		cc.change(t, unit)
 	}
 	if kind.runner {
-		NewWithT(t).Eventually(func() int { return len(cc.runnerPods(t, corev1.PodRunning)) }).
-			WithTimeout(3*time.Minute).WithPolling(250*time.Millisecond).Should(BeNumerically(">", 0), "fault %d: no runner started\n%s", i, describeNamespace(chaosNamespace))
+		NewWithT(t).Eventually(func() int { return len(cc.upRunners(t)) }).
+			WithTimeout(3*time.Minute).WithPolling(250*time.Millisecond).Should(BeNumerically(">", 0), "fault %d: no runner of an up started\n%s", i, describeNamespace(chaosNamespace))
 		// Into the nap: the engine has started and holds the stack's lock.
 		time.Sleep(time.Duration(2+cc.rng.IntN(chaosNap/2)) * time.Second)
 	} else {
 		time.Sleep(time.Duration(1+cc.rng.IntN(chaosNap)) * time.Second)
+	}
+	var lostBefore map[string]float64
+	if kind.runner {
+		lostBefore = runnersLost(cc.scrape(t))
 	}
 	start := time.Now()
 	detail, err := kind.inject(cc, t)
@@ -275,7 +433,8 @@ func (cc *chaosCluster) inject(t *testing.T, i int, kind faultKind) faultRecord 
 	}
 	cc.waitRecovered(t, fmt.Sprintf("fault %d (%s: %s)", i, kind.name, detail))
 	rec.recovery = time.Since(start)
-	rec.managerRestarts, _ = cc.managerRestartsSince(t)
+	var replaced bool
+	rec.managerRestarts, replaced = cc.managerRestartsSince(t)
 	if rec.update != "" {
 		// The runner's loss is the Update's reason, not a silent retry.
 		u := &v1alpha1.Update{}
@@ -285,8 +444,67 @@ func (cc *chaosCluster) inject(t *testing.T, i int, kind faultKind) faultRecord 
 		g.Expect(c).NotTo(BeNil(), "Update %s of the %s runner", u.Name, kind.name)
 		g.Expect(c.Reason).To(BeElementOf(v1alpha1.ReasonRunnerLost, v1alpha1.ReasonEvicted), "Update %s of the %s runner: %s", u.Name, kind.name, c.Message)
 		rec.detail += " → " + c.Reason
+		// And it is counted, by the manager that saw it (a restart starts the counters
+		// from zero, and no runner fault restarts the manager).
+		if rec.managerRestarts == 0 && !replaced {
+			lost := runnersLost(cc.scrape(t))
+			g.Expect(lost[c.Reason]-lostBefore[c.Reason]).To(BeNumerically(">=", 1), "%s_runners_lost_total{reason=%q} before %v, after %v", "stackwright", c.Reason, lostBefore, lost)
+			rec.counted = true
+		}
 	}
 	return rec
+}
+
+// runnersLost is stackwright_runners_lost_total of the campaign's namespace, by reason,
+// from the manager's metrics.
+func runnersLost(metrics string) map[string]float64 {
+	out := map[string]float64{}
+	for line := range strings.Lines(metrics) {
+		if !strings.HasPrefix(line, "stackwright_runners_lost_total{") || !strings.Contains(line, `namespace="`+chaosNamespace+`"`) {
+			continue
+		}
+		_, labels, _ := strings.Cut(line, "{")
+		labels, value, _ := strings.Cut(labels, "} ")
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		for l := range strings.SplitSeq(labels, ",") {
+			if r, ok := strings.CutPrefix(l, `reason="`); ok {
+				out[strings.TrimSuffix(r, `"`)] += v
+			}
+		}
+	}
+	return out
+}
+
+// change gives unit a new desired state: a plain or the approved Stack its next rev, the
+// rings their Program's next rev, the instance its next rev.
+func (cc *chaosCluster) change(t *testing.T, unit string) {
+	t.Helper()
+	switch unit {
+	case "rings":
+		cc.desired[chaosRing0]++
+		cc.desired[chaosRing1] = cc.desired[chaosRing0]
+		run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosRingProgramYAML(cc.desired[chaosRing0])))
+	case "instance":
+		cc.desired[cc.instanceStack]++
+		run(t, "kubectl", "apply", "-n", chaosTenant, "-f", writeManifest(t, chaosInstanceYAML(cc.desired[cc.instanceStack])))
+	default:
+		cc.desired[unit]++
+		cc.setRev(t, unit, cc.desired[unit])
+	}
+}
+
+// upRunners are the running runner Pods of ups (a preview's may be gone before a fault
+// reaches it).
+func (cc *chaosCluster) upRunners(t *testing.T) []corev1.Pod {
+	t.Helper()
+	return slices.DeleteFunc(cc.runnerPods(t, corev1.PodRunning), func(p corev1.Pod) bool {
+		u := &v1alpha1.Update{}
+		err := cc.c.Get(context.Background(), client.ObjectKey{Namespace: p.Namespace, Name: p.Labels["stackwright.dev/update"]}, u)
+		return err != nil || u.Spec.Type != v1alpha1.UpdateTypeUp
+	})
 }
 
 // managerRestartsSince returns how often the manager's container restarted since the last
@@ -323,6 +541,7 @@ func (cc *chaosCluster) setRev(t *testing.T, name string, rev int) {
 func (cc *chaosCluster) waitRecovered(t *testing.T, why string) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
+		cc.approve(t)
 		for name, rev := range cc.desired {
 			st := &pulumiv1.Stack{}
 			g.Expect(cc.c.Get(context.Background(), client.ObjectKey{Namespace: chaosNamespace, Name: name}, st)).To(Succeed())
@@ -333,6 +552,26 @@ func (cc *chaosCluster) waitRecovered(t *testing.T, why string) {
 			g.Expect(string(st.Status.Outputs["rev"].Raw)).To(Equal(strconv.Quote(revValue(rev))), "%s's outputs", name)
 		}
 	}).WithTimeout(chaosRecovery).WithPolling(time.Second).Should(Succeed(), "%s: the fleet did not recover\n%s\n%s", why, describeNamespace(chaosNamespace), describeManager())
+}
+
+// approve approves the approved Stack's change, as a person would, once its preview
+// awaits approval.
+func (cc *chaosCluster) approve(t *testing.T) {
+	t.Helper()
+	st := &pulumiv1.Stack{}
+	if err := cc.c.Get(context.Background(), client.ObjectKey{Namespace: chaosNamespace, Name: chaosApproved}, st); err != nil {
+		return
+	}
+	if st.Status.Stackwright == nil || st.Status.Stackwright.Approval == nil || st.Status.Stackwright.Approval.State != pulumiv1.ApprovalAwaiting {
+		return
+	}
+	if st.Annotations[pulumiv1.ApproveAnnotation] == st.Status.Stackwright.Approval.Preview {
+		return
+	}
+	// The plugin's command, as a person runs it; it refuses a preview no longer awaiting.
+	if out, err := runErr("kubectl-stackwright", "-n", chaosNamespace, "approve", chaosApproved); err != nil {
+		t.Logf("approve %s: %v\n%s", chaosApproved, err, out)
+	}
 }
 
 // runnerPods are the fleet's runner Pods in phase (any phase when empty).
@@ -366,7 +605,7 @@ func (cc *chaosCluster) killManager(t *testing.T) (string, error) {
 
 // killRunner SIGKILLs a running runner's container, as the OOM killer would.
 func (cc *chaosCluster) killRunner(t *testing.T) (string, error) {
-	pods := cc.runnerPods(t, corev1.PodRunning)
+	pods := cc.upRunners(t)
 	if len(pods) == 0 {
 		return "", fmt.Errorf("no runner Pod is running")
 	}
@@ -380,7 +619,7 @@ func (cc *chaosCluster) killRunner(t *testing.T) (string, error) {
 
 // evictRunner evicts a running runner's Pod through the API's eviction, as a drain would.
 func (cc *chaosCluster) evictRunner(t *testing.T) (string, error) {
-	pods := cc.runnerPods(t, corev1.PodRunning)
+	pods := cc.upRunners(t)
 	if len(pods) == 0 {
 		return "", fmt.Errorf("no runner Pod is running")
 	}
@@ -486,7 +725,9 @@ func (cc *chaosCluster) checkInvariants(t *testing.T) {
 	// lost, none applied twice.
 	ups := cc.successfulUps(t)
 	for name, rev := range cc.desired {
-		g.Expect(ups[name]).To(Equal(rev), "%s: successful ups in the backend's history for %d desired states", name, rev)
+		st := &pulumiv1.Stack{}
+		g.Expect(cc.c.Get(ctx, client.ObjectKey{Namespace: chaosNamespace, Name: name}, st)).To(Succeed())
+		g.Expect(ups[st.Spec.Stack]).To(Equal(rev), "%s (stack %s): successful ups in the backend's history for %d desired states", name, st.Spec.Stack, rev)
 	}
 	// No lock left in the backend.
 	g.Expect(cc.s3.objects(chaosBucket, "")).NotTo(ContainElement(ContainSubstring(".pulumi/locks/")), "locks left in the backend")
@@ -577,7 +818,7 @@ func writeChaosReport(t *testing.T, path string, seed uint64, records []faultRec
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Node fault campaign, %s\n\n", time.Now().UTC().Format("2006-01-02"))
-	fmt.Fprintf(&b, "`make chaos-node CHAOS_NODE_FAULTS=%d CHAOS_NODE_SEED=%d`: %d Stacks (the real Kubernetes provider, a %d s nap per up) on the one-node cluster, Job executor, state in the in-cluster S3 server; each fault injected while ups of new desired states run, then the fleet must be Ready at its desired states again (recovery, measured from the fault).\n\n", len(records), seed, chaosStacks, chaosNap)
+	fmt.Fprintf(&b, "`make chaos-node CHAOS_NODE_FAULTS=%d CHAOS_NODE_SEED=%d`: %d Stacks (the real Kubernetes provider, a %d s nap per up: %d plain, one with `approval: Manual` whose previews the test approves, two in a StackRollout's rings, one a template instance's) on the one-node cluster, Job executor, state in the in-cluster S3 server; each fault injected while ups of new desired states run, then the fleet must be Ready at its desired states again (recovery, measured from the fault).\n\n", len(records), seed, chaosStacks+4, chaosNap, chaosStacks)
 	b.WriteString("| Kind | Faults | Recovery median (upper, for an even count) | Recovery max |\n| --- | --- | --- | --- |\n")
 	kinds := slices.Sorted(maps.Keys(byKind))
 	for _, k := range kinds {
@@ -585,9 +826,13 @@ func writeChaosReport(t *testing.T, path string, seed uint64, records []faultRec
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 		fmt.Fprintf(&b, "| %s | %d | %.1f s | %.1f s |\n", k, len(d), d[len(d)/2].Seconds(), d[len(d)-1].Seconds())
 	}
-	b.WriteString("\nInvariants, all held: every Stack Ready at its desired state; exactly one successful up per desired state in the backend's history; no lock left in the backend; no Update in a non-final phase, every failed one with a reason; no runner Job, Pod or work Secret beyond its TTL; the manager restarted only after faults (each SIGKILL once), never at rest.\n\n## Faults\n\n| # | Kind | Target | Recovery | Manager restarts |\n| --- | --- | --- | --- | --- |\n")
+	b.WriteString("\nInvariants, all held: every Stack Ready at its desired state; exactly one successful up per desired state in the backend's history; no lock left in the backend; no Update in a non-final phase, every failed one with a reason; no runner Job, Pod or work Secret beyond its TTL; the manager restarted only after faults (each SIGKILL once), never at rest; each runner fault's Update names its reason, and the manager's `stackwright_runners_lost_total` counted it (column Counted).\n\n## Faults\n\n| # | Kind | Target | Recovery | Manager restarts | Counted |\n| --- | --- | --- | --- | --- | --- |\n")
 	for i, r := range records {
-		fmt.Fprintf(&b, "| %d | %s | %s | %.1f s | %d |\n", i+1, r.kind, r.detail, r.recovery.Seconds(), r.managerRestarts)
+		counted := ""
+		if r.counted {
+			counted = "yes"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %.1f s | %d | %s |\n", i+1, r.kind, r.detail, r.recovery.Seconds(), r.managerRestarts, counted)
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatalf("failed to write report: %v", err)

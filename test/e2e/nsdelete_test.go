@@ -219,6 +219,15 @@ spec:
 // Each caller names its scraper.
 func scrapeManager(t *testing.T, name string) string {
 	t.Helper()
+	return managerScraper(t, name)(t)
+}
+
+// managerScraper makes the scraper name (a ServiceAccount bound to the metrics-reader
+// ClusterRole, removed when the test ends) and returns a reader of the manager's metrics
+// through it: it reads the Service's address and a fresh token on each call, so it goes on
+// working across the manager's and the node's restarts.
+func managerScraper(t *testing.T, name string) func(t *testing.T) string {
+	t.Helper()
 	scraper := "e2e-scraper-" + name
 	run(t, "kubectl", "create", "serviceaccount", scraper, "-n", systemNamespace)
 	run(t, "kubectl", "create", "clusterrolebinding", scraper, "--clusterrole=stackwright-metrics-reader", "--serviceaccount="+systemNamespace+":"+scraper)
@@ -226,26 +235,29 @@ func scrapeManager(t *testing.T, name string) string {
 		_, _ = runErr("kubectl", "delete", "clusterrolebinding", scraper, "--ignore-not-found")
 		_, _ = runErr("kubectl", "delete", "serviceaccount", scraper, "-n", systemNamespace, "--ignore-not-found")
 	})
-	token := strings.TrimSpace(run(t, "kubectl", "create", "token", scraper, "-n", systemNamespace))
-	ip := strings.TrimSpace(run(t, "kubectl", "get", "service", "stackwright-metrics", "-n", systemNamespace, "-o", "jsonpath={.spec.clusterIP}"))
-	port := strings.TrimSpace(run(t, "kubectl", "get", "service", "stackwright-metrics", "-n", systemNamespace, "-o", "jsonpath={.spec.ports[0].port}"))
 	// The manager's certificate is self-signed: what is checked here is who may read.
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
-	var body string
-	NewWithT(t).Eventually(func(g Gomega) {
-		req, err := http.NewRequest(http.MethodGet, "https://"+ip+":"+port+"/metrics", nil)
-		g.Expect(err).NotTo(HaveOccurred())
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := hc.Do(req)
-		g.Expect(err).NotTo(HaveOccurred())
-		defer func() { _ = resp.Body.Close() }()
-		b, err := io.ReadAll(resp.Body)
-		g.Expect(err).NotTo(HaveOccurred())
-		// The binding may take a moment to reach the authorizer.
-		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "%s", b)
-		body = string(b)
-	}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-	return body
+	return func(t *testing.T) string {
+		t.Helper()
+		token := strings.TrimSpace(run(t, "kubectl", "create", "token", scraper, "-n", systemNamespace))
+		ip := strings.TrimSpace(run(t, "kubectl", "get", "service", "stackwright-metrics", "-n", systemNamespace, "-o", "jsonpath={.spec.clusterIP}"))
+		port := strings.TrimSpace(run(t, "kubectl", "get", "service", "stackwright-metrics", "-n", systemNamespace, "-o", "jsonpath={.spec.ports[0].port}"))
+		var body string
+		NewWithT(t).Eventually(func(g Gomega) {
+			req, err := http.NewRequest(http.MethodGet, "https://"+ip+":"+port+"/metrics", nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := hc.Do(req)
+			g.Expect(err).NotTo(HaveOccurred())
+			defer func() { _ = resp.Body.Close() }()
+			b, err := io.ReadAll(resp.Body)
+			g.Expect(err).NotTo(HaveOccurred())
+			// The binding may take a moment to reach the authorizer.
+			g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "%s", b)
+			body = string(b)
+		}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		return body
+	}
 }
 
 // pulumiUnderManager lists the pulumi processes on this node (the test runs on the node)
