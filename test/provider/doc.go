@@ -2,7 +2,7 @@
 // provider that exists only to exercise Stackwright end to end against the
 // real Pulumi engine.
 //
-// The package owns seven custom resources, all served under the
+// The package owns eight custom resources, all served under the
 // "stackwright-testing:index:" token prefix:
 //
 //   - File writes a file below a root directory. Its Read reports the file as
@@ -12,6 +12,9 @@
 //   - Flaky fails a configurable number of times before succeeding, counting
 //     attempts in a file so the count survives provider restarts.
 //   - Sleep blocks for a configurable duration, honouring cancellation.
+//   - Hog allocates and touches a configurable amount of memory, holds it for a
+//     few seconds and releases it: a provider that outgrows its runner's memory
+//     limit, for induced out-of-memory faults only.
 //   - ConfigMap manages a ConfigMap with the in-cluster credentials of the Pod
 //     the provider runs in.
 //   - TokenReview has the API server review a token file (a projected

@@ -23,6 +23,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&Random{}),
 			infer.Resource(&Flaky{}),
 			infer.Resource(&Sleep{}),
+			infer.Resource(&Hog{}),
 			infer.Resource(&ConfigMap{}),
 			infer.Resource(&TokenReview{}),
 			infer.Resource(&Environment{}),

@@ -65,7 +65,7 @@ func TestProvider_GetSchema_ResourceTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []string{"File", "Random", "Flaky", "Sleep"} {
+	for _, typ := range []string{"File", "Random", "Flaky", "Sleep", "Hog"} {
 		if tok := `"` + Name + ":index:" + typ + `"`; !strings.Contains(resp.Schema, tok) {
 			t.Errorf("schema lacks resource %s", tok)
 		}
