@@ -56,6 +56,18 @@ const (
 	// message names the disruption. Handled as RunnerLost: the next run looks for this one
 	// in the backend's history, and the Stack retries.
 	ReasonEvicted = "Evicted"
+	// ReasonOOMKilled: the runner ran out of memory. Either its container was killed by
+	// the kernel's OOM killer (its Pod's status says OOMKilled) before it reported, and the
+	// manager records it, the message naming the container's memory limit; or a process
+	// of the runner (the provider plugin or language host that allocated the most) was
+	// killed, the engine failed, and the runner reported so, having seen its memory
+	// cgroup's OOM kill counter rise during the run (the message names the limit). A
+	// retry under the same limit most likely runs out again, so it counts toward stalling
+	// like PermanentFailure: retried with backoff, Stalled after --stall-after-failures
+	// in a row, until the spec changes (raise the runner's memory limit in
+	// spec.workspaceTemplate). Like RunnerLost, the next up first looks for the run in the
+	// backend's history, since a runner killed before it reported may have completed it.
+	ReasonOOMKilled = "OOMKilled"
 	// ReasonRecovered: the runner was lost before it reported, but the engine run had
 	// completed: a later Update found it in the backend's history (its
 	// status.recovered names this Update) and recorded it here.

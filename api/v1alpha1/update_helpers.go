@@ -30,17 +30,20 @@ func (u *Update) MarkFinished(complete metav1.Condition) {
 }
 
 // MarkRunnerLost records that the Update's runner ended without reporting a result: the
-// Update failed, with reason RunnerLost (or Evicted, when its node evicted it), which the
-// Stack controller retries like a transient failure.
+// Update failed, with reason RunnerLost (or Evicted, when its node evicted it, or
+// OOMKilled, when the kernel killed it out of memory), which the Stack controller retries.
 func (u *Update) MarkRunnerLost(result UpdateResult, reason, msg string, now metav1.Time) {
 	u.Status.Phase, u.Status.Result, u.Status.Message, u.Status.EndTime = UpdatePhaseFailed, result, msg, &now
 	u.MarkFinished(metav1.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 }
 
-// RunnerLostReason reports whether reason says an Update's runner was lost before it
-// reported (RunnerLost, Evicted): its run may have completed all the same.
+// RunnerLostReason reports whether reason says an Update's runner may have been lost
+// before it reported (RunnerLost, Evicted, OOMKilled): its run may have completed all the
+// same, so the next up looks for it in the backend's history. OOMKilled is also what a
+// runner that did report says when a process of it was killed; such a run failed, and
+// looking for it finds it failed, so the up runs as usual.
 func RunnerLostReason(reason string) bool {
-	return reason == ReasonRunnerLost || reason == ReasonEvicted
+	return reason == ReasonRunnerLost || reason == ReasonEvicted || reason == ReasonOOMKilled
 }
 
 // FailsEveryRun reports whether an Update that failed for reason would fail the same way

@@ -39,10 +39,12 @@ func (f TenantOf) Tenant(ctx context.Context, u *v1alpha1.Update) string {
 // NotStarted is set; with neither, the runner is alive.
 type Verdict struct {
 	// Lost says why the runner ended, or is gone, without its result: the Update failed,
-	// with reason RunnerLost, and its Stack retries.
+	// with reason LostReason, and its Stack retries.
 	Lost string
-	// Evicted says the node evicted the runner's Pod (Lost says why): reason Evicted.
-	Evicted bool
+	// LostReason is the Update's reason for a lost runner: Evicted when its node evicted
+	// the runner's Pod, OOMKilled when the kernel killed its container out of memory (Lost
+	// says which limit), RunnerLost when empty (and for anything but those three).
+	LostReason string
 	// NotStarted says why the runner never started; the executor stopped it, so no engine
 	// runs. The Update failed with reason TransientFailure: no run happened, so there is
 	// nothing for the next one to recover.
@@ -57,16 +59,17 @@ type Verdict struct {
 // controller retries with a new Update. The result is Failed either way, so that runners
 // killed again and again (out of memory, evicted) count in
 // stackwright_updates_total{result="failed"} like any failed run; the reason says which:
-// RunnerLost, or TransientFailure for a runner that never started (no engine ran, so there
-// is no run for the next up to look for in the backend's history). The Update controller
-// applies it to stored Updates, the Job executor to the detached ones it keeps.
+// RunnerLost (Evicted, OOMKilled), or TransientFailure for a runner that never started (no
+// engine ran, so there is no run for the next up to look for in the backend's history).
+// The Update controller applies it to stored Updates, the Job executor to the detached
+// ones it keeps.
 func (v Verdict) Apply(u *v1alpha1.Update, now metav1.Time) bool {
 	runner := u.Status.Runner
 	switch {
 	case v.Lost != "":
 		reason := v1alpha1.ReasonRunnerLost
-		if v.Evicted {
-			reason = v1alpha1.ReasonEvicted
+		if v1alpha1.RunnerLostReason(v.LostReason) {
+			reason = v.LostReason
 		}
 		u.MarkRunnerLost(v1alpha1.UpdateResultFailed, reason, fmt.Sprintf("runner %s lost: %s; it will be retried", runner, v.Lost), now)
 	case v.NotStarted != "":

@@ -28,14 +28,24 @@ func TestVerdict_Apply_FailsGoneRunners(t *testing.T) {
 		want outcome
 	}{
 		{name: "AliveIsLeftRunning", v: Verdict{RecheckAfter: time.Minute}, want: outcome{Phase: v1alpha1.UpdatePhaseRunning, Reason: v1alpha1.ReasonRunning}},
-		{name: "LostFailsRunnerLost", v: Verdict{Lost: "its runner ran out of memory (limit of 2Gi) and was killed"}, want: outcome{
+		{name: "LostFailsRunnerLost", v: Verdict{Lost: "its runner Job was deleted before it reported a result"}, want: outcome{
 			Marked: true, Phase: v1alpha1.UpdatePhaseFailed, Result: v1alpha1.UpdateResultFailed, Reason: v1alpha1.ReasonRunnerLost,
+			Message:  "runner job/team/web-1-abc lost: its runner Job was deleted before it reported a result; it will be retried",
+			Duration: 90 * time.Second,
+		}},
+		{name: "EvictedFailsEvicted", v: Verdict{Lost: "its runner Pod was evicted by its node: Pod ephemeral local storage usage exceeds the total limit of containers 1Gi.", LostReason: v1alpha1.ReasonEvicted}, want: outcome{
+			Marked: true, Phase: v1alpha1.UpdatePhaseFailed, Result: v1alpha1.UpdateResultFailed, Reason: v1alpha1.ReasonEvicted,
+			Message:  "runner job/team/web-1-abc lost: its runner Pod was evicted by its node: Pod ephemeral local storage usage exceeds the total limit of containers 1Gi.; it will be retried",
+			Duration: 90 * time.Second,
+		}},
+		{name: "OOMKilledFailsOOMKilled", v: Verdict{Lost: "its runner ran out of memory (limit of 2Gi) and was killed", LostReason: v1alpha1.ReasonOOMKilled}, want: outcome{
+			Marked: true, Phase: v1alpha1.UpdatePhaseFailed, Result: v1alpha1.UpdateResultFailed, Reason: v1alpha1.ReasonOOMKilled,
 			Message:  "runner job/team/web-1-abc lost: its runner ran out of memory (limit of 2Gi) and was killed; it will be retried",
 			Duration: 90 * time.Second,
 		}},
-		{name: "EvictedFailsEvicted", v: Verdict{Lost: "its runner Pod was evicted by its node: Pod ephemeral local storage usage exceeds the total limit of containers 1Gi.", Evicted: true}, want: outcome{
-			Marked: true, Phase: v1alpha1.UpdatePhaseFailed, Result: v1alpha1.UpdateResultFailed, Reason: v1alpha1.ReasonEvicted,
-			Message:  "runner job/team/web-1-abc lost: its runner Pod was evicted by its node: Pod ephemeral local storage usage exceeds the total limit of containers 1Gi.; it will be retried",
+		{name: "OtherReasonFailsRunnerLost", v: Verdict{Lost: "its runner exited", LostReason: v1alpha1.ReasonSucceeded}, want: outcome{
+			Marked: true, Phase: v1alpha1.UpdatePhaseFailed, Result: v1alpha1.UpdateResultFailed, Reason: v1alpha1.ReasonRunnerLost,
+			Message:  "runner job/team/web-1-abc lost: its runner exited; it will be retried",
 			Duration: 90 * time.Second,
 		}},
 		{name: "NotStartedFailsTransient", v: Verdict{NotStarted: "its runner Pod was not scheduled within 5m0s: 0/1 nodes are available"}, want: outcome{

@@ -81,7 +81,7 @@ var (
 
 	runnersLost = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: metricPrefix + "runners_lost_total",
-		Help: "Updates whose runner ended without reporting a result, by namespace and reason: Evicted (its node evicted the runner Pod; the Update's message names the limit) or RunnerLost (anything else: killed, out of memory, deleted).",
+		Help: "Updates whose runner ended without reporting a result, by namespace and reason: Evicted (its node evicted the runner Pod; the Update's message names the limit), OOMKilled (the kernel killed the runner's container at its memory limit, which the Update's message names) or RunnerLost (anything else: killed, deleted).",
 	}, []string{labelNS, labelReason})
 
 	pluginCacheRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -232,7 +232,7 @@ func ObserveUpdate(namespace, operation, result string, d time.Duration) {
 }
 
 // ObserveRunnerLost records an Update whose runner ended without its result, by the
-// reason its Update records (RunnerLost, Evicted).
+// reason its Update records (RunnerLost, Evicted, OOMKilled).
 func ObserveRunnerLost(namespace, reason string) {
 	runnersLost.WithLabelValues(namespace, reason).Inc()
 }

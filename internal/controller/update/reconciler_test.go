@@ -178,10 +178,16 @@ func TestReconciler_Reconcile_FailsRunningUpdateOfAGoneRunner(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, runner, notStarted, reason, message string
+		lost                                      executor.Verdict
 	}{
 		{
 			name: "lost", runner: "job/ns/lost", reason: v1alpha1.ReasonRunnerLost,
 			message: "runner job/ns/lost lost: its runner Job was deleted before it reported a result; it will be retried",
+		},
+		{
+			name: "oom killed", runner: "job/ns/oom", reason: v1alpha1.ReasonOOMKilled,
+			lost:    executor.Verdict{Lost: "its runner ran out of memory (limit of 256Mi) and was killed", LostReason: v1alpha1.ReasonOOMKilled},
+			message: "runner job/ns/oom lost: its runner ran out of memory (limit of 256Mi) and was killed; it will be retried",
 		},
 		{
 			name: "not started", runner: "job/ns/pending", notStarted: "its runner Pod was not scheduled within 5m0s: no node",
@@ -192,11 +198,14 @@ func TestReconciler_Reconcile_FailsRunningUpdateOfAGoneRunner(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := env.Scenario(t)
+			exec.mu.Lock()
 			if tc.notStarted != "" {
-				exec.mu.Lock()
 				exec.notStarted[tc.runner] = tc.notStarted
-				exec.mu.Unlock()
 			}
+			if tc.lost.Lost != "" {
+				exec.lost[tc.runner] = tc.lost
+			}
+			exec.mu.Unlock()
 			u := newUpdate(t, s, "gone", true, v1alpha1.UpdateStatus{Phase: v1alpha1.UpdatePhaseRunning, Runner: tc.runner, StartTime: &metav1.Time{Time: time.Now()}})
 			s.WaitCondition(u, v1alpha1.ConditionComplete, metav1.ConditionFalse, tc.reason)
 			want := v1alpha1.UpdateStatus{Phase: v1alpha1.UpdatePhaseFailed, Runner: tc.runner, Result: v1alpha1.UpdateResultFailed, Message: tc.message}

@@ -22,7 +22,7 @@ import (
 // them; this suite is about what the controller hands over and what it marks failed.
 var (
 	env  *kubetest.Env
-	exec = &recordingExecutor{alive: map[string]bool{}, notStarted: map[string]string{}, queued: map[string]executor.Position{}}
+	exec = &recordingExecutor{alive: map[string]bool{}, notStarted: map[string]string{}, lost: map[string]executor.Verdict{}, queued: map[string]executor.Position{}}
 )
 
 func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.Manager(setupManager)) }
@@ -37,12 +37,14 @@ func setupManager(ctx context.Context, e *kubetest.Env, _ string) (ctrl.Manager,
 }
 
 // recordingExecutor records submitted Updates by namespace/name, finds alive the runners
-// marked so, never started those given a reason in notStarted, and lost the others.
+// marked so, never started those given a reason in notStarted, lost as lost says those
+// given a verdict there, and lost (RunnerLost) the others.
 type recordingExecutor struct {
 	mu         sync.Mutex
 	submitted  []string
 	alive      map[string]bool
 	notStarted map[string]string
+	lost       map[string]executor.Verdict
 	// queued are the positions of the Updates (namespace/name) still queued.
 	queued map[string]executor.Position
 }
@@ -78,6 +80,8 @@ func (e *recordingExecutor) Check(_ context.Context, u *v1alpha1.Update) executo
 		return executor.Verdict{}
 	case e.notStarted[u.Status.Runner] != "":
 		return executor.Verdict{NotStarted: e.notStarted[u.Status.Runner]}
+	case e.lost[u.Status.Runner].Lost != "":
+		return e.lost[u.Status.Runner]
 	}
 	return executor.Verdict{Lost: "its runner Job was deleted before it reported a result"}
 }

@@ -104,13 +104,13 @@ func (e *Executor) judgeJob(ctx context.Context, u *v1alpha1.Update, j *batchv1.
 	if end := jobEnd(j); end != nil && e.now().Sub(end.Time) < e.opts.LostGrace {
 		return executor.Verdict{RecheckAfter: e.opts.LostGrace - e.now().Sub(end.Time)}
 	}
-	evicted := false
+	lostReason := ""
 	if !failed {
 		reason = "its runner exited without its result reaching the manager"
 	} else if reason == "" {
-		reason, evicted = e.podFailure(ctx, j.Namespace, u.UID)
+		reason, lostReason = e.podFailure(ctx, j.Namespace, u.UID)
 	}
-	return executor.Verdict{Lost: reason, Evicted: evicted}
+	return executor.Verdict{Lost: reason, LostReason: lostReason}
 }
 
 // checkStarted judges a runner whose Job has not ended.
@@ -244,49 +244,58 @@ func tail(msg string, n int) string {
 }
 
 // podFailure says how the runner Pod of the Update with UID uid, in namespace, ended, from
-// what the kubelet recorded, and whether its node evicted it.
-func (e *Executor) podFailure(ctx context.Context, namespace string, uid types.UID) (string, bool) {
+// what the kubelet recorded, and the Update's reason for it (describePodFailure).
+func (e *Executor) podFailure(ctx context.Context, namespace string, uid types.UID) (string, string) {
 	var pods corev1.PodList
 	if err := e.reader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{LabelUpdateUID: string(uid)}); err != nil || len(pods.Items) == 0 {
-		return "its runner Pod was deleted or evicted before it reported a result", false
+		return "its runner Pod was deleted or evicted before it reported a result", v1alpha1.ReasonRunnerLost
 	}
 	return describePodFailure(&pods.Items[0])
 }
 
-// describePodFailure says how the runner Pod p ended, and whether it was evicted (by its
-// node, or disrupted by the cluster: a drain, a preemption).
-func describePodFailure(p *corev1.Pod) (string, bool) {
+// describePodFailure says how the runner Pod p ended, and the Update's reason for it:
+// Evicted (by its node, or disrupted by the cluster: a drain, a preemption), OOMKilled
+// (the kernel killed the runner's container at its memory limit), or RunnerLost.
+func describePodFailure(p *corev1.Pod) (string, string) {
 	if p.Status.Reason == "Evicted" {
 		// The kubelet's message names the resource and the limit ("Pod ephemeral local
 		// storage usage exceeds the total limit of containers 1Gi.").
-		return "its runner Pod was evicted by its node: " + clip.Line(cmp.Or(p.Status.Message, "no reason given"), maxReasonBytes), true
+		return "its runner Pod was evicted by its node: " + clip.Line(cmp.Or(p.Status.Message, "no reason given"), maxReasonBytes), v1alpha1.ReasonEvicted
 	}
 	if why := podDisruption(p); why != "" {
-		return why, true
+		return why, v1alpha1.ReasonEvicted
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil {
 			if t.Reason == "OOMKilled" {
-				limit := ""
-				for _, c := range p.Spec.Containers {
-					if m, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && c.Name == cs.Name {
-						limit = " of " + m.String()
-					}
-				}
-				return "its runner ran out of memory (limit" + limit + ") and was killed", false
+				return "its runner ran out of memory (" + memoryLimit(p, cs.Name) + ") and was killed", v1alpha1.ReasonOOMKilled
 			}
-			return fmt.Sprintf("its runner exited with code %d (%s): %s", t.ExitCode, t.Reason, tail(t.Message, 512)), false
+			return fmt.Sprintf("its runner exited with code %d (%s): %s", t.ExitCode, t.Reason, tail(t.Message, 512)), v1alpha1.ReasonRunnerLost
 		}
 	}
 	for _, cs := range p.Status.InitContainerStatuses {
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			return fmt.Sprintf("its runner Pod's init container %s exited with code %d (%s): %s", cs.Name, t.ExitCode, t.Reason, tail(t.Message, 512)), false
+			if t.Reason == "OOMKilled" {
+				return fmt.Sprintf("its runner Pod's init container %s ran out of memory (%s) and was killed", cs.Name, memoryLimit(p, cs.Name)), v1alpha1.ReasonOOMKilled
+			}
+			return fmt.Sprintf("its runner Pod's init container %s exited with code %d (%s): %s", cs.Name, t.ExitCode, t.Reason, tail(t.Message, 512)), v1alpha1.ReasonRunnerLost
 		}
 	}
 	if p.DeletionTimestamp != nil {
-		return "its runner Pod was deleted before it reported a result", false
+		return "its runner Pod was deleted before it reported a result", v1alpha1.ReasonRunnerLost
 	}
-	return fmt.Sprintf("its runner Pod ended in phase %s: %s", p.Status.Phase, p.Status.Message), false
+	return fmt.Sprintf("its runner Pod ended in phase %s: %s", p.Status.Phase, p.Status.Message), v1alpha1.ReasonRunnerLost
+}
+
+// memoryLimit names the memory limit of p's container (or init container) name: "limit
+// of 2Gi", or "no memory limit of its own" (the Pod's, or the node's, memory ran out).
+func memoryLimit(p *corev1.Pod, name string) string {
+	for _, c := range slices.Concat(p.Spec.InitContainers, p.Spec.Containers) {
+		if m, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && c.Name == name {
+			return "limit of " + m.String()
+		}
+	}
+	return "no memory limit of its own"
 }
 
 func ptrValue[T any](p *T) T {
