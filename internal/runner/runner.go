@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -518,7 +519,7 @@ func failure(err error) (reason string, result v1alpha1.UpdateResult, msg string
 	if f, ok := fault.As(err); ok {
 		reason = v1alpha1.ReasonTransientFailure
 		switch {
-		case f.Reason == v1alpha1.ReasonPlanInvalid, f.Reason == v1alpha1.ReasonMissingPlugin:
+		case f.Reason == v1alpha1.ReasonPlanInvalid, f.Reason == v1alpha1.ReasonMissingPlugin, f.Reason == v1alpha1.ReasonOOMKilled:
 			reason = f.Reason
 		case f.Stalled:
 			reason = v1alpha1.ReasonPermanentFailure
@@ -541,6 +542,36 @@ func failure(err error) (reason string, result v1alpha1.UpdateResult, msg string
 		return v1alpha1.ReasonTransientFailure, v1alpha1.UpdateResultFailed, msg
 	}
 	return v1alpha1.ReasonPermanentFailure, v1alpha1.UpdateResultFailed, msg
+}
+
+// OOMKilled is the failure of a run during which the kernel's OOM killer killed kills
+// processes of the runner's memory cgroup, whose limit is limit bytes (0: none of its
+// own). The victim is the process that allocated the most (a provider plugin, the
+// language host): the engine's error (a provider that stopped answering, a broken pipe)
+// is what the kill caused, so the Update says OOMKilled and names the limit, and the
+// engine's message follows. The runner Pod's container is the memory cgroup: a runner
+// runs one operation, so every kill in it during the run is the run's.
+func OOMKilled(err error, kills uint64, limit int64) error {
+	_, _, msg := failure(err)
+	victims := "a process"
+	if kills > 1 {
+		victims = fmt.Sprintf("%d processes", kills)
+	}
+	bound := "the runner has no memory limit of its own, so its Pod's or its node's memory ran out"
+	if limit > 0 {
+		bound = "the runner's memory limit is " + memoryText(limit)
+	}
+	return &fault.Error{Reason: v1alpha1.ReasonOOMKilled, Err: fmt.Errorf("out of memory: the kernel killed %s of the runner (%s); the engine then failed: %s", victims, bound, msg)}
+}
+
+// memoryText writes n bytes as a Pod's limit would be written (256Mi, 2Gi) when it is whole
+// mebibytes; the kernel rounds a limit such as 300M down to whole pages, which only bytes
+// say exactly.
+func memoryText(n int64) string {
+	if n%(1<<20) == 0 {
+		return resource.NewQuantity(n, resource.BinarySI).String()
+	}
+	return fmt.Sprintf("%d bytes (%.1fMi)", n, float64(n)/(1<<20))
 }
 
 // writeOutputs stores the outputs in a Secret owned by the Update: every value as JSON,

@@ -44,6 +44,7 @@ func TestFailure_Error_MapsToRetryReason(t *testing.T) {
 		{name: "missingProviderIsMissingPlugin", err: errors.New("error: no resource plugin 'pulumi-resource-aws' found in the workspace or on your $PATH"), wantReason: v1alpha1.ReasonMissingPlugin, wantResult: v1alpha1.UpdateResultFailed},
 		{name: "environmentsOnSelfManagedBackendAreBackendUnsupported", err: errors.New("error: getting stack configuration: opening environment: backend runner-1 does not support environments; Pulumi ESC environments require the Pulumi Cloud backend, use `pulumi login` without arguments to log into the Pulumi Cloud backend"), wantReason: v1alpha1.ReasonBackendUnsupported, wantResult: v1alpha1.UpdateResultFailed},
 		{name: "unknownIsPermanent", err: errors.New("error: something odd"), wantReason: v1alpha1.ReasonPermanentFailure, wantResult: v1alpha1.UpdateResultFailed},
+		{name: "oomKilledIsOOMKilled", err: OOMKilled(errors.New("error: something odd"), 1, 256<<20), wantReason: v1alpha1.ReasonOOMKilled, wantResult: v1alpha1.UpdateResultFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +84,56 @@ func TestFinish_Outcome_FillsStatusAndCondition(t *testing.T) {
 	c := apimeta.FindStatusCondition(failed.Status.Conditions, v1alpha1.ConditionComplete)
 	if failed.Status.Phase != v1alpha1.UpdatePhaseFailed || c == nil || c.Reason != v1alpha1.ReasonPermanentFailure || c.Message != `no Pulumi.yaml in "sub"` {
 		t.Errorf("status after failure = %+v, condition %+v", failed.Status, c)
+	}
+}
+
+// A run during which processes of the runner were killed out of memory fails OOMKilled,
+// naming the limit and how many were killed, with the engine's own message after.
+func TestOOMKilled_Failure_NamesTheLimitAndKeepsTheEnginesMessage(t *testing.T) {
+	engineErr := errors.New("error: pulumi-resource-stackwright-testing: rpc error: code = Unavailable desc = error reading from server: EOF")
+	type outcome struct {
+		Phase   v1alpha1.UpdatePhase
+		Result  v1alpha1.UpdateResult
+		Reason  string
+		Message string
+	}
+	tests := []struct {
+		name  string
+		err   error
+		kills uint64
+		limit int64
+		want  outcome
+	}{
+		{
+			name: "oneKillUnderALimit", err: engineErr, kills: 1, limit: 256 << 20,
+			want: outcome{v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, v1alpha1.ReasonOOMKilled,
+				"out of memory: the kernel killed a process of the runner (the runner's memory limit is 256Mi); the engine then failed: " +
+					"pulumi-resource-stackwright-testing: rpc error: code = Unavailable desc = error reading from server: EOF"},
+		},
+		{
+			name: "twoKillsWithoutALimit", err: engineErr, kills: 2,
+			want: outcome{v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, v1alpha1.ReasonOOMKilled,
+				"out of memory: the kernel killed 2 processes of the runner (the runner has no memory limit of its own, so its Pod's or its node's memory ran out); the engine then failed: " +
+					"pulumi-resource-stackwright-testing: rpc error: code = Unavailable desc = error reading from server: EOF"},
+		},
+		{
+			name: "oddLimit", err: fault.Retry(v1alpha1.ReasonTransientFailure, "failed to fetch artifact"), kills: 1, limit: 299_999_232,
+			want: outcome{v1alpha1.UpdatePhaseFailed, v1alpha1.UpdateResultFailed, v1alpha1.ReasonOOMKilled,
+				"out of memory: the kernel killed a process of the runner (the runner's memory limit is 299999232 bytes (286.1Mi)); the engine then failed: failed to fetch artifact"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &v1alpha1.Update{}
+			Finish(u, engine.Result{}, OOMKilled(tt.err, tt.kills, tt.limit), "", time.Now())
+			got := outcome{Phase: u.Status.Phase, Result: u.Status.Result, Message: u.Status.Message}
+			if c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete); c != nil {
+				got.Reason = c.Reason
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

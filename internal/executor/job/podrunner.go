@@ -20,6 +20,7 @@ import (
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/fault"
 	"github.com/stackwright/stackwright/internal/inputs"
+	"github.com/stackwright/stackwright/internal/memcg"
 	"github.com/stackwright/stackwright/internal/runner"
 )
 
@@ -48,6 +49,9 @@ type PodRunner struct {
 	// PluginDownloads lets the engine download the plugins it lacks, from the manager's
 	// plugin cache only.
 	PluginDownloads bool
+	// Cgroups reads the memory cgroup of the runner's container, whose OOM kills during
+	// the run make a failed run OOMKilled; the zero value reads the real one.
+	Cgroups memcg.Reader
 }
 
 // Run performs the Update. Its error means the result did not reach the manager (the Pod
@@ -75,7 +79,13 @@ func (p *PodRunner) Run(ctx context.Context) error {
 	u := &v1alpha1.Update{}
 	u.Name, u.Namespace, u.Generation = w.Update, w.Namespace, 0
 	tail := engine.NewTail(v1alpha1.MaxLogTailLength)
+	oom := p.Cgroups.Watch()
 	res, runErr := p.execute(ctx, hc, w, tail)
+	if runErr != nil && ctx.Err() == nil {
+		// A run cancelled on SIGTERM says Cancelled (the manager names the disruption);
+		// one that failed by itself may have failed because a process of it was killed.
+		runErr = outOfMemory(oom, runErr)
+	}
 	runner.Finish(u, res, runErr, tail.String(), time.Now())
 	result := &Result{UpdateUID: w.UpdateUID, Status: u.Status}
 	if runErr == nil {
@@ -89,6 +99,22 @@ func (p *PodRunner) Run(ctx context.Context) error {
 	// work tree, PULUMI_HOME): what runner Pods' ephemeral-storage limits are sized from.
 	fmt.Fprintf(os.Stderr, "%s%d bytes\n", ScratchUsedPrefix, diskUsage(p.Scratch))
 	return p.report(context.WithoutCancel(ctx), hc, w, result)
+}
+
+// outOfMemory is err, the failure of a run, as OOMKilled when the kernel's OOM killer
+// killed processes of the runner's memory cgroup since w started (before the run): the
+// engine's own error then only says that a plugin stopped answering.
+func outOfMemory(w *memcg.Watch, err error) error {
+	kills, m, werr := w.Kills()
+	if werr != nil {
+		// Not worth failing for: the run's own error still says what the engine saw.
+		fmt.Fprintf(os.Stderr, "cannot tell whether the run ran out of memory: %v\n", werr)
+		return err
+	}
+	if kills == 0 {
+		return err
+	}
+	return runner.OOMKilled(err, kills, m.Limit)
 }
 
 func (p *PodRunner) execute(ctx context.Context, hc *http.Client, w *Work, tail *engine.Tail) (engine.Result, error) {

@@ -297,11 +297,16 @@ const (
 
 // runnerFailureReasons are the Complete condition's reasons a failed run may report: those
 // runner.Finish gives. RunnerLost, Evicted and Recovered are the manager's findings, never
-// a runner's.
+// a runner's. OOMKilled is both: the manager's when the runner's container was killed,
+// the runner's when one of its processes was (its memory cgroup counted the kill). A
+// runner's claim of it cannot be checked, and need not be: like PermanentFailure, which
+// any runner may report, it counts toward its own Stack's stall, and like a lost run the
+// next up looks for the run in the backend's history, which that Stack's own runner
+// reads; the reason is a constant, so metrics labelled with it stay bounded.
 var runnerFailureReasons = []string{
 	v1alpha1.ReasonTransientFailure, v1alpha1.ReasonUpdateConflict, v1alpha1.ReasonPermanentFailure,
 	v1alpha1.ReasonCancelled, v1alpha1.ReasonPlanInvalid, v1alpha1.ReasonMissingPlugin,
-	v1alpha1.ReasonBackendUnsupported,
+	v1alpha1.ReasonBackendUnsupported, v1alpha1.ReasonOOMKilled,
 }
 
 // sanitizeResult holds a runner's report to the bounds above, in place: it cuts the

@@ -206,12 +206,13 @@ func TestSanitizeResult_Bounds_InformativeFieldsCut(t *testing.T) {
 }
 
 // Every reason runner.Finish gives a failure is recorded as the runner reports it: a
-// missing plugin must reach the Stack as MissingPlugin, or it would be retried.
+// missing plugin must reach the Stack as MissingPlugin, or it would be retried; a process
+// of the runner killed out of memory as OOMKilled.
 func TestSanitizeResult_RunnerFailureReasons_Recorded(t *testing.T) {
 	for _, reason := range []string{
 		v1alpha1.ReasonTransientFailure, v1alpha1.ReasonUpdateConflict, v1alpha1.ReasonPermanentFailure,
 		v1alpha1.ReasonCancelled, v1alpha1.ReasonPlanInvalid, v1alpha1.ReasonMissingPlugin,
-		v1alpha1.ReasonBackendUnsupported,
+		v1alpha1.ReasonBackendUnsupported, v1alpha1.ReasonOOMKilled,
 	} {
 		t.Run(reason, func(t *testing.T) {
 			r := failedResult(v1alpha1.UpdateResultFailed, reason)
@@ -259,6 +260,11 @@ func TestSanitizeResult_Refused_InvalidOutcomeOrTooLarge(t *testing.T) {
 			name:    "failed claiming the manager's Evicted",
 			in:      func(r *Result) { *r = *failedResult(v1alpha1.UpdateResultFailed, v1alpha1.ReasonEvicted) },
 			wantErr: `the runner's report is invalid: phase "Failed", result "failed", Complete condition "False" with reason "Evicted"`,
+		},
+		{
+			name:    "OOMKilled claiming success",
+			in:      func(r *Result) { *r = *failedResult(v1alpha1.UpdateResultSucceeded, v1alpha1.ReasonOOMKilled) },
+			wantErr: `the runner's report is invalid: phase "Failed", result "succeeded", Complete condition "False" with reason "OOMKilled"`,
 		},
 		{
 			name:    "failed with an unknown result",

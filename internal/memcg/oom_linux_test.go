@@ -1,0 +1,163 @@
+package memcg
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the processes of the real OOM test: helperEnv says which.
+const (
+	helperEnv = "STACKWRIGHT_MEMCG_HELPER"
+	// helperCgroup is the cgroup the watching helper moves itself into.
+	helperCgroup = "STACKWRIGHT_MEMCG_CGROUP"
+	// hogMebibytes is what the hog allocates: far past the test's limit.
+	hogMebibytes = 1024
+	testLimit    = 64 << 20
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(helperEnv) {
+	case "watch":
+		os.Exit(watchHelper())
+	case "hog":
+		os.Exit(hogHelper())
+	}
+	os.Exit(m.Run())
+}
+
+// watched is what the watching helper reports.
+type watched struct {
+	Kills     uint64
+	Memory    Memory
+	Err       string
+	HogSignal string
+}
+
+// watchHelper is a runner in miniature: it joins the test's cgroup, watches it, runs a
+// child that allocates past its limit (the provider plugin of a real run), and reports
+// what the watch saw once the child is gone.
+func watchHelper() int {
+	dir := os.Getenv(helperCgroup)
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "failed to join cgroup %s: %v\n", dir, err)
+		return 2
+	}
+	w := Reader{}.Watch()
+	hog := exec.Command(os.Args[0])
+	hog.Env = append(os.Environ(), helperEnv+"=hog")
+	hog.Stderr = os.Stderr
+	var out watched
+	err := hog.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			out.HogSignal = ws.Signal().String()
+		}
+	}
+	kills, m, err := w.Kills()
+	out.Kills, out.Memory = kills, m
+	if err != nil {
+		out.Err = err.Error()
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		return 2
+	}
+	return 0
+}
+
+// hogHelper allocates and touches hogMebibytes, then waits to be killed.
+func hogHelper() int {
+	page := os.Getpagesize()
+	var held [][]byte
+	for range hogMebibytes {
+		chunk := make([]byte, 1<<20)
+		for i := 0; i < len(chunk); i += page {
+			chunk[i] = 1
+		}
+		held = append(held, chunk)
+	}
+	fmt.Fprintf(os.Stderr, "hog: held %d MiB and was not killed\n", len(held))
+	return 3
+}
+
+// testCgroup creates a memory cgroup v1 below the test's own, limited to limit bytes
+// with no swap, and removes it when the test ends; it skips the test where there is no
+// v1 memory controller to write to (cgroup v2 hosts, unprivileged runs).
+func testCgroup(t *testing.T, limit int64) string {
+	t.Helper()
+	own, err := Reader{}.Read()
+	if err != nil || own.Version != 1 {
+		t.Skipf("no cgroup v1 memory controller to test with (%+v, %v)", own, err)
+	}
+	dir := filepath.Join(own.Dir, fmt.Sprintf("stackwright-memcg-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cgroup v1 memory controller not writable: %v", err)
+	}
+	t.Cleanup(func() {
+		// The cgroup can be removed once its processes are gone, which takes the kernel
+		// a moment after they are reaped.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := os.Remove(dir)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("failed to remove test cgroup %s: %v", dir, err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	for _, f := range []string{"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"} {
+		err := os.WriteFile(filepath.Join(dir, f), []byte(strconv.FormatInt(limit, 10)), 0o644)
+		switch {
+		case err == nil:
+		case f == "memory.memsw.limit_in_bytes" && errors.Is(err, os.ErrNotExist):
+			// No swap accounting: the kernel has no swap to limit.
+		default:
+			t.Skipf("failed to limit test cgroup: %v", err)
+		}
+	}
+	return dir
+}
+
+// A process of a real memory cgroup v1 that allocates past the cgroup's limit is killed
+// by the kernel's OOM killer, and a Watch started in that cgroup before counts the kill
+// and names the limit: what a runner Pod's runner sees when its provider plugin runs out
+// of memory. Needs root and cgroup v1 (this machine's); skipped elsewhere.
+func TestWatch_Kills_RealOOMKillInCgroupV1(t *testing.T) {
+	dir := testCgroup(t, testLimit)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=watch", helperCgroup+"="+dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("watching helper failed: %v\n%s", err, stderr.String())
+	}
+	var got watched
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("failed to decode helper's report %q: %v\n%s", stdout.String(), err, stderr.String())
+	}
+	if got.Err != "" {
+		t.Fatalf("watch failed: %s", got.Err)
+	}
+	if got.HogSignal != syscall.SIGKILL.String() {
+		t.Errorf("hog ended by signal %q; want %q (the OOM killer's)\n%s", got.HogSignal, syscall.SIGKILL, stderr.String())
+	}
+	if got.Kills < 1 {
+		t.Errorf("watch counted %d OOM kills; want at least 1", got.Kills)
+	}
+	if got.Memory.Version != 1 || got.Memory.Dir != dir || got.Memory.Limit != testLimit {
+		t.Errorf("watch read %+v; want version 1, cgroup %s, limit %d", got.Memory, dir, testLimit)
+	}
+}
