@@ -216,6 +216,11 @@ func (r *Reconciler) decideNext(_ context.Context, s *scope) (bool, error) {
 				"Pulumi ESC environments (spec.environment) need a Pulumi Cloud backend: use one, or set the configuration with spec.config, configRef or secretsRef instead",
 				s.op, lu.Name, lu.Message))
 			return false, nil
+		case v1alpha1.ReasonOOMKilled:
+			markStalled(s.stack, failedReason(s.op), fmt.Sprintf("%s failed %d times in a row, the last (Update %s) because its runner ran out of memory; raise the runner's memory limit "+
+				"(spec.workspaceTemplate.spec.resources.limits.memory), or set the %s annotation to retry. Last error: %s",
+				s.op, failures, lu.Name, pulumiv1.ReconcileRequestAnnotation, lu.Message))
+			return false, nil
 		}
 		markStalled(s.stack, failedReason(s.op), fmt.Sprintf("%s failed %d times in a row with a permanent error; change the spec, its references or the source, or set the %s annotation to retry. Last error: %s",
 			s.op, failures, pulumiv1.ReconcileRequestAnnotation, lu.Message))

@@ -151,11 +151,14 @@ func recordStart(s *pulumiv1.Stack, u *v1alpha1.Update) {
 }
 
 // failureCountsAsPermanent reports whether a failed Update counts towards stalling: only a
-// failure the Update calls permanent (or one it gave no reason for) does. A lock conflict
-// never does: the lock is another update in progress, or one whose holder Stackwright
-// could not prove gone, and either way waiting is right and stalling is not.
+// failure the Update calls permanent (or one it gave no reason for) does, and running out
+// of memory: the runner's limit is in the Stack's spec, and a retry under the same limit
+// most likely runs out again, so after a few (each after its backoff, which also lets a
+// node short of memory recover) a person must raise it. A lock conflict never does: the
+// lock is another update in progress, or one whose holder Stackwright could not prove
+// gone, and either way waiting is right and stalling is not.
 func failureCountsAsPermanent(c *metav1.Condition) bool {
-	return c == nil || c.Reason == v1alpha1.ReasonPermanentFailure || v1alpha1.FailsEveryRun(c.Reason)
+	return c == nil || c.Reason == v1alpha1.ReasonPermanentFailure || c.Reason == v1alpha1.ReasonOOMKilled || v1alpha1.FailsEveryRun(c.Reason)
 }
 
 // recordFinish mirrors a finished Update into the Stack's status: PKO's lastUpdate, the

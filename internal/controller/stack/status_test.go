@@ -42,6 +42,7 @@ func TestRecordFinish_LostUpdates_RememberedUntilSuccess(t *testing.T) {
 	}{
 		{name: "LostUpIsRemembered", u: finished("web-k1-1", v1alpha1.UpdateTypeUp, v1alpha1.ReasonRunnerLost), want: []string{"web-k1-1"}},
 		{name: "LostUpJoinsEarlierOnes", before: []string{"web-k1-1"}, u: finished("web-k1-2", v1alpha1.UpdateTypeUp, v1alpha1.ReasonRunnerLost), want: []string{"web-k1-1", "web-k1-2"}},
+		{name: "OOMKilledUpIsRemembered", u: finished("web-k1-1", v1alpha1.UpdateTypeUp, v1alpha1.ReasonOOMKilled), want: []string{"web-k1-1"}},
 		{name: "LostDestroyIsNot", u: finished("web-k1-1", v1alpha1.UpdateTypeDestroy, v1alpha1.ReasonRunnerLost)},
 		{name: "OtherFailureKeepsThem", before: []string{"web-k1-1"}, u: finished("web-k1-2", v1alpha1.UpdateTypeUp, v1alpha1.ReasonTransientFailure), want: []string{"web-k1-1"}},
 		{name: "SuccessForgetsThem", before: []string{"web-k1-1"}, u: finished("web-k1-2", v1alpha1.UpdateTypeUp, v1alpha1.ReasonSucceeded)},
@@ -73,6 +74,7 @@ func TestRecordFinish_FailureReason_CountsOnlyPermanentFailures(t *testing.T) {
 		{name: "PermanentFailureCounts", u: finished("u", v1alpha1.UpdateTypeUp, v1alpha1.ReasonPermanentFailure), wantCount: 2, wantReason: v1alpha1.ReasonPermanentFailure},
 		{name: "ConflictDoesNotCount", u: finished("u", v1alpha1.UpdateTypeUp, v1alpha1.ReasonUpdateConflict), wantCount: 1, wantReason: v1alpha1.ReasonUpdateConflict},
 		{name: "ConflictWithRetryDoesNotCount", retryConflict: true, u: finished("u", v1alpha1.UpdateTypeDestroy, v1alpha1.ReasonUpdateConflict), wantCount: 1, wantReason: v1alpha1.ReasonUpdateConflict},
+		{name: "OOMKilledCounts", u: finished("u", v1alpha1.UpdateTypeUp, v1alpha1.ReasonOOMKilled), wantCount: 2, wantReason: v1alpha1.ReasonOOMKilled},
 		{name: "TransientFailureDoesNotCount", u: finished("u", v1alpha1.UpdateTypeUp, v1alpha1.ReasonTransientFailure), wantCount: 1, wantReason: v1alpha1.ReasonTransientFailure},
 		{name: "SuccessResetsBoth", u: finished("u", v1alpha1.UpdateTypeUp, v1alpha1.ReasonSucceeded)},
 	}
