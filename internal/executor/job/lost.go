@@ -268,6 +268,12 @@ func describePodFailure(p *corev1.Pod) (string, string) {
 	for _, cs := range p.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil {
 			if t.Reason == "OOMKilled" {
+				if t.ExitCode != oomExitCode {
+					// Container runtimes say OOMKilled when their cgroup counted any OOM
+					// kill: here one of the runner's processes, after which it failed.
+					return fmt.Sprintf("its runner ran out of memory (%s): a process of it was killed, and it exited with code %d: %s",
+						memoryLimit(p, cs.Name), t.ExitCode, tail(t.Message, 512)), v1alpha1.ReasonOOMKilled
+				}
 				return "its runner ran out of memory (" + memoryLimit(p, cs.Name) + ") and was killed", v1alpha1.ReasonOOMKilled
 			}
 			return fmt.Sprintf("its runner exited with code %d (%s): %s", t.ExitCode, t.Reason, tail(t.Message, 512)), v1alpha1.ReasonRunnerLost
@@ -286,6 +292,10 @@ func describePodFailure(p *corev1.Pod) (string, string) {
 	}
 	return fmt.Sprintf("its runner Pod ended in phase %s: %s", p.Status.Phase, p.Status.Message), v1alpha1.ReasonRunnerLost
 }
+
+// oomExitCode is the exit code of a container whose main process was killed by the OOM
+// killer: 128 + SIGKILL.
+const oomExitCode = 137
 
 // memoryLimit names the memory limit of p's container (or init container) name: "limit
 // of 2Gi", or "no memory limit of its own" (the Pod's, or the node's, memory ran out).

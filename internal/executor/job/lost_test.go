@@ -66,6 +66,13 @@ func TestDescribePodFailure_KubeletRecords_SayWhichLimitAndReason(t *testing.T) 
 			want: outcome{"its runner ran out of memory (limit of 2Gi) and was killed", v1alpha1.ReasonOOMKilled},
 		},
 		{
+			name: "aProcessOutOfMemory",
+			pod: corev1.Pod{Spec: withMemoryLimit("2Gi"), Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
+				Name: containerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 1, Message: "manager refused the result\n"}},
+			}}}},
+			want: outcome{"its runner ran out of memory (limit of 2Gi): a process of it was killed, and it exited with code 1: manager refused the result", v1alpha1.ReasonOOMKilled},
+		},
+		{
 			name: "outOfMemoryWithoutALimitOfItsOwn",
 			pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{
 				terminated(containerName, "OOMKilled", 137),
