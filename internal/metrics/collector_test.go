@@ -109,8 +109,8 @@ stackwright_stacks{namespace="b",state="suspended"} 0
 }
 
 func TestObserveUpdate_CountsAndTimes(t *testing.T) {
-	ObserveUpdate("ns-upd", "up", "succeeded", 3*time.Second)
-	ObserveUpdate("ns-upd", "up", "failed", 0)
+	ObserveUpdate("ns-upd", "up", "succeeded", "Succeeded", 3*time.Second)
+	ObserveUpdate("ns-upd", "up", "failed", "PermanentFailure", 0)
 	if got := testutil.ToFloat64(updates.WithLabelValues("ns-upd", "up", "succeeded")); got != 1 {
 		t.Errorf("updates_total{succeeded} = %v; want 1", got)
 	}

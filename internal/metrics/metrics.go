@@ -1,11 +1,14 @@
 package metrics
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
 // Drift check results, the values of the result label.
@@ -57,6 +60,11 @@ var (
 		Name: metricPrefix + "updates_total",
 		Help: "Finished engine runs (Updates), by namespace, operation and result (succeeded, failed, cancelled).",
 	}, []string{labelNS, labelOperation, labelResult})
+
+	updateFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricPrefix + "update_failures_total",
+		Help: "Finished engine runs (Updates) that did not succeed, by namespace, operation and the reason their Complete condition gives (TransientFailure, PermanentFailure, UpdateConflict, Cancelled, PlanInvalid, MissingPlugin, BackendUnsupported, RunnerLost, Evicted, OOMKilled; Other for anything else).",
+	}, []string{labelNS, labelOperation, labelReason})
 
 	engineCPU = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    metricPrefix + "engine_cpu_seconds",
@@ -164,7 +172,7 @@ func ForgetRollout(namespace, name string) {
 
 func init() {
 	crmetrics.Registry.MustRegister(rolloutWave, rolloutHalted, rolloutPhase)
-	crmetrics.Registry.MustRegister(driftChecks, driftDetected, updateDuration, updates, engineCPU, managerRuns, keptOnDelete, retries,
+	crmetrics.Registry.MustRegister(driftChecks, driftDetected, updateDuration, updates, updateFailures, engineCPU, managerRuns, keptOnDelete, retries,
 		runnersLost, locksHealed, sourceDuration, sourceErrors, pluginCacheRequests, pluginCacheDownloaded,
 		tenantMemoryInUse, tenantMemoryRefused)
 	// Every series at 0 from the start: a scrape then shows "no engine ran in the manager"
@@ -222,18 +230,47 @@ func ForgetStack(namespace, stack string) {
 }
 
 // ObserveUpdate records a finished Update: its operation (up, preview, refresh, destroy,
-// drift), result (succeeded, failed, cancelled) and duration (0 when unknown: counted,
-// not timed).
-func ObserveUpdate(namespace, operation, result string, d time.Duration) {
+// drift), result (succeeded, failed, cancelled), its Complete condition's reason, and
+// duration (0 when unknown: counted, not timed). An Update that did not succeed is
+// counted by its reason too.
+func ObserveUpdate(namespace, operation, result, reason string, d time.Duration) {
 	updates.WithLabelValues(namespace, operation, result).Inc()
 	if d > 0 {
 		updateDuration.WithLabelValues(namespace, operation, result).Observe(d.Seconds())
 	}
+	if result != string(v1alpha1.UpdateResultSucceeded) {
+		updateFailures.WithLabelValues(namespace, operation, failureReason(reason)).Inc()
+	}
+}
+
+// failureReasons are the values of update_failures_total's reason label: the Complete
+// condition's reasons of a failed Update. A runner Pod's report is held to them by the
+// Job executor; the label is held to them here too, so that no reason anyone wrote into
+// an Update's status (a status writer, a future reason) can grow the series without bound.
+var failureReasons = []string{
+	v1alpha1.ReasonTransientFailure, v1alpha1.ReasonPermanentFailure, v1alpha1.ReasonUpdateConflict,
+	v1alpha1.ReasonCancelled, v1alpha1.ReasonPlanInvalid, v1alpha1.ReasonMissingPlugin,
+	v1alpha1.ReasonBackendUnsupported, v1alpha1.ReasonRunnerLost, v1alpha1.ReasonEvicted,
+	v1alpha1.ReasonOOMKilled,
+}
+
+// otherReason is the reason label of a failure whose reason is none of failureReasons.
+const otherReason = "Other"
+
+func failureReason(reason string) string {
+	if slices.Contains(failureReasons, reason) {
+		return reason
+	}
+	return otherReason
 }
 
 // ObserveRunnerLost records an Update whose runner ended without its result, by the
-// reason its Update records (RunnerLost, Evicted, OOMKilled).
+// reason its Update records (RunnerLost, Evicted, OOMKilled; any other counts as
+// RunnerLost).
 func ObserveRunnerLost(namespace, reason string) {
+	if !v1alpha1.RunnerLostReason(reason) {
+		reason = v1alpha1.ReasonRunnerLost
+	}
 	runnersLost.WithLabelValues(namespace, reason).Inc()
 }
 

@@ -3,6 +3,8 @@ package metrics
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -75,4 +77,85 @@ func driftGauge(t *testing.T, namespace, stack string) (float64, bool) {
 		}
 	}
 	return value, found
+}
+
+// A finished Update that did not succeed is counted by the reason of its Complete
+// condition, one of the constant reasons (any other is Other), and a lost runner by its
+// lost reason: no label ever carries what a status writer made up.
+func TestObserveUpdate_Failures_CountedByBoundedReason(t *testing.T) {
+	type finished struct{ result, reason string }
+	tests := []struct {
+		name string
+		runs []finished
+		lost []string
+		// want is update_failures_total by reason, wantLost runners_lost_total by reason.
+		want, wantLost map[string]float64
+	}{
+		{
+			name: "successIsNotAFailure",
+			runs: []finished{{"succeeded", "Succeeded"}, {"succeeded", "Recovered"}},
+			want: map[string]float64{},
+		},
+		{
+			name: "failuresByReason",
+			runs: []finished{{"failed", "OOMKilled"}, {"failed", "OOMKilled"}, {"failed", "PermanentFailure"}, {"cancelled", "Cancelled"}},
+			want: map[string]float64{"OOMKilled": 2, "PermanentFailure": 1, "Cancelled": 1},
+		},
+		{
+			name:     "lostRunnersByReason",
+			runs:     []finished{{"failed", "OOMKilled"}, {"failed", "Evicted"}, {"failed", "RunnerLost"}},
+			lost:     []string{"OOMKilled", "Evicted", "RunnerLost"},
+			want:     map[string]float64{"OOMKilled": 1, "Evicted": 1, "RunnerLost": 1},
+			wantLost: map[string]float64{"OOMKilled": 1, "Evicted": 1, "RunnerLost": 1},
+		},
+		{
+			name:     "unknownReasonsAreOther",
+			runs:     []finished{{"failed", "my tenant's text"}, {"failed", ""}},
+			lost:     []string{"my tenant's text"},
+			want:     map[string]float64{"Other": 2},
+			wantLost: map[string]float64{"RunnerLost": 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := "ns-failures-" + tt.name
+			for _, r := range tt.runs {
+				ObserveUpdate(ns, "up", r.result, r.reason, 0)
+			}
+			for _, r := range tt.lost {
+				ObserveRunnerLost(ns, r)
+			}
+			if diff := cmp.Diff(tt.want, byReason(t, updateFailures, ns), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("update_failures_total (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantLost, byReason(t, runnersLost, ns), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("runners_lost_total (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// byReason reads the series of c in namespace by their reason label.
+func byReason(t *testing.T, c prometheus.Collector, namespace string) map[string]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	out := map[string]float64{}
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		labels := map[string]string{}
+		for _, l := range d.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels[labelNS] == namespace {
+			out[labels[labelReason]] += d.GetCounter().GetValue()
+		}
+	}
+	return out
 }

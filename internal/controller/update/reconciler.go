@@ -83,9 +83,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *patch.Patcher, u *v1alp
 		return err
 	}
 	crashpoint.Hit(crashpoint.UpdateRunnerLostMarked)
-	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), runDuration(u))
-	if c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete); c != nil && v1alpha1.RunnerLostReason(c.Reason) {
-		metrics.ObserveRunnerLost(u.Namespace, c.Reason)
+	reason := ""
+	if c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete); c != nil {
+		reason = c.Reason
+	}
+	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), reason, runDuration(u))
+	if v1alpha1.RunnerLostReason(reason) {
+		metrics.ObserveRunnerLost(u.Namespace, reason)
 	}
 	ctrl.LoggerFrom(ctx).Info("Marked update failed: its runner is gone", "runner", runner, "message", u.Status.Message)
 	return nil

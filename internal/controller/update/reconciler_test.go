@@ -215,16 +215,27 @@ func TestReconciler_Reconcile_FailsRunningUpdateOfAGoneRunner(t *testing.T) {
 			if u.Status.EndTime == nil {
 				t.Error("status.endTime is not set")
 			}
-			// Counted once the status write succeeded, so moments after it is visible.
-			NewWithT(t).Eventually(func() float64 { return failedRuns(t, s.Namespace) }).WithTimeout(10*time.Second).Should(Equal(1.0),
-				"stackwright_updates_total{result=\"failed\"} in the namespace")
+			// Counted once the status write succeeded, so moments after it is visible: as a
+			// failed run, by its reason, and (a runner gone) as a lost runner.
+			wantLost := 0.0
+			if v1alpha1.RunnerLostReason(tc.reason) {
+				wantLost = 1
+			}
+			NewWithT(t).Eventually(func() []float64 {
+				return []float64{
+					counted(t, "stackwright_updates_total", s.Namespace, "result", "failed"),
+					counted(t, "stackwright_update_failures_total", s.Namespace, "reason", tc.reason),
+					counted(t, "stackwright_runners_lost_total", s.Namespace, "reason", tc.reason),
+				}
+			}).WithTimeout(10*time.Second).Should(Equal([]float64{1, 1, wantLost}),
+				"stackwright_updates_total{result=\"failed\"}, stackwright_update_failures_total{reason} and stackwright_runners_lost_total{reason} in the namespace")
 		})
 	}
 }
 
-// failedRuns reads stackwright_updates_total{namespace, result="failed"} from the
+// counted sums the series of the counter name in namespace whose label is value, from the
 // manager's registry.
-func failedRuns(t *testing.T, namespace string) float64 {
+func counted(t *testing.T, name, namespace, label, value string) float64 {
 	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
@@ -232,7 +243,7 @@ func failedRuns(t *testing.T, namespace string) float64 {
 	}
 	var sum float64
 	for _, f := range families {
-		if f.GetName() != "stackwright_updates_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -240,7 +251,7 @@ func failedRuns(t *testing.T, namespace string) float64 {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["namespace"] == namespace && labels["result"] == "failed" {
+			if labels["namespace"] == namespace && labels[label] == value {
 				sum += m.GetCounter().GetValue()
 			}
 		}
