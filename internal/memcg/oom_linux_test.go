@@ -1,4 +1,4 @@
-package memcg
+package memcg_test
 
 import (
 	"bytes"
@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/stackwright/stackwright/internal/memcg"
+	"github.com/stackwright/stackwright/internal/testing/memcgtest"
 )
 
 // The test binary doubles as the processes of the real OOM test: helperEnv says which.
@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 // watched is what the watching helper reports.
 type watched struct {
 	Kills     uint64
-	Memory    Memory
+	Memory    memcg.Memory
 	Err       string
 	HogSignal string
 }
@@ -46,12 +46,11 @@ type watched struct {
 // child that allocates past its limit (the provider plugin of a real run), and reports
 // what the watch saw once the child is gone.
 func watchHelper() int {
-	dir := os.Getenv(helperCgroup)
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		fmt.Fprintf(os.Stderr, "failed to join cgroup %s: %v\n", dir, err)
+	if err := memcgtest.Join(os.Getenv(helperCgroup)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	w := Reader{}.Watch()
+	w := memcg.Reader{}.Watch()
 	hog := exec.Command(os.Args[0])
 	hog.Env = append(os.Environ(), helperEnv+"=hog")
 	hog.Stderr = os.Stderr
@@ -89,54 +88,12 @@ func hogHelper() int {
 	return 3
 }
 
-// testCgroup creates a memory cgroup v1 below the test's own, limited to limit bytes
-// with no swap, and removes it when the test ends; it skips the test where there is no
-// v1 memory controller to write to (cgroup v2 hosts, unprivileged runs).
-func testCgroup(t *testing.T, limit int64) string {
-	t.Helper()
-	own, err := Reader{}.Read()
-	if err != nil || own.Version != 1 {
-		t.Skipf("no cgroup v1 memory controller to test with (%+v, %v)", own, err)
-	}
-	dir := filepath.Join(own.Dir, fmt.Sprintf("stackwright-memcg-test-%d", os.Getpid()))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cgroup v1 memory controller not writable: %v", err)
-	}
-	t.Cleanup(func() {
-		// The cgroup can be removed once its processes are gone, which takes the kernel
-		// a moment after they are reaped.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			err := os.Remove(dir)
-			if err == nil || errors.Is(err, os.ErrNotExist) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("failed to remove test cgroup %s: %v", dir, err)
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	for _, f := range []string{"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"} {
-		err := os.WriteFile(filepath.Join(dir, f), []byte(strconv.FormatInt(limit, 10)), 0o644)
-		switch {
-		case err == nil:
-		case f == "memory.memsw.limit_in_bytes" && errors.Is(err, os.ErrNotExist):
-			// No swap accounting: the kernel has no swap to limit.
-		default:
-			t.Skipf("failed to limit test cgroup: %v", err)
-		}
-	}
-	return dir
-}
-
 // A process of a real memory cgroup v1 that allocates past the cgroup's limit is killed
 // by the kernel's OOM killer, and a Watch started in that cgroup before counts the kill
 // and names the limit: what a runner Pod's runner sees when its provider plugin runs out
 // of memory. Needs root and cgroup v1 (this machine's); skipped elsewhere.
 func TestWatch_Kills_RealOOMKillInCgroupV1(t *testing.T) {
-	dir := testCgroup(t, testLimit)
+	dir := memcgtest.NewV1(t, testLimit)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=watch", helperCgroup+"="+dir)
 	var stdout, stderr bytes.Buffer

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +29,9 @@ import (
 	"github.com/stackwright/stackwright/internal/engine"
 	"github.com/stackwright/stackwright/internal/executor/job"
 	"github.com/stackwright/stackwright/internal/manager"
+	"github.com/stackwright/stackwright/internal/reaper"
 	"github.com/stackwright/stackwright/internal/testing/kubetest"
+	"github.com/stackwright/stackwright/internal/testing/memcgtest"
 	"github.com/stackwright/stackwright/internal/testing/repo"
 )
 
@@ -48,7 +53,13 @@ const managerNamespace = "stackwright-system"
 // skipAnnotation on a Stack keeps the stand-in kubelet from running its runners.
 const skipAnnotation = "test.stackwright.dev/no-kubelet"
 
-func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.Manager(setupManager)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(sandboxPodDirEnv) != "" {
+		// This process is a runner the stand-in kubelet started in a sandbox.
+		os.Exit(runSandboxed())
+	}
+	kubetest.Main(m, &env, kubetest.Manager(setupManager))
+}
 
 func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manager, error) {
 	bin, err := repo.Bin()
@@ -169,14 +180,68 @@ func (k *fakeKubelet) runJob(ctx context.Context, j *batchv1.Job) {
 		fmt.Fprintf(os.Stderr, "fake kubelet: %v\n", err)
 		return
 	}
-	r := &job.PodRunner{
+	if sb, ok := sandboxes.Load(j.Namespace + "/" + j.Labels[v1alpha1.StackLabel]); ok {
+		if err := sb.(sandbox).run(ctx, dir); err != nil {
+			fmt.Fprintf(os.Stderr, "fake kubelet: sandboxed runner of %s: %v\n", j.Name, err)
+		}
+		return
+	}
+	if err := podRunner(dir).Run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "fake kubelet: runner of %s: %v\n", j.Name, err)
+	}
+}
+
+// podRunner is the runner of the Pod whose files are mounted in dir.
+func podRunner(dir string) *job.PodRunner {
+	return &job.PodRunner{
 		WorkFile: filepath.Join(dir, "work", job.WorkFile), TokenFile: filepath.Join(dir, "token"),
 		Scratch: filepath.Join(dir, "scratch"), Limits: artifact.Limits{MaxBytes: 10 << 20},
 		Env: engine.BaseEnv(), Report: time.Minute,
 	}
-	if err := r.Run(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "fake kubelet: runner of %s: %v\n", j.Name, err)
+}
+
+// sandboxes holds, by namespace/stack, the sandbox the stand-in kubelet runs that Stack's
+// runners in.
+var sandboxes sync.Map
+
+// sandbox is where a runner runs as a process of its own, as in a container: in a memory
+// cgroup (memcgtest), with pathPrefix ahead of its PATH (plugins the suite's ./bin lacks).
+type sandbox struct {
+	cgroup, pathPrefix string
+}
+
+// What the stand-in kubelet tells a sandboxed runner process.
+const (
+	sandboxPodDirEnv = "STACKWRIGHT_TEST_SANDBOX_POD_DIR"
+	sandboxCgroupEnv = "STACKWRIGHT_TEST_SANDBOX_CGROUP"
+	sandboxReaperEnv = "STACKWRIGHT_TEST_SANDBOX_REAPER"
+)
+
+// run runs the runner of the Pod whose files are mounted in dir as this test binary in
+// the sandbox (runSandboxed), and waits for it.
+func (sb sandbox) run(ctx context.Context, dir string) error {
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), sandboxPodDirEnv+"="+dir, sandboxCgroupEnv+"="+sb.cgroup, sandboxReaperEnv+"="+reaper.Path(),
+		"PATH="+sb.pathPrefix+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+// runSandboxed is the sandboxed runner process: it joins its cgroup, so that pulumi and
+// its plugins start in it, and runs the Pod's runner.
+func runSandboxed() int {
+	if err := memcgtest.Join(os.Getenv(sandboxCgroupEnv)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	reaper.Use(os.Getenv(sandboxReaperEnv))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := podRunner(os.Getenv(sandboxPodDirEnv)).Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // startPod creates the Pod the Job controller would, and a token bound to it with the
