@@ -57,6 +57,12 @@ const (
 	chaosApproved = "approved"
 	chaosRing0    = "ring-0"
 	chaosRing1    = "ring-1"
+	// chaosHog is the Stack the out-of-memory fault changes: its runner's memory limit is
+	// chaosHogLimit, and a faulty desired state makes its program allocate chaosHogMiB
+	// (the test provider's Hog), past it.
+	chaosHog      = "hog"
+	chaosHogLimit = "512Mi"
+	chaosHogMiB   = 1024
 	// chaosRecovery bounds one fault's recovery: every Stack Ready at its desired state.
 	chaosRecovery = 10 * time.Minute
 )
@@ -67,6 +73,9 @@ type faultKind struct {
 	// runner says the fault needs a runner Pod of the fleet running.
 	runner bool
 	inject func(cc *chaosCluster, t *testing.T) (string, error)
+	// repair, if set, is what a person does once the fault showed (the fleet cannot
+	// recover by itself); it returns the Update that showed the fault.
+	repair func(cc *chaosCluster, t *testing.T) string
 }
 
 // runnerUpdate is the Update of runner Pod pod, "" for any other target.
@@ -84,6 +93,7 @@ var faultKinds = []faultKind{
 	{name: "manager-sigkilled", inject: (*chaosCluster).killManager},
 	{name: "runner-sigkilled", runner: true, inject: (*chaosCluster).killRunner},
 	{name: "runner-evicted", runner: true, inject: (*chaosCluster).evictRunner},
+	{name: "runner-out-of-memory", inject: (*chaosCluster).overfeedHog, repair: (*chaosCluster).starveHog},
 	{name: "kubelet-restarted", inject: crashComponent("kubelet")},
 	{name: "containerd-restarted", inject: crashComponent("containerd")},
 	{name: "kube-apiserver-restarted", inject: crashComponent("kube-apiserver")},
@@ -98,6 +108,11 @@ type chaosCluster struct {
 	rng *rand.Rand
 	// desired is each Stack's desired rev: the count of desired states it was given.
 	desired map[string]int
+	// failing is, per Stack, the count of its desired states meant to fail (the hog's,
+	// which run out of memory), which no successful up may apply.
+	failing map[string]int
+	// oomSeen are the hog's Updates that ran out of memory, each a fault already recorded.
+	oomSeen map[string]bool
 	// instanceStack is the template instance's Stack, once the instance made it.
 	instanceStack string
 	// scrape reads the manager's metrics.
@@ -135,7 +150,7 @@ func TestChaosNode(t *testing.T) {
 		seed = s
 	}
 	c := newClient(t)
-	cc := &chaosCluster{c: c, s3: startS3(t, c), rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), desired: map[string]int{}}
+	cc := &chaosCluster{c: c, s3: startS3(t, c), rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), desired: map[string]int{}, failing: map[string]int{}, oomSeen: map[string]bool{}}
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\nrunner:\n  jobTTL: 1m\ntemplates:\n  apiGroups: ["+chaosGroup+"]\ndefaultBackend: "+
 		cc.s3.bucket(t, chaosBucket, "")+"\n"), 0o600)).To(Succeed())
@@ -160,6 +175,8 @@ func TestChaosNode(t *testing.T) {
 		cc.desired[name] = 1
 		run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosStackYAML(name, 1, "")))
 	}
+	cc.desired[chaosHog] = 1
+	run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosHogProgramYAML+"---\n"+chaosHogStackYAML(1, 0)))
 	cc.desired[chaosApproved] = 1
 	run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosStackYAML(chaosApproved, 1, "  stackwright:\n    approval: Manual\n")))
 	for i, name := range []string{chaosRing0, chaosRing1} {
@@ -178,7 +195,7 @@ func TestChaosNode(t *testing.T) {
 	cc.managerRestarts, _ = cc.managerRestartsSince(t)
 
 	var records []faultRecord
-	order := cc.schedule(faults)
+	order := cc.schedule(t, faults)
 	for i, kind := range order {
 		rec := cc.inject(t, i, kind)
 		t.Logf("fault %d/%d %s (%s): recovered in %s, manager restarts %d", i+1, len(order), rec.kind, rec.detail, rec.recovery.Round(100*time.Millisecond), rec.managerRestarts)
@@ -228,11 +245,23 @@ func envCount(t *testing.T, name string) int {
 
 // schedule is the kinds of n faults: every kind once first (in a shuffled order), then
 // kinds drawn at random.
-func (cc *chaosCluster) schedule(n int) []faultKind {
-	order := slices.Clone(faultKinds)
+func (cc *chaosCluster) schedule(t *testing.T, n int) []faultKind {
+	kinds := faultKinds
+	if names := os.Getenv("CHAOS_NODE_KINDS"); names != "" {
+		// Only the kinds named (to chase one kind's failure).
+		kinds = nil
+		for name := range strings.SplitSeq(names, ",") {
+			i := slices.IndexFunc(faultKinds, func(k faultKind) bool { return k.name == name })
+			if i < 0 {
+				t.Fatalf("CHAOS_NODE_KINDS: no fault kind %q", name)
+			}
+			kinds = append(kinds, faultKinds[i])
+		}
+	}
+	order := slices.Clone(kinds)
 	cc.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	for len(order) < n {
-		order = append(order, faultKinds[cc.rng.IntN(len(faultKinds))])
+		order = append(order, kinds[cc.rng.IntN(len(kinds))])
 	}
 	return order[:n]
 }
@@ -274,6 +303,89 @@ func chaosRingProgramYAML(rev int) string {
 	p := strings.Replace(chaosProgramYAML, "name: fleet", "name: ringed", 1)
 	p = strings.Replace(p, "  configuration:\n    rev:\n      type: String\n", "", 1)
 	return strings.ReplaceAll(p, "${rev}", revValue(rev))
+}
+
+// chaosHogProgramYAML allocates the Stack's mib (the test provider's Hog, which holds it
+// for a few seconds); a new rev runs the Hog again.
+const chaosHogProgramYAML = `apiVersion: pulumi.com/v1
+kind: Program
+metadata:
+  name: hog
+program:
+  configuration:
+    rev:
+      type: String
+    mib:
+      type: Number
+  resources:
+    hog:
+      type: stackwright-testing:index:Hog
+      properties:
+        mebibytes: ${mib}
+        value: ${rev}
+  outputs:
+    rev: ${rev}
+`
+
+// chaosHogStackYAML is the hog Stack at rev, allocating mib under its runner's memory
+// limit.
+func chaosHogStackYAML(rev, mib int) string {
+	return `apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: ` + chaosHog + `
+spec:
+  stack: ` + chaosHog + `
+  programRef:
+    name: hog
+  serviceAccountName: deployer
+  destroyOnFinalize: true
+  workspaceTemplate:
+    spec:
+      resources:
+        requests:
+          cpu: 100m
+          memory: 256Mi
+        limits:
+          memory: ` + chaosHogLimit + `
+  config:
+    rev: ` + revValue(rev) + `
+    mib: ` + strconv.Itoa(mib) + `
+  envRefs:
+` + s3EnvRefsYAML
+}
+
+// overfeedHog gives the hog Stack a desired state whose program allocates past its
+// runner's memory limit: the kernel kills a process of the runner.
+func (cc *chaosCluster) overfeedHog(t *testing.T) (string, error) {
+	cc.desired[chaosHog]++
+	cc.failing[chaosHog]++
+	_, err := runErr("kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosHogStackYAML(cc.desired[chaosHog], chaosHogMiB)))
+	return fmt.Sprintf("%s: %d MiB under %s", chaosHog, chaosHogMiB, chaosHogLimit), err
+}
+
+// starveHog waits for the hog's Update that ran out of memory, then does what its owner
+// would: gives it a desired state that allocates nothing. It returns that Update.
+func (cc *chaosCluster) starveHog(t *testing.T) string {
+	t.Helper()
+	var failed string
+	NewWithT(t).Eventually(func(g Gomega) {
+		var list v1alpha1.UpdateList
+		g.Expect(cc.c.List(context.Background(), &list, client.InNamespace(chaosNamespace))).To(Succeed())
+		for _, u := range list.Items {
+			c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
+			if u.Spec.StackName == chaosHog && u.Spec.Type == v1alpha1.UpdateTypeUp && c != nil && c.Reason == v1alpha1.ReasonOOMKilled && !cc.oomSeen[u.Name] {
+				failed = u.Name
+				g.Expect(c.Message).To(ContainSubstring(chaosHogLimit), "the Update names the limit")
+				return
+			}
+		}
+		g.Expect(failed).NotTo(BeEmpty(), "no Update of %s ran out of memory", chaosHog)
+	}).WithTimeout(chaosRecovery).WithPolling(time.Second).Should(Succeed(), "%s\n%s", describeNamespace(chaosNamespace), describeManager())
+	cc.oomSeen[failed] = true
+	cc.desired[chaosHog]++
+	run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosHogStackYAML(cc.desired[chaosHog], 0)))
+	return failed
 }
 
 // chaosRolloutYAML rolls the rings' revisions out, ring 0 first, with no gate.
@@ -418,9 +530,12 @@ func (cc *chaosCluster) inject(t *testing.T, i int, kind faultKind) faultRecord 
 	} else {
 		time.Sleep(time.Duration(1+cc.rng.IntN(chaosNap)) * time.Second)
 	}
-	var lostBefore map[string]float64
+	var lostBefore, failuresBefore map[string]float64
 	if kind.runner {
-		lostBefore = runnersLost(cc.scrape(t))
+		lostBefore = counterByReason(cc.scrape(t), "stackwright_runners_lost_total")
+	}
+	if kind.repair != nil {
+		failuresBefore = counterByReason(cc.scrape(t), "stackwright_update_failures_total")
 	}
 	start := time.Now()
 	detail, err := kind.inject(cc, t)
@@ -431,11 +546,27 @@ func (cc *chaosCluster) inject(t *testing.T, i int, kind faultKind) faultRecord 
 	if kind.runner {
 		rec.update = cc.runnerUpdate(detail)
 	}
+	if kind.repair != nil {
+		rec.update = kind.repair(cc, t)
+	}
 	cc.waitRecovered(t, fmt.Sprintf("fault %d (%s: %s)", i, kind.name, detail))
 	rec.recovery = time.Since(start)
 	var replaced bool
 	rec.managerRestarts, replaced = cc.managerRestartsSince(t)
-	if rec.update != "" {
+	if kind.repair != nil {
+		// The fault is the Update's reason, and counted.
+		u := &v1alpha1.Update{}
+		g := NewWithT(t)
+		g.Expect(cc.c.Get(context.Background(), client.ObjectKey{Namespace: chaosNamespace, Name: rec.update}, u)).To(Succeed())
+		c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
+		rec.detail += " → " + c.Reason
+		if rec.managerRestarts == 0 && !replaced {
+			failures := counterByReason(cc.scrape(t), "stackwright_update_failures_total")
+			g.Expect(failures[c.Reason]-failuresBefore[c.Reason]).To(BeNumerically(">=", 1), "stackwright_update_failures_total{reason=%q} before %v, after %v", c.Reason, failuresBefore, failures)
+			rec.counted = true
+		}
+	}
+	if kind.runner && rec.update != "" {
 		// The runner's loss is the Update's reason, not a silent retry.
 		u := &v1alpha1.Update{}
 		g := NewWithT(t)
@@ -447,7 +578,7 @@ func (cc *chaosCluster) inject(t *testing.T, i int, kind faultKind) faultRecord 
 		// And it is counted, by the manager that saw it (a restart starts the counters
 		// from zero, and no runner fault restarts the manager).
 		if rec.managerRestarts == 0 && !replaced {
-			lost := runnersLost(cc.scrape(t))
+			lost := counterByReason(cc.scrape(t), "stackwright_runners_lost_total")
 			g.Expect(lost[c.Reason]-lostBefore[c.Reason]).To(BeNumerically(">=", 1), "%s_runners_lost_total{reason=%q} before %v, after %v", "stackwright", c.Reason, lostBefore, lost)
 			rec.counted = true
 		}
@@ -455,12 +586,12 @@ func (cc *chaosCluster) inject(t *testing.T, i int, kind faultKind) faultRecord 
 	return rec
 }
 
-// runnersLost is stackwright_runners_lost_total of the campaign's namespace, by reason,
-// from the manager's metrics.
-func runnersLost(metrics string) map[string]float64 {
+// counterByReason is the counter name of the campaign's namespace, by reason, summed
+// over its other labels, from the manager's metrics.
+func counterByReason(metrics, name string) map[string]float64 {
 	out := map[string]float64{}
 	for line := range strings.Lines(metrics) {
-		if !strings.HasPrefix(line, "stackwright_runners_lost_total{") || !strings.Contains(line, `namespace="`+chaosNamespace+`"`) {
+		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, `namespace="`+chaosNamespace+`"`) {
 			continue
 		}
 		_, labels, _ := strings.Cut(line, "{")
@@ -727,7 +858,7 @@ func (cc *chaosCluster) checkInvariants(t *testing.T) {
 	for name, rev := range cc.desired {
 		st := &pulumiv1.Stack{}
 		g.Expect(cc.c.Get(ctx, client.ObjectKey{Namespace: chaosNamespace, Name: name}, st)).To(Succeed())
-		g.Expect(ups[st.Spec.Stack]).To(Equal(rev), "%s (stack %s): successful ups in the backend's history for %d desired states", name, st.Spec.Stack, rev)
+		g.Expect(ups[st.Spec.Stack]).To(Equal(rev-cc.failing[name]), "%s (stack %s): successful ups in the backend's history for %d desired states, %d of them meant to fail", name, st.Spec.Stack, rev, cc.failing[name])
 	}
 	// No lock left in the backend.
 	g.Expect(cc.s3.objects(chaosBucket, "")).NotTo(ContainElement(ContainSubstring(".pulumi/locks/")), "locks left in the backend")
@@ -818,7 +949,7 @@ func writeChaosReport(t *testing.T, path string, seed uint64, records []faultRec
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Node fault campaign, %s\n\n", time.Now().UTC().Format("2006-01-02"))
-	fmt.Fprintf(&b, "`make chaos-node CHAOS_NODE_FAULTS=%d CHAOS_NODE_SEED=%d`: %d Stacks (the real Kubernetes provider, a %d s nap per up: %d plain, one with `approval: Manual` whose previews the test approves, two in a StackRollout's rings, one a template instance's) on the one-node cluster, Job executor, state in the in-cluster S3 server; each fault injected while ups of new desired states run, then the fleet must be Ready at its desired states again (recovery, measured from the fault).\n\n", len(records), seed, chaosStacks+4, chaosNap, chaosStacks)
+	fmt.Fprintf(&b, "`make chaos-node CHAOS_NODE_FAULTS=%d CHAOS_NODE_SEED=%d`: %d Stacks (the real Kubernetes provider, a %d s nap per up: %d plain, one with `approval: Manual` whose previews the test approves, two in a StackRollout's rings, one a template instance's, and the hog, whose runner has a memory limit of %s) on the one-node cluster, Job executor, state in the in-cluster S3 server; each fault injected while ups of new desired states run, then the fleet must be Ready at its desired states again (recovery, measured from the fault).\n\n", len(records), seed, chaosStacks+5, chaosNap, chaosStacks, chaosHogLimit)
 	b.WriteString("| Kind | Faults | Recovery median (upper, for an even count) | Recovery max |\n| --- | --- | --- | --- |\n")
 	kinds := slices.Sorted(maps.Keys(byKind))
 	for _, k := range kinds {
@@ -826,7 +957,7 @@ func writeChaosReport(t *testing.T, path string, seed uint64, records []faultRec
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 		fmt.Fprintf(&b, "| %s | %d | %.1f s | %.1f s |\n", k, len(d), d[len(d)/2].Seconds(), d[len(d)-1].Seconds())
 	}
-	b.WriteString("\nInvariants, all held: every Stack Ready at its desired state; exactly one successful up per desired state in the backend's history; no lock left in the backend; no Update in a non-final phase, every failed one with a reason; no runner Job, Pod or work Secret beyond its TTL; the manager restarted only after faults (each SIGKILL once), never at rest; each runner fault's Update names its reason, and the manager's `stackwright_runners_lost_total` counted it (column Counted).\n\n## Faults\n\n| # | Kind | Target | Recovery | Manager restarts | Counted |\n| --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "\nInvariants, all held: every Stack Ready at its desired state; exactly one successful up per desired state in the backend's history (none for the hog's desired states that allocate %d MiB, which the runner-out-of-memory faults give it, then replace with one that allocates nothing); no lock left in the backend; no Update in a non-final phase, every failed one with a reason; no runner Job, Pod or work Secret beyond its TTL; the manager restarted only after faults (each SIGKILL once), never at rest; each runner fault's Update names its reason, and the manager counted it (`stackwright_runners_lost_total`, or `stackwright_update_failures_total` for an out-of-memory kill the runner reported; column Counted, checked when the manager ran through the fault). A runner-out-of-memory fault's recovery includes its Update's failure and the test's repair.\n\n## Faults\n\n| # | Kind | Target | Recovery | Manager restarts | Counted |\n| --- | --- | --- | --- | --- | --- |\n", chaosHogMiB)
 	for i, r := range records {
 		counted := ""
 		if r.counted {
