@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/stackwright/stackwright/api/conditions"
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -329,6 +330,8 @@ type stackSim struct {
 	fingerprint string
 	// waitingFor names an unsatisfied prerequisite.
 	waitingFor string
+	// result is the last reconcile's.
+	result ctrl.Result
 }
 
 func newStackSim(t *testing.T) *stackSim {
@@ -363,9 +366,11 @@ func (h *stackSim) reconcile() {
 		s.op = v1alpha1.UpdateTypeDestroy
 		phases = []kit.Phase[*scope]{h.observeUpdate, h.r.chooseDestroy, h.resolveInputs, h.r.decideNext, h.startUpdate, h.releaseDestroyed}
 	}
-	if _, err := s.run(h.t.Context(), phases...); err != nil {
+	res, err := s.run(h.t.Context(), phases...)
+	if err != nil {
 		h.t.Fatalf("failed to reconcile Stack: %v", err)
 	}
+	h.result = res
 	finalizeStatus(h.st, s.upToDate)
 }
 

@@ -8,9 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -349,6 +351,8 @@ func (r *Reconciler) markUpToDate(ctx context.Context, s *scope) (bool, error) {
 	s.upToDate = true
 	markReady(s.stack, readyMessage(s.stack))
 	s.requeueAfter(minPositive(s.stack.Spec.ResyncPeriod(), s.next.RequeueAfter))
+	// A Stack at rest comes back for its resync behind every change (see changedFirst).
+	s.result.Priority = ptr.To(handler.LowPriority)
 	// An idle Stack is where old Updates age out.
 	r.prune(ctx, s)
 	return false, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	autov1alpha1 "github.com/stackwright/stackwright/api/auto/v1alpha1"
@@ -84,6 +85,12 @@ func (s *scope) eventAbout(u *v1alpha1.Update, typ, reason, note string, args ..
 // run runs phases in order until one ends the reconcile (see kit.Run).
 func (s *scope) run(ctx context.Context, phases ...kit.Phase[*scope]) (ctrl.Result, error) {
 	err := kit.Run(ctx, s, phases...)
+	if s.result.Priority == nil {
+		// Work under way (an Update to observe, a retry, a wait) comes back at normal
+		// priority, whichever priority brought the Stack; only a Stack at rest resyncs
+		// at low priority (markUpToDate).
+		s.result.Priority = ptr.To(0)
+	}
 	return s.result, err
 }
 

@@ -41,6 +41,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		WithOptions(opts).
 		For(&pulumiv1.Stack{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicates.DeletionStarted{}))).
+		// Changed desired states before the resync of a restarted manager's fleet.
+		Watches(&pulumiv1.Stack{}, changedFirst{}).
 		Owns(&v1alpha1.Update{}, builder.WithPredicates(predicates.UpdatePhaseChanged{})).
 		// A Program's new artifact (or its failure to render) is what its Stacks wait for.
 		Watches(&pulumiv1.Program{}, r.enqueueReferrers(IndexProgramRef), builder.WithPredicates(programRendered{})).
