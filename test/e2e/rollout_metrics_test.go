@@ -94,35 +94,8 @@ func testRolloutMetricGate(t *testing.T, jc *jobCluster) {
 	var unhealthy atomic.Int32
 	prometheus := startPrometheus(t, startExporter(t, &unhealthy))
 
-	stacks := ""
-	for _, s := range []struct{ name, ring string }{{"r0", "0"}, {"r1", "1"}} {
-		stacks += fmt.Sprintf(`---
-apiVersion: pulumi.com/v1
-kind: Stack
-metadata:
-  name: %s
-  labels:
-    app: fleet
-    ring: "%s"
-spec:
-  stack: %s
-  programRef:
-    name: shared
-  envRefs:
-%s`, s.name, s.ring, s.name, s3EnvRefsYAML)
-	}
-	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, s3CredentialsYAML+"---\n"+rolloutProgramYAML("v1")+stacks))
-	versionOf := func(g Gomega, name string) string {
-		st := waitStackReadyOnce(g, c, ns, name)
-		return strings.Trim(string(st.Status.Outputs["version"].Raw), `"`)
-	}
-	waitVersions := func(why string, want map[string]string) {
-		NewWithT(t).Eventually(func(g Gomega) {
-			for name, v := range want {
-				g.Expect(versionOf(g, name)).To(Equal(v), "Stack %s", name)
-			}
-		}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "%s\n%s", why, describeNamespace(ns))
-	}
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, s3CredentialsYAML+"---\n"+rolloutProgramYAML("v1")+ringStacksYAML(map[string]string{"r0": "0", "r1": "1"})))
+	waitVersions := versionsWaiter(t, c, ns)
 	waitVersions("v1 deployed", map[string]string{"r0": "v1", "r1": "v1"})
 
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, fmt.Sprintf(`apiVersion: stackwright.dev/v1alpha1

@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +31,42 @@ program:
   outputs:
     version: %s
 `, version)
+}
+
+// ringStacksYAML is the Stacks named, each in its ring, on the Program "shared".
+func ringStacksYAML(rings map[string]string) string {
+	stacks := ""
+	for _, name := range slices.Sorted(maps.Keys(rings)) {
+		stacks += fmt.Sprintf(`---
+apiVersion: pulumi.com/v1
+kind: Stack
+metadata:
+  name: %s
+  labels:
+    app: fleet
+    ring: "%s"
+spec:
+  stack: %s
+  programRef:
+    name: shared
+  envRefs:
+%s`, name, rings[name], name, s3EnvRefsYAML)
+	}
+	return stacks
+}
+
+// versionsWaiter returns a wait until the Stacks named are Ready with the versions
+// (rolloutProgramYAML's output) wanted.
+func versionsWaiter(t *testing.T, c client.Client, ns string) func(why string, want map[string]string) {
+	return func(why string, want map[string]string) {
+		t.Helper()
+		NewWithT(t).Eventually(func(g Gomega) {
+			for name, v := range want {
+				st := waitStackReadyOnce(g, c, ns, name)
+				g.Expect(strings.Trim(string(st.Status.Outputs["version"].Raw), `"`)).To(Equal(v), "Stack %s", name)
+			}
+		}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "%s\n%s", why, describeNamespace(ns))
+	}
 }
 
 // rolloutGateYAML is the gate: a suspended CronJob whose Job runs the runner image's
@@ -75,35 +113,9 @@ func testFleetRollout(t *testing.T, jc *jobCluster) {
 	const ns = "e2e-rollout"
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
-	stacks := ""
-	for _, s := range []struct{ name, ring string }{{"r0", "0"}, {"r1-a", "1"}, {"r1-b", "1"}} {
-		stacks += fmt.Sprintf(`---
-apiVersion: pulumi.com/v1
-kind: Stack
-metadata:
-  name: %s
-  labels:
-    app: fleet
-    ring: "%s"
-spec:
-  stack: %s
-  programRef:
-    name: shared
-  envRefs:
-%s`, s.name, s.ring, s.name, s3EnvRefsYAML)
-	}
+	stacks := ringStacksYAML(map[string]string{"r0": "0", "r1-a": "1", "r1-b": "1"})
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, s3CredentialsYAML+"---\n"+rolloutProgramYAML("v1")+stacks+"---\n"+rolloutGateYAML("version")))
-	versionOf := func(g Gomega, name string) string {
-		st := waitStackReadyOnce(g, c, ns, name)
-		return strings.Trim(string(st.Status.Outputs["version"].Raw), `"`)
-	}
-	waitVersions := func(why string, want map[string]string) {
-		NewWithT(t).Eventually(func(g Gomega) {
-			for name, v := range want {
-				g.Expect(versionOf(g, name)).To(Equal(v), "Stack %s", name)
-			}
-		}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "%s\n%s", why, describeNamespace(ns))
-	}
+	waitVersions := versionsWaiter(t, c, ns)
 	waitVersions("v1 deployed", map[string]string{"r0": "v1", "r1-a": "v1", "r1-b": "v1"})
 
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, `apiVersion: stackwright.dev/v1alpha1
