@@ -76,6 +76,9 @@ type faultKind struct {
 	// repair, if set, is what a person does once the fault showed (the fleet cannot
 	// recover by itself); it returns the Update that showed the fault.
 	repair func(cc *chaosCluster, t *testing.T) string
+	// reasons are those the Update a runner fault hit (or a repair returned) may fail
+	// with.
+	reasons []string
 }
 
 // runnerUpdate is the Update of runner Pod pod, "" for any other target.
@@ -87,13 +90,16 @@ func (cc *chaosCluster) runnerUpdate(pod string) string {
 	return p.Labels["stackwright.dev/update"]
 }
 
+// runnerFaultReasons are what an Update whose runner was killed or evicted may say.
+var runnerFaultReasons = []string{v1alpha1.ReasonRunnerLost, v1alpha1.ReasonEvicted}
+
 // faultKinds are the campaign's kinds, in the order a short run takes them.
 var faultKinds = []faultKind{
 	{name: "manager-pod-deleted", inject: (*chaosCluster).deleteManager},
 	{name: "manager-sigkilled", inject: (*chaosCluster).killManager},
-	{name: "runner-sigkilled", runner: true, inject: (*chaosCluster).killRunner},
-	{name: "runner-evicted", runner: true, inject: (*chaosCluster).evictRunner},
-	{name: "runner-out-of-memory", inject: (*chaosCluster).overfeedHog, repair: (*chaosCluster).starveHog},
+	{name: "runner-sigkilled", runner: true, inject: (*chaosCluster).killRunner, reasons: runnerFaultReasons},
+	{name: "runner-evicted", runner: true, inject: (*chaosCluster).evictRunner, reasons: runnerFaultReasons},
+	{name: "runner-out-of-memory", inject: (*chaosCluster).overfeedHog, repair: (*chaosCluster).starveHog, reasons: []string{v1alpha1.ReasonOOMKilled}},
 	{name: "kubelet-restarted", inject: crashComponent("kubelet")},
 	{name: "containerd-restarted", inject: crashComponent("containerd")},
 	{name: "kube-apiserver-restarted", inject: crashComponent("kube-apiserver")},
@@ -131,7 +137,7 @@ type faultRecord struct {
 	managerRestarts int32
 	// update is the Update whose runner a runner fault hit.
 	update string
-	// counted says the manager's runners_lost_total counted the runner's loss (checked
+	// counted says the manager's update_failures_total counted the fault's Update (checked
 	// when the manager ran through the fault).
 	counted bool
 }
@@ -530,12 +536,11 @@ func (cc *chaosCluster) inject(t *testing.T, i int, kind faultKind) faultRecord 
 	} else {
 		time.Sleep(time.Duration(1+cc.rng.IntN(chaosNap)) * time.Second)
 	}
-	var lostBefore, failuresBefore map[string]float64
-	if kind.runner {
-		lostBefore = counterByReason(cc.scrape(t), "stackwright_runners_lost_total")
-	}
-	if kind.repair != nil {
-		failuresBefore = counterByReason(cc.scrape(t), "stackwright_update_failures_total")
+	// The manager counts every failed Update by its reason, whether its runner reported
+	// (an eviction's SIGTERM, an out-of-memory kill of a child) or was lost.
+	var failuresBefore map[string]float64
+	if kind.runner || kind.repair != nil {
+		failuresBefore = counterByReason(cc.scrape(t), updateFailures)
 	}
 	start := time.Now()
 	detail, err := kind.inject(cc, t)
@@ -553,37 +558,34 @@ func (cc *chaosCluster) inject(t *testing.T, i int, kind faultKind) faultRecord 
 	rec.recovery = time.Since(start)
 	var replaced bool
 	rec.managerRestarts, replaced = cc.managerRestartsSince(t)
-	if kind.repair != nil {
-		// The fault is the Update's reason, and counted.
+	if rec.update != "" {
+		// The fault is the Update's reason, not a silent retry, and counted.
 		u := &v1alpha1.Update{}
 		g := NewWithT(t)
 		g.Expect(cc.c.Get(context.Background(), client.ObjectKey{Namespace: chaosNamespace, Name: rec.update}, u)).To(Succeed())
 		c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
+		g.Expect(c).NotTo(BeNil(), "Update %s of the %s fault", u.Name, kind.name)
+		g.Expect(c.Reason).To(BeElementOf(kind.reasons), "Update %s of the %s fault: %s", u.Name, kind.name, c.Message)
 		rec.detail += " → " + c.Reason
-		if rec.managerRestarts == 0 && !replaced {
-			failures := counterByReason(cc.scrape(t), "stackwright_update_failures_total")
-			g.Expect(failures[c.Reason]-failuresBefore[c.Reason]).To(BeNumerically(">=", 1), "stackwright_update_failures_total{reason=%q} before %v, after %v", c.Reason, failuresBefore, failures)
-			rec.counted = true
-		}
-	}
-	if kind.runner && rec.update != "" {
-		// The runner's loss is the Update's reason, not a silent retry.
-		u := &v1alpha1.Update{}
-		g := NewWithT(t)
-		g.Expect(cc.c.Get(context.Background(), client.ObjectKey{Namespace: chaosNamespace, Name: rec.update}, u)).To(Succeed())
-		c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete)
-		g.Expect(c).NotTo(BeNil(), "Update %s of the %s runner", u.Name, kind.name)
-		g.Expect(c.Reason).To(BeElementOf(v1alpha1.ReasonRunnerLost, v1alpha1.ReasonEvicted), "Update %s of the %s runner: %s", u.Name, kind.name, c.Message)
-		rec.detail += " → " + c.Reason
-		// And it is counted, by the manager that saw it (a restart starts the counters
-		// from zero, and no runner fault restarts the manager).
-		if rec.managerRestarts == 0 && !replaced {
-			lost := counterByReason(cc.scrape(t), "stackwright_runners_lost_total")
-			g.Expect(lost[c.Reason]-lostBefore[c.Reason]).To(BeNumerically(">=", 1), "%s_runners_lost_total{reason=%q} before %v, after %v", "stackwright", c.Reason, lostBefore, lost)
-			rec.counted = true
-		}
+		rec.counted = cc.checkCounted(t, c.Reason, failuresBefore, rec.managerRestarts == 0 && !replaced)
 	}
 	return rec
+}
+
+// updateFailures counts the manager's failed Updates by namespace, operation and reason.
+const updateFailures = "stackwright_update_failures_total"
+
+// checkCounted checks that the manager counted one more failed Update with reason since
+// before, if it ran through the fault (a restart starts its counters from zero), and
+// says whether it checked.
+func (cc *chaosCluster) checkCounted(t *testing.T, reason string, before map[string]float64, ranThrough bool) bool {
+	t.Helper()
+	if !ranThrough {
+		return false
+	}
+	after := counterByReason(cc.scrape(t), updateFailures)
+	NewWithT(t).Expect(after[reason]-before[reason]).To(BeNumerically(">=", 1), "%s{reason=%q} before %v, after %v", updateFailures, reason, before, after)
+	return true
 }
 
 // counterByReason is the counter name of the campaign's namespace, by reason, summed
@@ -957,7 +959,7 @@ func writeChaosReport(t *testing.T, path string, seed uint64, records []faultRec
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 		fmt.Fprintf(&b, "| %s | %d | %.1f s | %.1f s |\n", k, len(d), d[len(d)/2].Seconds(), d[len(d)-1].Seconds())
 	}
-	fmt.Fprintf(&b, "\nInvariants, all held: every Stack Ready at its desired state; exactly one successful up per desired state in the backend's history (none for the hog's desired states that allocate %d MiB, which the runner-out-of-memory faults give it, then replace with one that allocates nothing); no lock left in the backend; no Update in a non-final phase, every failed one with a reason; no runner Job, Pod or work Secret beyond its TTL; the manager restarted only after faults (each SIGKILL once), never at rest; each runner fault's Update names its reason, and the manager counted it (`stackwright_runners_lost_total`, or `stackwright_update_failures_total` for an out-of-memory kill the runner reported; column Counted, checked when the manager ran through the fault). A runner-out-of-memory fault's recovery includes its Update's failure and the test's repair.\n\n## Faults\n\n| # | Kind | Target | Recovery | Manager restarts | Counted |\n| --- | --- | --- | --- | --- | --- |\n", chaosHogMiB)
+	fmt.Fprintf(&b, "\nInvariants, all held: every Stack Ready at its desired state; exactly one successful up per desired state in the backend's history (none for the hog's desired states that allocate %d MiB, which the runner-out-of-memory faults give it, then replace with one that allocates nothing); no lock left in the backend; no Update in a non-final phase, every failed one with a reason; no runner Job, Pod or work Secret beyond its TTL; the manager restarted only after faults (each SIGKILL once), never at rest; each runner fault's Update names its reason, and the manager counted it in `stackwright_update_failures_total` by that reason (column Counted, checked when the manager ran through the fault). A runner-out-of-memory fault's recovery includes its Update's failure and the test's repair.\n\n## Faults\n\n| # | Kind | Target | Recovery | Manager restarts | Counted |\n| --- | --- | --- | --- | --- | --- |\n", chaosHogMiB)
 	for i, r := range records {
 		counted := ""
 		if r.counted {
