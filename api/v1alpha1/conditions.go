@@ -267,6 +267,12 @@ const (
 	ReasonMetricGateFailed = "MetricGateFailed"
 	// ReasonGateFailed (Halted=True): the gate Job failed, or its CronJob is missing.
 	ReasonGateFailed = "GateFailed"
+	// ReasonMetricGateURLNotAllowed (Stalled=True): a metric gate names a Prometheus URL
+	// outside the prefixes the manager's --metric-gate-urls allows (empty, the default: none),
+	// so the manager sends it no request; the message names the gates, their URLs and the
+	// flag. Nothing more starts (no revision, wave or Stack) until the spec or the
+	// allow-list changes; the rollout then goes on where it was.
+	ReasonMetricGateURLNotAllowed = "MetricGateURLNotAllowed"
 	// ReasonMixedSources (Stalled=True): the selected Stacks do not share one source, so
 	// no revision is common to them.
 	ReasonMixedSources = "MixedSources"

@@ -302,7 +302,10 @@ type RolloutMetricGate struct {
 
 // RolloutPrometheus names a Prometheus server and how to authenticate to it.
 type RolloutPrometheus struct {
-	// URL of the server's HTTP API root, e.g. http://prometheus.monitoring:9090.
+	// URL of the server's HTTP API root, e.g. http://prometheus.monitoring:9090. The
+	// manager queries it only when it falls under a URL prefix its --metric-gate-urls
+	// allows (none by default); otherwise the rollout stalls (MetricGateURLNotAllowed) and
+	// no request is sent.
 	// +kubebuilder:validation:Pattern=`^https?://`
 	URL string `json:"url"`
 

@@ -179,6 +179,10 @@ type Options struct {
 	PluginDownloadAllow []string
 	// PluginCacheBytes bounds the plugin cache on disk, and PluginMaxBytes one plugin.
 	PluginCacheBytes, PluginMaxBytes int64
+	// MetricGateURLs are the URL prefixes (scheme, host, port, optional path) of the
+	// Prometheus servers StackRollouts' metric gates may query; empty, none may: the manager
+	// would otherwise send requests wherever a rollout's author points it.
+	MetricGateURLs []string
 	// TemplateAPIGroups are the API groups StackTemplates may define kinds in; empty
 	// leaves StackTemplates unserved (their controllers need cluster-wide rights on
 	// CustomResourceDefinitions).
@@ -322,6 +326,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Label selector of the Stacks this manager reconciles (default: all), to shard a fleet over several manager Deployments; give each shard its own --leader-election-id.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease; every shard of a fleet needs its own.")
 	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces whose Stacks, Programs and Updates are reconciled (default: all). The manager then needs no cluster-wide list or watch permission.")
+	fs.StringSliceVar(&o.MetricGateURLs, "metric-gate-urls", o.MetricGateURLs, "Comma-separated URL prefixes (http(s)://host[:port][/path]) of the Prometheus servers StackRollouts' metric gates may query, e.g. http://prometheus.monitoring:9090. The scheme, host and port (the scheme's when absent) must match and the path fall within the prefix's, compared after parsing; redirects elsewhere are refused. A rollout whose metric gate names another URL stalls (MetricGateURLNotAllowed) and no request is sent (default: none, and metric gates query nothing).")
 	fs.StringSliceVar(&o.TemplateAPIGroups, "template-api-groups", o.TemplateAPIGroups, "Comma-separated API groups in which StackTemplates may define kinds; Stackwright installs a CustomResourceDefinition for each template of these groups, and Stalls templates of any other (default: none, and StackTemplates are not served).")
 	fs.StringSliceVar(&o.TemplateObjectKinds, "template-object-kinds", o.TemplateObjectKinds, "Comma-separated kinds (Kind for the core group, else Kind.group) a StackTemplate's spec.objects may make in its instances' namespaces, as the manager, which needs the rights to write them; a template listing another kind is Stalled. Replaces the default.")
 	fs.StringVar(&o.TemplateApprovalPolicy, "template-approval-policy", o.TemplateApprovalPolicy, "Name of the ValidatingAdmissionPolicy, and of its binding, that lets only a template's approvers set the approve and reject annotations on its instances (config/templates); the manager forwards those annotations to the instances' Stacks only while it is in force (default: none, and approvals on instances are ignored).")

@@ -153,3 +153,32 @@ func TestOptions_CheckTenancy_LocalExecutorServesOneNamespace(t *testing.T) {
 		})
 	}
 }
+
+// --metric-gate-urls is parsed at start: a prefix that could not mean what it seems to stops
+// the manager before anything is built, naming the flag.
+func TestOptions_Check_MetricGateURLs(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		// wantErr is a substring of the refusal; "" means the options are accepted.
+		wantErr string
+	}{
+		{name: "UnsetAllowsNone"},
+		{name: "Prefixes", args: []string{"--metric-gate-urls=http://prometheus.monitoring:9090,https://gateway.example/team-a/prom"}},
+		{name: "Repeated", args: []string{"--metric-gate-urls=http://a.example", "--metric-gate-urls=http://b.example"}},
+		{name: "NoScheme", args: []string{"--metric-gate-urls=prometheus.monitoring:9090"}, wantErr: `--metric-gate-urls: URL prefix "prometheus.monitoring:9090": want an http:// or https:// URL`},
+		{name: "User", args: []string{"--metric-gate-urls=http://prometheus.monitoring@evil"}, wantErr: "has a user"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := parseOptions(t, append([]string{"--executor=job"}, tc.args...))
+			err := o.check()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("check() = %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("check() = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -45,6 +45,7 @@ import (
 	"github.com/stackwright/stackwright/internal/source/git"
 	"github.com/stackwright/stackwright/internal/source/program"
 	"github.com/stackwright/stackwright/internal/source/workspace"
+	"github.com/stackwright/stackwright/internal/urlallow"
 )
 
 // Setup adds Stackwright's controllers, executor and background runners to mgr, in named
@@ -112,6 +113,9 @@ func (o *Options) check() error {
 		}
 	default:
 		return fmt.Errorf("unknown executor %q: want %q or %q", o.Executor, executorLocal, executorJob)
+	}
+	if _, err := urlallow.Parse(o.MetricGateURLs); err != nil {
+		return fmt.Errorf("--metric-gate-urls: %w", err)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -333,6 +337,15 @@ func (s *setup) controllers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	gateURLs, err := urlallow.Parse(o.MetricGateURLs)
+	if err != nil {
+		return fmt.Errorf("--metric-gate-urls: %w", err)
+	}
+	if gateURLs.Len() == 0 {
+		ctrl.Log.WithName("setup").Info("StackRollouts' metric gates may query no server (--metric-gate-urls is empty): a rollout with one stalls (MetricGateURLNotAllowed)")
+	} else {
+		ctrl.Log.WithName("setup").Info("StackRollouts' metric gates may query these URL prefixes", "metricGateURLs", gateURLs.String())
+	}
 	list := []namedController{
 		{"Stack", &stackctrl.Reconciler{
 			Client: c, APIReader: mgr.GetAPIReader(), Sources: sources, Detached: s.detached,
@@ -345,7 +358,7 @@ func (s *setup) controllers(ctx context.Context) error {
 		{"Program", &programctrl.Reconciler{Client: c, Store: s.store, Recorder: recorder}},
 		{"Update", &updatectrl.Reconciler{Client: c, Executor: s.exec, RunnerJobs: o.Executor == executorJob}},
 		{"Policy", &policyctrl.Controllers{Client: c}},
-		{"StackRollout", &rolloutctrl.Reconciler{Client: c, APIReader: s.mgr.GetAPIReader(), Recorder: recorder, Now: o.Now, Templates: len(o.TemplateAPIGroups) > 0}},
+		{"StackRollout", &rolloutctrl.Reconciler{Client: c, APIReader: s.mgr.GetAPIReader(), Recorder: recorder, Now: o.Now, Templates: len(o.TemplateAPIGroups) > 0, MetricGateURLs: gateURLs}},
 		{"StackSet", sets},
 	}
 	if oneOffs {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,11 @@ type jobCluster struct {
 	gitWebhookIP string
 	// nodeCA signs the certificates of HTTPS servers on the node; the manager trusts it.
 	nodeCA *nodeCA
+	// prometheus is the URL of a Prometheus on the node, scraping an exporter that reports
+	// unhealthy's value: the one server the install's metric gates may query
+	// (rollouts.metricGateURLs), so it runs before the install.
+	prometheus string
+	unhealthy  *atomic.Int32
 }
 
 // TestInstall_JobExecutor installs once and runs its tests in parallel, each in namespaces
@@ -39,12 +45,14 @@ func TestInstall_JobExecutor(t *testing.T) {
 	const defaultBucket = "tenants"
 	jc := &jobCluster{c: c, s3: startS3(t, c, withTenantBucket(defaultBucket)), defaultBucket: defaultBucket, flux: installFlux(t, c), nodeCA: newNodeCA(t)}
 	jc.nodeCA.publish(t, c)
+	jc.unhealthy = &atomic.Int32{}
+	jc.prometheus = startPrometheus(t, startExporter(t, jc.unhealthy))
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	// Four slots for the parallel tests below, one of which holds its tenant's share for
 	// the whole run (a tenant of two namespaces, by tenantLabel); unschedulable runners give theirs back after a minute (they are made
 	// so by a node label the platform lets runners be placed by).
 	NewWithT(t).Expect(os.WriteFile(values, []byte("executor: job\nmaxConcurrentUpdates: 4\ntenantLabel: "+tenantLabel+"\nrunner:\n  pendingTimeout: 1m\n  allowed:\n    nodeSelectorKeys: [kubernetes.io/os, stackwright.dev/e2e]\ntemplates:\n  apiGroups: ["+templateGroup+"]\ndefaultBackend: "+jc.s3.bucket(t, jc.defaultBucket, "")+
-		"\nflux:\n  eventsAddress: "+jc.flux.eventsURL+"\ngitWebhook:\n  enabled: true\n"+nodeCAValues), 0o600)).To(Succeed())
+		"\nflux:\n  eventsAddress: "+jc.flux.eventsURL+"\ngitWebhook:\n  enabled: true\nrollouts:\n  metricGateURLs: ["+jc.prometheus+"]\n"+nodeCAValues), 0o600)).To(Succeed())
 	helmInstall(t, "install", "-f", values)
 	waitManager(t, c)
 	jc.gitWebhookIP = serviceIP(t, c, systemNamespace, "stackwright-git-webhook")

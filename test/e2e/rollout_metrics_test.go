@@ -85,14 +85,17 @@ func startPrometheus(t *testing.T, target string) string {
 // testRolloutMetricGate: a StackRollout whose metric gate queries a real Prometheus on the
 // node, scraping an exporter the test controls. While the exporter reports healthy, a new
 // version passes ring 0's gate and reaches ring 1; once it reports unhealthy, the next
-// version halts after ring 0 (MetricGateFailed) and ring 1 keeps the version it has.
+// version halts after ring 0 (MetricGateFailed) and ring 1 keeps the version it has. A
+// second rollout whose gate names a server outside the install's allow-list
+// (rollouts.metricGateURLs) stalls with MetricGateURLNotAllowed, and that server gets no
+// request.
 func testRolloutMetricGate(t *testing.T, jc *jobCluster) {
 	c := jc.c
 	const ns = "e2e-rollout-metrics"
 	createNamespace(t, c, ns)
 	t.Cleanup(func() { deleteNamespace(t, c, ns) })
-	var unhealthy atomic.Int32
-	prometheus := startPrometheus(t, startExporter(t, &unhealthy))
+	unhealthy, prometheus := jc.unhealthy, jc.prometheus
+	testMetricGateURLNotAllowed(t, c, ns)
 
 	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, s3CredentialsYAML+"---\n"+rolloutProgramYAML("v1")+ringStacksYAML(map[string]string{"r0": "0", "r1": "1"})))
 	waitVersions := versionsWaiter(t, c, ns)
@@ -156,4 +159,50 @@ spec:
 	NewWithT(t).Expect(strings.Trim(string(st.Status.Outputs["version"].Raw), `"`)).To(Equal("v2"), "ring 1 keeps v2")
 	out := run(t, "kubectl-stackwright", "-n", ns, "rollout", "status", "fleet")
 	NewWithT(t).Expect(out).To(ContainSubstring("MetricGateFailed"))
+}
+
+// testMetricGateURLNotAllowed applies, in ns, a rollout whose metric gate names a server on
+// the node that the install does not allow: the rollout stalls naming the URL and the flag,
+// and the server is sent nothing.
+func testMetricGateURLNotAllowed(t *testing.T, c client.Client, ns string) {
+	var asked atomic.Int32
+	l := listenOnNode(t)
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { asked.Add(1) })}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	refused := "http://" + l.Addr().String()
+	run(t, "kubectl", "apply", "-n", ns, "-f", writeManifest(t, fmt.Sprintf(`apiVersion: stackwright.dev/v1alpha1
+kind: StackRollout
+metadata:
+  name: refused
+spec:
+  selector:
+    matchLabels:
+      app: nothing
+  waves:
+    byLabel:
+      key: ring
+      values: ["0"]
+  gates:
+    metrics:
+    - name: elsewhere
+      prometheus:
+        url: %s
+      query: up
+      successCondition: "< 1"
+      interval: 1s
+`, refused)))
+	NewWithT(t).Eventually(func(g Gomega) {
+		ro := &v1alpha1.StackRollout{}
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "refused"}, ro)).To(Succeed())
+		s := meta.FindStatusCondition(ro.Status.Conditions, pulumiv1.ConditionStalled)
+		g.Expect(s).NotTo(BeNil())
+		g.Expect(s.Reason).To(Equal(v1alpha1.ReasonMetricGateURLNotAllowed))
+		g.Expect(s.Message).To(ContainSubstring("metric gate elsewhere may not query " + refused))
+		g.Expect(s.Message).To(ContainSubstring("--metric-gate-urls"))
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "a gate outside the allow-list stalls its rollout\n%s", describeNamespace(ns))
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the server outside the allow-list got %d request(s)", n)
+	}
+	run(t, "kubectl", "delete", "-n", ns, "stackrollout", "refused")
 }

@@ -339,6 +339,8 @@ func TestChart_Template_SchemaRejectsBadValues(t *testing.T) {
 		{name: "extra volume named like the chart's", set: "extraVolumes[0].name=data", want: "/extraVolumes/0/name"},
 		{name: "extra mount without a path", set: "extraVolumeMounts[0].name=ca", want: "mountPath"},
 		{name: "extra mount over the data directory", set: "extraVolumeMounts[0].mountPath=/var/lib/stackwright", want: "/extraVolumeMounts/0/mountPath"},
+		{name: "metric gate URL without a scheme", set: "rollouts.metricGateURLs={prometheus.monitoring:9090}", want: "/rollouts/metricGateURLs/0"},
+		{name: "metric gate URL with a user", set: "rollouts.metricGateURLs={http://prometheus.monitoring@evil}", want: "/rollouts/metricGateURLs/0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -973,6 +975,31 @@ func TestChart_Template_RunnerAllowListsOnlyWhenSet(t *testing.T) {
 	want := []string{"--runner-allowed-csi-drivers=", "--runner-allowed-node-selector-keys=pool,kubernetes.io/arch"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("allow-list flags (-want +got):\n%s", diff)
+	}
+}
+
+// The metric gates' allow-list reaches the manager only when the values list URLs: by
+// default the manager's own default, none, applies.
+func TestChart_Template_MetricGateURLsOnlyWhenSet(t *testing.T) {
+	gateArgs := func(set ...string) []string {
+		t.Helper()
+		var dep appsv1.Deployment
+		convert(t, parse(t, helmTemplate(set...)(t)).ofKind("Deployment")[0], &dep)
+		var out []string
+		for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--metric-gate-urls") {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	if got := gateArgs(); len(got) != 0 {
+		t.Errorf("defaults pass %q; want no --metric-gate-urls", got)
+	}
+	got := gateArgs("--set", "rollouts.metricGateURLs={http://prometheus.monitoring:9090,https://gateway.example/team-a/prom}")
+	want := []string{"--metric-gate-urls=http://prometheus.monitoring:9090,https://gateway.example/team-a/prom"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("metric gate flags (-want +got):\n%s", diff)
 	}
 }
 

@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/stackwright/stackwright/api/conditions"
+	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
 )
 
@@ -34,6 +37,76 @@ const (
 	// maxResponse bounds the body of a query response read.
 	maxResponse = 1 << 20
 )
+
+// MetricGateURLsFlag is the manager's flag that lists the URL prefixes metric gates may
+// query, and MetricGateURLsValue the chart's value that sets it; messages name both.
+const (
+	MetricGateURLsFlag  = "--metric-gate-urls"
+	MetricGateURLsValue = "rollouts.metricGateURLs"
+)
+
+// queryPath is where a Prometheus serves instant queries, under its URL.
+const queryPath = "/api/v1/query"
+
+// checkMetricGates stalls a rollout whose metric gate names a Prometheus the manager may not
+// query (MetricGateURLs): a gate that can never sample would halt every wave at its bake,
+// after the wave deployed, and the request is what the allow-list is for. So nothing more
+// starts (no revision, wave or Stack; the Updates already running finish, as when paused)
+// and no request is sent, until the spec or the allow-list changes; the rollout then goes on
+// where it was. A halted rollout keeps its halt's reason: it moves nowhere until resumed,
+// and is looked at again then.
+func (r *Reconciler) checkMetricGates(_ context.Context, s *scope) (bool, error) {
+	ro := s.ro
+	if ro.Status.Phase == v1alpha1.RolloutHalted {
+		return true, nil
+	}
+	var refused []string
+	for _, g := range ro.Spec.Gates.Metrics {
+		if !r.MetricGateURLs.AllowsString(queryURL(g.Prometheus.URL)) {
+			refused = append(refused, fmt.Sprintf("metric gate %s may not query %s", g.Name, g.Prometheus.URL))
+		}
+	}
+	if len(refused) == 0 {
+		return true, nil
+	}
+	why := fmt.Sprintf("it is not under a URL prefix the manager's %s allows (Helm: %s)", MetricGateURLsFlag, MetricGateURLsValue)
+	if r.MetricGateURLs.Len() == 0 {
+		why = fmt.Sprintf("the manager's %s is empty (Helm: %s), so metric gates may query no server", MetricGateURLsFlag, MetricGateURLsValue)
+	}
+	if markMetricGateURLNotAllowed(ro, refused, why) {
+		s.event(corev1.EventTypeWarning, EventMetricGateURLNotAllowed, "%s", conditions.Get(ro, pulumiv1.ConditionStalled).Message)
+	}
+	return false, nil
+}
+
+// queryURL is the URL of the instant query API of the Prometheus at base.
+func queryURL(base string) string {
+	return strings.TrimRight(base, "/") + queryPath
+}
+
+// httpClient is the client that queries the Prometheus servers: HTTPClient, whose redirects
+// are followed only to where a metric gate may send a request itself.
+func (r *Reconciler) httpClient() *http.Client {
+	c := http.Client{}
+	if r.HTTPClient != nil {
+		c = *r.HTTPClient
+	}
+	next := c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !r.MetricGateURLs.Allows(req.URL) {
+			return fmt.Errorf("redirect to %s refused: it is not under a URL prefix %s allows", req.URL.Redacted(), MetricGateURLsFlag)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		// http.Client's own limit, which a CheckRedirect of its own replaces.
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &c
+}
 
 // sample is one evaluation of a gate's query: its values, or why there are none.
 type sample struct {
@@ -214,10 +287,15 @@ func renderQuery(query string, ro *v1alpha1.StackRollout, w *v1alpha1.RolloutWav
 func (r *Reconciler) query(ctx context.Context, ns string, p *v1alpha1.RolloutPrometheus, q string, now time.Time) sample {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	u := strings.TrimRight(p.URL, "/") + "/api/v1/query?" + url.Values{"query": {q}, "time": {strconv.FormatInt(now.Unix(), 10)}}.Encode()
+	u := queryURL(p.URL) + "?" + url.Values{"query": {q}, "time": {strconv.FormatInt(now.Unix(), 10)}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return sample{err: fmt.Errorf("failed to make query: %w", err)}
+	}
+	// checkMetricGates stalls such a rollout before it samples; this keeps any other way
+	// here from sending the request.
+	if !r.MetricGateURLs.Allows(req.URL) {
+		return sample{err: fmt.Errorf("%s is not under a URL prefix %s allows", p.URL, MetricGateURLsFlag)}
 	}
 	if ref := p.AuthSecretRef; ref != nil {
 		sec := &corev1.Secret{}
@@ -233,11 +311,7 @@ func (r *Reconciler) query(ctx context.Context, ns string, p *v1alpha1.RolloutPr
 			return sample{err: fmt.Errorf("secret %s (prometheus.authSecretRef) has neither the key token nor username", ref.Name)}
 		}
 	}
-	hc := r.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := r.httpClient().Do(req)
 	if err != nil {
 		return sample{err: fmt.Errorf("failed to query %s: %w", p.URL, err)}
 	}

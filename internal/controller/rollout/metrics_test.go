@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,7 +13,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stackwright/stackwright/api/v1alpha1"
+	"github.com/stackwright/stackwright/internal/urlallow"
 )
+
+// allow is the allow-list of prefixes.
+func allow(t *testing.T, prefixes ...string) urlallow.List {
+	t.Helper()
+	l, err := urlallow.Parse(prefixes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
 
 func TestParseQueryResponse_Values(t *testing.T) {
 	tests := []struct {
@@ -107,7 +119,7 @@ func TestReconciler_Query_AgainstAnHTTPServer(t *testing.T) {
 	if want := `sum(rate(errors{namespace="team-a",stack=~"web\.eu|web-us",rev="generation/2",wave="1",r="web"}[5m]))`; q != want {
 		t.Errorf("query %s, want %s", q, want)
 	}
-	r := &Reconciler{}
+	r := &Reconciler{MetricGateURLs: allow(t, srv.URL)}
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	smp := r.query(t.Context(), "team-a", &v1alpha1.RolloutPrometheus{URL: srv.URL + "/"}, q, now)
 	if smp.err != nil {
@@ -121,5 +133,54 @@ func TestReconciler_Query_AgainstAnHTTPServer(t *testing.T) {
 	}
 	if _, err := renderQuery(`{{.Nope}}`, ro, w); err == nil {
 		t.Error("a query naming an unknown variable rendered")
+	}
+}
+
+// A query goes only where the allow-list lets it, and follows a redirect only there too:
+// the server outside it gets no request, and the sample fails saying why.
+func TestReconciler_Query_OnlyWithinTheAllowList(t *testing.T) {
+	var outside atomic.Int32
+	out := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { outside.Add(1) }))
+	defer out.Close()
+	in := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/prom/api/v1/query":
+			_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"scalar","result":[1,"0"]}}`))
+		case "/moved/api/v1/query":
+			http.Redirect(w, r, "/prom/api/v1/query?"+r.URL.RawQuery, http.StatusFound)
+		case "/away/api/v1/query":
+			http.Redirect(w, r, out.URL+"/api/v1/query", http.StatusFound)
+		case "/up/api/v1/query":
+			http.Redirect(w, r, "/api/v1/query", http.StatusFound)
+		}
+	}))
+	defer in.Close()
+	r := &Reconciler{MetricGateURLs: allow(t, in.URL+"/prom", in.URL+"/moved", in.URL+"/away", in.URL+"/up")}
+	tests := []struct {
+		name, url string
+		wantErr   string // "" for a sample with values
+	}{
+		{name: "Allowed", url: in.URL + "/prom"},
+		{name: "RedirectWithin", url: in.URL + "/moved"},
+		{name: "RedirectToAnotherServer", url: in.URL + "/away", wantErr: "redirect to " + out.URL + "/api/v1/query refused: it is not under a URL prefix --metric-gate-urls allows"},
+		{name: "RedirectOutOfThePath", url: in.URL + "/up", wantErr: "redirect to " + in.URL + "/api/v1/query refused"},
+		{name: "AnotherServer", url: out.URL, wantErr: out.URL + " is not under a URL prefix --metric-gate-urls allows"},
+		{name: "DotSegments", url: in.URL + "/prom/..", wantErr: "is not under a URL prefix --metric-gate-urls allows"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			smp := r.query(t.Context(), "team-a", &v1alpha1.RolloutPrometheus{URL: tt.url}, "up", time.Now())
+			switch {
+			case tt.wantErr == "" && smp.err != nil:
+				t.Fatalf("sample failed: %v", smp.err)
+			case tt.wantErr == "" && len(smp.values) != 1:
+				t.Fatalf("values %v, want one", smp.values)
+			case tt.wantErr != "" && (smp.err == nil || !strings.Contains(smp.err.Error(), tt.wantErr)):
+				t.Fatalf("sample error %v, want one saying %q", smp.err, tt.wantErr)
+			}
+		})
+	}
+	if n := outside.Load(); n != 0 {
+		t.Errorf("the server outside the allow-list got %d request(s)", n)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stackwright/stackwright/internal/controller/kit"
 	"github.com/stackwright/stackwright/internal/controller/patch"
 	"github.com/stackwright/stackwright/internal/metrics"
+	"github.com/stackwright/stackwright/internal/urlallow"
 )
 
 // FieldManager owns what this controller writes: the rollouts' status, their gate Jobs and
@@ -40,7 +41,9 @@ const (
 	EventSuperseded       = "RevisionSuperseded"
 	EventWavePreviewed    = "WavePreviewed"
 	EventRolloutUnpaused  = "RolloutUnpaused"
-	eventAction           = "Rollout"
+	// EventMetricGateURLNotAllowed announces that a metric gate's URL stalls the rollout.
+	EventMetricGateURLNotAllowed = "MetricGateURLNotAllowed"
+	eventAction                  = "Rollout"
 )
 
 // +kubebuilder:rbac:groups=stackwright.dev,resources=stackrollouts,verbs=get;list;watch
@@ -57,10 +60,15 @@ type Reconciler struct {
 	// APIReader reads what the manager's cache trims: the steps of a preview Update the
 	// preview gate judges. Nil: Client.
 	APIReader client.Reader
-	// HTTPClient queries the Prometheus servers of metric gates. Nil: http.DefaultClient
-	// (each query is bounded by a timeout of its own).
+	// HTTPClient queries the Prometheus servers of metric gates. Nil: a client with
+	// http.DefaultTransport (each query is bounded by a timeout of its own). Its redirects
+	// are followed only within MetricGateURLs.
 	HTTPClient *http.Client
-	Recorder   events.EventRecorder
+	// MetricGateURLs are the URL prefixes metric gates may query (--metric-gate-urls). Its
+	// zero value allows none: whoever writes a StackRollout would otherwise have the
+	// manager send requests anywhere it reaches.
+	MetricGateURLs urlallow.List
+	Recorder       events.EventRecorder
 	// Now is the clock, read once per reconcile; tests replace it.
 	Now func() time.Time
 	// Templates is set when the install serves StackTemplates (and may read them): only
@@ -102,6 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.offer,
 		r.handleRequests,
 		checkPause,
+		r.checkMetricGates,
 		chooseTarget,
 		r.progressWaves,
 	)

@@ -36,6 +36,18 @@ func markMixedSources(ro *v1alpha1.StackRollout, msg string) {
 	conditions.MarkStalled(ro, v1alpha1.ReasonMixedSources, msg)
 }
 
+// markMetricGateURLNotAllowed records that the refused metric gates (each naming its URL)
+// may not query their Prometheus, for why; it reports whether that is news (the rollout
+// did not say so already).
+func markMetricGateURLNotAllowed(ro *v1alpha1.StackRollout, refused []string, why string) bool {
+	msg := fmt.Sprintf("%s: %s. No request is sent, and nothing more starts (no revision, wave or Stack) until spec.gates.metrics or the allow-list changes",
+		strings.Join(refused, "; "), why)
+	c := conditions.Get(ro, pulumiv1.ConditionStalled)
+	news := c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonMetricGateURLNotAllowed || c.Message != msg
+	conditions.MarkStalled(ro, v1alpha1.ReasonMetricGateURLNotAllowed, msg)
+	return news
+}
+
 // recordAbort abandons the target: the Stacks of the opened waves deploy the stable
 // revision again, and the target is never rolled out again.
 func recordAbort(ro *v1alpha1.StackRollout) {

@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +28,7 @@ import (
 	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/controller/rollout"
 	"github.com/stackwright/stackwright/internal/testing/kubetest"
+	"github.com/stackwright/stackwright/internal/urlallow"
 )
 
 // One real manager running the StackRollout controller alone serves every test of the
@@ -35,6 +39,11 @@ var (
 	env *kubetest.Env
 	// recorder receives every event the package's controller emits.
 	recorder *kubetest.Recorder[*v1alpha1.StackRollout]
+	// prom serves the Prometheus servers of the tests, each under a path of its own
+	// (servePrometheus): the manager's allow-list (--metric-gate-urls) is this server's
+	// /allowed, so a test's server under /denied is one it may not query.
+	prom    *httptest.Server
+	promMux = http.NewServeMux()
 )
 
 func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.Manager(setupManager)) }
@@ -48,11 +57,33 @@ func setupManager(ctx context.Context, e *kubetest.Env, _ string) (ctrl.Manager,
 		return nil, err
 	}
 	recorder = kubetest.NewRecorder(e.Client, announced)
-	r := &rollout.Reconciler{Client: mgr.GetClient(), Recorder: recorder}
+	prom = httptest.NewServer(promMux)
+	go func() {
+		<-ctx.Done()
+		prom.Close()
+	}()
+	allowed, err := urlallow.Parse([]string{prom.URL + "/allowed"})
+	if err != nil {
+		return nil, err
+	}
+	r := &rollout.Reconciler{Client: mgr.GetClient(), Recorder: recorder, MetricGateURLs: allowed}
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
 		return nil, fmt.Errorf("failed to set up StackRollout controller: %w", err)
 	}
 	return mgr, nil
+}
+
+// servePrometheus serves h as the test's Prometheus and returns its URL: under /allowed,
+// which the manager may query, or under /denied, which it may not.
+func servePrometheus(t *testing.T, allowed bool, h http.Handler) string {
+	t.Helper()
+	dir := "/denied/"
+	if allowed {
+		dir = "/allowed/"
+	}
+	path := dir + strings.NewReplacer("/", "-", "#", "-").Replace(t.Name())
+	promMux.Handle(path+"/", http.StripPrefix(path, h))
+	return prom.URL + path
 }
 
 // The facts each event announces, read from its message.
@@ -137,6 +168,9 @@ func announced(e kubetest.Event, _, ro *v1alpha1.StackRollout) error {
 		ok = apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionPaused)
 	case rollout.EventRolloutUnpaused:
 		ok = !apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionPaused)
+	case rollout.EventMetricGateURLNotAllowed:
+		c := apimeta.FindStatusCondition(st.Conditions, pulumiv1.ConditionStalled)
+		ok = c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonMetricGateURLNotAllowed && c.Message == e.Message
 	case rollout.EventRequestIgnored:
 		m := match(ignoredRe)
 		handled := map[string]string{"abort": st.HandledAbort, "resume": st.HandledResume, "promote": st.HandledPromote, "pause": st.HandledPause}
