@@ -231,7 +231,13 @@ func (r *Reconciler) observePreview(s *scope, u *v1alpha1.Update) (bool, error) 
 		return true, nil
 	case stack.Spec.ApprovalMode() != pulumiv1.ApprovalManual:
 		a.State = pulumiv1.ApprovalApproved
-		s.eventAbout(u, corev1.EventTypeNormal, EventApproved, "Preview Update %s passed the policies (%s); applying exactly its plan", u.Name, strings.Join(u.Status.Policy.Evaluated, ", "))
+		// A rollout's preview gate previews Stacks no policy selects: their preview
+		// reports no policy results at all.
+		if p := u.Status.Policy; p != nil && len(p.Evaluated) > 0 {
+			s.eventAbout(u, corev1.EventTypeNormal, EventApproved, "Preview Update %s passed the policies (%s); applying exactly its plan", u.Name, strings.Join(p.Evaluated, ", "))
+		} else {
+			s.eventAbout(u, corev1.EventTypeNormal, EventApproved, "Preview Update %s is judged by no policy; applying exactly its plan", u.Name)
+		}
 		return true, nil
 	}
 	a.State = pulumiv1.ApprovalAwaiting

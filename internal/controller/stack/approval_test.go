@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
+	"github.com/stackwright/stackwright/api/v1alpha1"
 	"github.com/stackwright/stackwright/internal/source"
 )
 
@@ -55,6 +56,38 @@ func TestReconciler_VoidApproval_SaysWhy(t *testing.T) {
 			got := (&Reconciler{}).voidApproval(s, tt.approval)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("voidApproval (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A successful preview of an Auto-approval Stack is approved, whether policies judged it
+// or none did (a rollout's preview gate previews Stacks no policy selects: their preview has
+// no policy results at all).
+func TestReconciler_ObservePreview_ApprovesWithOrWithoutPolicyResults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		policy *v1alpha1.PolicyResults
+	}{
+		{name: "NoPolicyResults"},
+		{name: "NoPolicyEvaluated", policy: &v1alpha1.PolicyResults{}},
+		{name: "PoliciesPassed", policy: &v1alpha1.PolicyResults{Evaluated: []string{"p"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := &pulumiv1.Stack{Status: pulumiv1.StackStatus{Stackwright: &pulumiv1.StackwrightStatus{
+				Approval: &pulumiv1.ApprovalStatus{Preview: "web-k1-preview-1", State: pulumiv1.ApprovalPreviewing, DesiredStateKey: "k1"},
+			}}}
+			u := &v1alpha1.Update{Status: v1alpha1.UpdateStatus{Phase: v1alpha1.UpdatePhaseSucceeded, Message: "preview succeeded: 1 to create",
+				Changes: map[string]int64{"create": 1}, Policy: tt.policy}}
+			u.Name = "web-k1-preview-1"
+			if _, err := (&Reconciler{}).observePreview(&scope{stack: st}, u); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(pulumiv1.ApprovalApproved, st.Status.Stackwright.Approval.State); diff != "" {
+				t.Errorf("approval state (-want +got):\n%s", diff)
 			}
 		})
 	}
