@@ -70,6 +70,12 @@ type StackwrightStatus struct {
 	// +optional
 	DesiredStateKey string `json:"desiredStateKey,omitempty"`
 
+	// DesiredStateGeneration is the generation of the spec DesiredStateKey was derived
+	// from: until the Stack is reconciled past a new spec, the key is the earlier spec's,
+	// while its conditions may already speak of the new generation.
+	// +optional
+	DesiredStateGeneration int64 `json:"desiredStateGeneration,omitempty"`
+
 	// LastSuccessfulKey is the desired-state key of the last successful
 	// update; when it equals DesiredStateKey nothing needs to run.
 	// +optional

@@ -21,8 +21,23 @@ const (
 	// InstanceAnnotation is the instance's <namespace>/<name>, on its Stack.
 	InstanceAnnotation = "stackwright.dev/instance"
 	// TemplateRevisionLabel is the template revision an instance's Stack was rendered
-	// from, on the Stack: kubectl get stacks -l stackwright.dev/template-revision=3.
+	// from, on the Stack: kubectl get stacks -l stackwright.dev/template-revision=3. While
+	// the Stack only previews a revision for a rollout (RolloutPreviewAnnotation Preview),
+	// it names that revision, and TemplateRevisionHeldAnnotation the one the Stack has.
 	TemplateRevisionLabel = "stackwright.dev/template-revision"
+	// RolloutPreviewAnnotation is set by the instance controller on an instance's Stack of
+	// spec.stack that a StackRollout of template revisions with spec.gates.preview renders
+	// from its target, and tells the Stack controller what the preview gate asks of the
+	// Stack's change: RolloutPreviewOnly while the Stack's wave previews the target (preview
+	// the change, saving its plan, and apply nothing), RolloutPreviewApply once its wave is
+	// open (preview the change and hold the up to that plan). It travels with the spec it
+	// speaks of, in one write, so that no Stack controller (another shard's, or one whose
+	// cache lags) applies a spec rendered only to be previewed.
+	RolloutPreviewAnnotation = "stackwright.dev/rollout-preview"
+	// TemplateRevisionHeldAnnotation, beside RolloutPreviewAnnotation's RolloutPreviewOnly,
+	// is the template revision the Stack has (it deployed, or is held at), which it is
+	// rendered from again once its wave no longer previews.
+	TemplateRevisionHeldAnnotation = "stackwright.dev/template-revision-held"
 	// TemplateStackLabel names, on a Stack of an instance of a composed template, the
 	// entry of the template's spec.stacks it was rendered from; the Stack of spec.stack has
 	// none.
@@ -32,6 +47,16 @@ const (
 	// TemplateFinalizer holds a StackTemplate until its last instance is gone, and then
 	// removes its CustomResourceDefinition.
 	TemplateFinalizer = "stackwright.dev/template"
+)
+
+// The values of RolloutPreviewAnnotation.
+const (
+	// RolloutPreviewOnly: the Stack previews its change for a rollout's preview gate and
+	// applies nothing; its up waits for its wave to open.
+	RolloutPreviewOnly = "Preview"
+	// RolloutPreviewApply: the Stack's wave is open; its change is previewed first and the
+	// up held to that preview's plan, the one the preview gate judged.
+	RolloutPreviewApply = "Apply"
 )
 
 // InstanceSpec is the spec of every kind a StackTemplate defines: the parameters (their

@@ -150,9 +150,9 @@ func (r *StackRollout) Previews(stack string) bool {
 }
 
 // OpeningState is the state a wave of the rollout starts in: Previewing when its Stacks'
-// previews are judged first (spec.gates.preview, for source revisions), else Updating.
+// previews are judged first (spec.gates.preview), else Updating.
 func (r *StackRollout) OpeningState() WaveState {
-	if r.Spec.Gates.Preview != nil && r.Spec.Template == nil {
+	if r.Spec.Gates.Preview != nil {
 		return WavePreviewing
 	}
 	return WaveUpdating

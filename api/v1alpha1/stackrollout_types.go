@@ -195,7 +195,9 @@ type RolloutGates struct {
 	// previews a change the Policies that select the Stack judge, whose advisory
 	// violations halt the rollout too), and the wave starts only once every preview
 	// passes. A preview that fails halts the rollout, naming the Stacks and the steps at
-	// fault. Rollouts of source revisions only: a rollout of template revisions ignores it.
+	// fault. For a rollout of template revisions, each instance's Stack of spec.stack is
+	// rendered from the target for its preview only, and keeps its revision until its wave
+	// opens.
 	// +optional
 	Preview *RolloutPreviewGate `json:"preview,omitempty"`
 

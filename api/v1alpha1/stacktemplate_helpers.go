@@ -119,3 +119,21 @@ func (s *StackTemplateRevisionSpec) Digest() string {
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// HeldTemplateRevision is the template revision an instance's Stack with these labels and
+// annotations has: the one it was rendered from (TemplateRevisionLabel), or, while it only
+// previews another for a rollout's preview gate (RolloutPreviewAnnotation Preview), the one
+// it had before (TemplateRevisionHeldAnnotation). 0 when it names none.
+func HeldTemplateRevision(labels, annotations map[string]string) int64 {
+	v := labels[TemplateRevisionLabel]
+	if annotations[RolloutPreviewAnnotation] == RolloutPreviewOnly {
+		if held, ok := annotations[TemplateRevisionHeldAnnotation]; ok {
+			v = held
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}

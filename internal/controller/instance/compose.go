@@ -107,6 +107,16 @@ func (c *Controller) composeStacks(ctx context.Context, s *scope) (bool, error) 
 	return true, nil
 }
 
+// memberNames names the instance u's Stacks of the entries of revision rev's spec.stacks,
+// by entry.
+func memberNames(t *v1alpha1.StackTemplate, rev *v1alpha1.StackTemplateRevision, u client.Object) map[string]string {
+	out := make(map[string]string, len(rev.Spec.Stacks))
+	for _, e := range rev.Spec.Stacks {
+		out[e.Name] = memberStackName(t.Name, e.Name, u.GetNamespace(), u.GetName())
+	}
+	return out
+}
+
 // awaited says what of the entries a Stack depends on (dependsOn, and those whose outputs
 // its config reads) keeps it from being rendered: an entry not Ready, or an output its
 // config reads that the entry has not published where the key reads it (a secret output

@@ -88,9 +88,11 @@ func (c *Controller) findStack(ctx context.Context, s *scope) (bool, error) {
 // chooseRevision gets the template revision the Stack is to be rendered from (see
 // chooseTemplateRevision), and converts the parameters to the version it names them in; the
 // instance waits while it does not exist, and is Stalled by one whose Stack spec cannot be
-// read or whose version the kind no longer has, or when rollouts conflict over it.
+// read or whose version the kind no longer has, or when rollouts conflict over it. While a
+// rollout's wave previews its target, the target revision is got too: the Stack of
+// spec.stack is rendered from it, for the preview only.
 func (c *Controller) chooseRevision(ctx context.Context, s *scope) (bool, error) {
-	target, note, conflict, err := c.chooseTemplateRevision(ctx, s.template, s.stack, stackLabels(s.template, s.in.obj, s.stack))
+	choice, note, conflict, err := c.chooseTemplateRevision(ctx, s.template, s.stack, stackLabels(s.template, s.in.obj, s.stack))
 	if err != nil {
 		return false, err
 	}
@@ -99,29 +101,57 @@ func (c *Controller) chooseRevision(ctx context.Context, s *scope) (bool, error)
 		return false, nil
 	}
 	s.warn(s.stack, EventRevisionNotOpened, note, "%s", note)
+	held, ok, err := c.loadRevision(ctx, s, choice.rev)
+	if !ok || err != nil {
+		return false, err
+	}
+	s.rev, s.spec, s.params = held.rev, held.spec, held.params
+	s.apply = choice.apply
+	if choice.preview > 0 {
+		p, ok, err := c.loadRevision(ctx, s, choice.preview)
+		if !ok || err != nil {
+			return false, err
+		}
+		s.preview = &p
+	}
+	return true, nil
+}
+
+// loaded is a template revision with its Stack spec and the instance's parameters in the
+// version it names them in.
+type loaded struct {
+	rev    *v1alpha1.StackTemplateRevision
+	spec   pulumiv1.StackSpec
+	params map[string]any
+}
+
+// loadRevision gets the template revision target and reads it for the instance; ok is false
+// when it does not exist (the instance waits) or cannot be read (the instance is Stalled),
+// its conditions then saying so.
+func (c *Controller) loadRevision(ctx context.Context, s *scope, target int64) (loaded, bool, error) {
 	rev, err := c.revision(ctx, s.template, target)
 	if err != nil {
-		return false, err
+		return loaded{}, false, err
 	}
 	if rev == nil {
 		markRevisionMissing(s.in, s.template, target)
-		return false, nil
+		return loaded{}, false, nil
 	}
 	spec, err := stacktemplate.DecodeStack(rev.Spec.Stack, "spec.stack")
 	if err != nil {
 		markRevisionInvalid(s.in, rev.Name, err)
-		return false, nil
+		return loaded{}, false, nil
 	}
+	params := s.params
 	if v := rev.Spec.ParametersVersion; v != "" {
 		// The revision names parameters as its own version did: a Stack held at it, or one
 		// rendered before the template's new revision exists, renders what it rendered.
-		if s.params, err = conversion.Parameters(s.params, s.template.KindVersions(), s.template.StorageVersion(), v); err != nil {
+		if params, err = conversion.Parameters(s.params, s.template.KindVersions(), s.template.StorageVersion(), v); err != nil {
 			markRevisionInvalid(s.in, rev.Name, err)
-			return false, nil
+			return loaded{}, false, nil
 		}
 	}
-	s.rev, s.spec = rev, spec
-	return true, nil
+	return loaded{rev: rev, spec: spec, params: params}, true, nil
 }
 
 // stackLabels are the labels the instance u's Stack st carries (but the revision's): its
@@ -133,10 +163,18 @@ func stackLabels(t *v1alpha1.StackTemplate, u client.Object, st *pulumiv1.Stack)
 }
 
 // renderStack renders the instance's Stack spec and parameter Secret from the revision and
-// the parameters; parameters the revision's config cannot take stall the instance.
+// the parameters; parameters the revision's config cannot take stall the instance. While
+// the Stack previews a rollout's target, it is rendered from that revision, against the
+// instance's Stacks of spec.stacks as they are (they keep the revision the instance has
+// until the wave opens; the Stack controller holds the preview while one the target adds
+// does not exist).
 func (c *Controller) renderStack(_ context.Context, s *scope) (bool, error) {
 	u := s.in.obj
-	r, err := render(s.spec, s.rev.Spec.Config, s.members, u.GetNamespace(), u.GetName(), s.name, s.params)
+	rev, spec, params, members := s.rev, s.spec, s.params, s.members
+	if p := s.preview; p != nil {
+		rev, spec, params, members = p.rev, p.spec, p.params, memberNames(s.template, p.rev, u)
+	}
+	r, err := render(spec, rev.Spec.Config, members, u.GetNamespace(), u.GetName(), s.name, params)
 	if err != nil {
 		markParametersInvalid(s.in, err)
 		return false, nil
@@ -184,12 +222,18 @@ func (c *Controller) applyStack(ctx context.Context, s *scope) (bool, error) {
 
 // applyRendered creates the Stack st (without a resourceVersion: none yet) of the entry of
 // the template's spec.stacks ("" for spec.stack) from its rendering r, or brings it to it,
-// with the extra annotations; it returns the Stack as applied.
+// with the extra annotations; it returns the Stack as applied. The Stack of spec.stack also
+// carries what a rollout's preview gate asks of it (RolloutPreviewAnnotation), in the same
+// write as the spec it speaks of.
 func (c *Controller) applyRendered(ctx context.Context, s *scope, st *pulumiv1.Stack, r rendered, entry string, extra map[string]string) (*pulumiv1.Stack, error) {
 	t, u := s.template, s.in.obj
+	rev := s.rev.Spec.Revision
+	if entry == "" && s.preview != nil {
+		rev = s.preview.rev.Spec.Revision
+	}
 	want := st.DeepCopy()
 	want.Labels = labels.Merge(stackLabels(t, u, st), map[string]string{
-		v1alpha1.TemplateRevisionLabel: strconv.FormatInt(s.rev.Spec.Revision, 10),
+		v1alpha1.TemplateRevisionLabel: strconv.FormatInt(rev, 10),
 	})
 	if entry != "" {
 		want.Labels[v1alpha1.TemplateStackLabel] = entry
@@ -198,6 +242,16 @@ func (c *Controller) applyRendered(ctx context.Context, s *scope, st *pulumiv1.S
 		v1alpha1.InstanceAnnotation:  u.GetNamespace() + "/" + u.GetName(),
 		instanceGenerationAnnotation: strconv.FormatInt(u.GetGeneration(), 10),
 	})
+	delete(want.Annotations, v1alpha1.RolloutPreviewAnnotation)
+	delete(want.Annotations, v1alpha1.TemplateRevisionHeldAnnotation)
+	switch {
+	case entry != "":
+	case s.preview != nil:
+		want.Annotations[v1alpha1.RolloutPreviewAnnotation] = v1alpha1.RolloutPreviewOnly
+		want.Annotations[v1alpha1.TemplateRevisionHeldAnnotation] = strconv.FormatInt(s.rev.Spec.Revision, 10)
+	case s.apply:
+		want.Annotations[v1alpha1.RolloutPreviewAnnotation] = v1alpha1.RolloutPreviewApply
+	}
 	maps.Copy(want.Annotations, extra)
 	want.Spec = r.spec
 	switch {
@@ -205,7 +259,7 @@ func (c *Controller) applyRendered(ctx context.Context, s *scope, st *pulumiv1.S
 		if err := c.Client.Create(ctx, want, client.FieldOwner(FieldManager)); err != nil {
 			return nil, fmt.Errorf("failed to create Stack %s/%s: %w", want.Namespace, want.Name, err)
 		}
-		s.render.Add(u, corev1.EventTypeNormal, EventStackCreated, "Created Stack %s/%s from revision %d of StackTemplate %s", want.Namespace, want.Name, s.rev.Spec.Revision, t.Name)
+		s.render.Add(u, corev1.EventTypeNormal, EventStackCreated, "Created Stack %s/%s from revision %d of StackTemplate %s", want.Namespace, want.Name, rev, t.Name)
 	case !apiequality.Semantic.DeepEqual(st.Spec, want.Spec) || !maps.Equal(st.Labels, want.Labels) || !maps.Equal(st.Annotations, want.Annotations):
 		if err := c.Client.Update(ctx, want, client.FieldOwner(FieldManager)); err != nil {
 			return nil, fmt.Errorf("failed to update Stack %s/%s: %w", want.Namespace, want.Name, err)

@@ -34,6 +34,11 @@ type scope struct {
 	// rev is the template revision the Stack is rendered from, and spec its Stack's spec.
 	rev  *v1alpha1.StackTemplateRevision
 	spec pulumiv1.StackSpec
+	// preview, while a rollout's wave previews its target, is the target revision: the
+	// Stack of spec.stack is rendered from it, for that preview only, and everything else
+	// from rev. apply holds the Stack's up to its preview's plan (the wave is open).
+	preview *loaded
+	apply   bool
 	// members names the Stacks of the revision's spec.stacks, by entry; composed are
 	// those applied, in dependency order, as applied.
 	members  map[string]string

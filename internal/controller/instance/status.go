@@ -75,7 +75,8 @@ func (in *instance) parameters() (map[string]any, error) {
 func mirror(in *instance, st *pulumiv1.Stack, policy v1alpha1.InstanceMessagePolicy) {
 	full := policy == v1alpha1.InstanceMessagesFull
 	message := func(kind, reason, msg string) string { return stackMessage(st, policy, kind, reason, msg) }
-	if rev, err := strconv.ParseInt(st.Labels[v1alpha1.TemplateRevisionLabel], 10, 64); err == nil {
+	// The revision the instance has: not the one its Stack only previews for a rollout.
+	if rev := v1alpha1.HeldTemplateRevision(st.Labels, st.Annotations); rev > 0 {
 		in.status.TemplateRevision = rev
 	}
 	in.status.Approval = nil

@@ -19,7 +19,10 @@ import (
 // Stack, and records the preview Update in the Stack's approval status; the rollout reads
 // that Update's planned steps and judges them. Nothing is deployed until every preview
 // passed, so a revision that would delete what it must not is stopped at the wave, before
-// any Stack of the wave applies it.
+// any Stack of the wave applies it. For a rollout of template revisions, the instance
+// controller renders each Stack of the wave from the target for that preview only (with
+// v1alpha1.RolloutPreviewAnnotation, which makes the Stack controller preview the change
+// and apply nothing); the preview judged is then the one of the Stack's current spec.
 
 // maxStepsNamed bounds the steps a preview fault names.
 const maxStepsNamed = 5
@@ -60,7 +63,7 @@ func (r *Reconciler) previewWave(ctx context.Context, s *scope) (bool, error) {
 			fault(n, why, msg)
 			continue
 		}
-		u, err := r.previewOf(ctx, stack, st.Target)
+		u, err := r.previewOf(ctx, stack, st.Target, ro.Spec.Template != nil)
 		if err != nil {
 			return false, err
 		}
@@ -87,10 +90,23 @@ func (r *Reconciler) previewWave(ctx context.Context, s *scope) (bool, error) {
 
 // previewOf returns the Stack's finished, successful preview of target, nil while there is
 // none (not started, running, or failed: the Stack retries a failed one, and stalls if it
-// must).
-func (r *Reconciler) previewOf(ctx context.Context, stack *pulumiv1.Stack, target *v1alpha1.RolloutRevision) (*v1alpha1.Update, error) {
+// must). Of a source revision, the preview is the one of that revision; of a template
+// revision (template), the one of the Stack's current spec, once that spec is rendered from
+// the target and the Stack's status speaks of it (a preview of the spec the Stack had
+// before is no preview of the target).
+func (r *Reconciler) previewOf(ctx context.Context, stack *pulumiv1.Stack, target *v1alpha1.RolloutRevision, template bool) (*v1alpha1.Update, error) {
 	sw := stack.Status.Stackwright
-	if sw == nil || sw.Approval == nil || sw.Approval.Preview == "" || sw.Approval.Revision != target.Revision {
+	if sw == nil || sw.Approval == nil || sw.Approval.Preview == "" {
+		return nil, nil
+	}
+	ofTarget := func(u *v1alpha1.Update) bool { return u.Spec.Revision == target.Revision }
+	switch {
+	case template:
+		if !renderedFrom(stack, target) || sw.Approval.DesiredStateKey != sw.DesiredStateKey {
+			return nil, nil
+		}
+		ofTarget = func(u *v1alpha1.Update) bool { return u.Spec.DesiredStateKey == sw.DesiredStateKey }
+	case sw.Approval.Revision != target.Revision:
 		return nil, nil
 	}
 	key := client.ObjectKey{Namespace: stack.Namespace, Name: sw.Approval.Preview}
@@ -104,7 +120,7 @@ func (r *Reconciler) previewOf(ctx context.Context, stack *pulumiv1.Stack, targe
 			return nil, nil
 		case err != nil:
 			return nil, fmt.Errorf("failed to get preview Update %s: %w", key.Name, err)
-		case u.Status.Phase != v1alpha1.UpdatePhaseSucceeded || u.Spec.Revision != target.Revision:
+		case u.Status.Phase != v1alpha1.UpdatePhaseSucceeded || !ofTarget(u):
 			return nil, nil
 		}
 	}

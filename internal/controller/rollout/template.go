@@ -125,12 +125,10 @@ func judgeTemplate(stack *pulumiv1.Stack, target *v1alpha1.RolloutRevision, sinc
 	if readyForSpec(stack) {
 		return done, "", ""
 	}
-	lu, sw := stack.Status.LastUpdate, stack.Status.Stackwright
-	ready := conditions.Get(stack, pulumiv1.ConditionReady)
-	current := sw != nil && sw.DesiredStateKey != "" && ready != nil && ready.ObservedGeneration == stack.Generation
-	if !current {
+	if !statusCurrent(stack) {
 		return pending, "", ""
 	}
+	lu, sw := stack.Status.LastUpdate, stack.Status.Stackwright
 	if lu != nil && lu.State == pulumiv1.UpdateStateFailed && sw.LastAttemptedKey == sw.DesiredStateKey && sw.LastFailureReason == v1alpha1.ReasonPermanentFailure &&
 		(lu.LastResyncTime == nil || !forgiven(since, lu.LastResyncTime.Time)) {
 		return failed, v1alpha1.ReasonStackUpdateFailed, fmt.Sprintf("Stack %s failed to update to template revision %s: %s", stack.Name, target.Revision, lu.Message)
@@ -141,6 +139,22 @@ func judgeTemplate(stack *pulumiv1.Stack, target *v1alpha1.RolloutRevision, sinc
 		return failed, v1alpha1.ReasonPolicyWarning, fmt.Sprintf("Stack %s: policy %s warns about template revision %s: %s", stack.Name, v.Policy, target.Revision, v.Message)
 	}
 	return pending, "", ""
+}
+
+// statusCurrent reports whether the Stack's status speaks of its current spec: it has the
+// desired state of that spec (its Ready condition may speak of a new generation before
+// then: the Stack controller says what it is doing before it has derived the key), and its
+// Ready condition is of that generation.
+func statusCurrent(stack *pulumiv1.Stack) bool {
+	sw, ready := stack.Status.Stackwright, conditions.Get(stack, pulumiv1.ConditionReady)
+	return sw != nil && sw.DesiredStateKey != "" && sw.DesiredStateGeneration == stack.Generation &&
+		ready != nil && ready.ObservedGeneration == stack.Generation
+}
+
+// renderedFrom reports whether the Stack's current spec is rendered from template revision
+// target, and its status speaks of that spec (its desired state is the target's).
+func renderedFrom(stack *pulumiv1.Stack, target *v1alpha1.RolloutRevision) bool {
+	return stack.Labels[v1alpha1.TemplateRevisionLabel] == target.Revision && statusCurrent(stack)
 }
 
 // readyForSpec reports whether the Stack is Ready for its current spec.

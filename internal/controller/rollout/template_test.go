@@ -17,7 +17,7 @@ func templateStack(name, rev string, ready metav1.ConditionStatus, readyGen int6
 		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 3, Labels: map[string]string{v1alpha1.TemplateRevisionLabel: rev}},
 		Status: pulumiv1.StackStatus{
 			Conditions:  []metav1.Condition{{Type: pulumiv1.ConditionReady, Status: ready, ObservedGeneration: readyGen}},
-			Stackwright: &pulumiv1.StackwrightStatus{DesiredStateKey: "k3"},
+			Stackwright: &pulumiv1.StackwrightStatus{DesiredStateKey: "k3", DesiredStateGeneration: 3},
 		},
 	}
 }
@@ -57,6 +57,18 @@ func TestJudgeTemplate_Verdicts(t *testing.T) {
 				return st
 			}(),
 			want: failed, reason: v1alpha1.ReasonStackStalled,
+		},
+		{
+			// The Stack controller said what it does for generation 3 before it derived
+			// that spec's key: the key, and the warning of its preview, are generation 2's.
+			name: "PolicyWarningOfAnEarlierSpecNotYetReconciledPast",
+			stack: func() *pulumiv1.Stack {
+				st := templateStack("s", "2", metav1.ConditionFalse, 3)
+				st.Status.Stackwright.DesiredStateKey, st.Status.Stackwright.DesiredStateGeneration = "k2", 2
+				st.Status.Stackwright.Approval = &pulumiv1.ApprovalStatus{DesiredStateKey: "k2", Violations: []pulumiv1.PolicyViolation{{Policy: "p", Enforcement: "advisory", Message: "m"}}}
+				return st
+			}(),
+			want: pending,
 		},
 		{
 			name: "PolicyWarningOnTheTargetsSpec",

@@ -187,7 +187,8 @@ func (r *Reconciler) resolveInputs(ctx context.Context, s *scope) (bool, error) 
 // exactly this desired state.
 func (r *Reconciler) decideNext(_ context.Context, s *scope) (bool, error) {
 	s.key = desiredStateKey(s.stack, s.op, s.artifact, s.inputs.Fingerprint)
-	stackwrightStatus(s.stack).DesiredStateKey = s.key
+	sw := stackwrightStatus(s.stack)
+	sw.DesiredStateKey, sw.DesiredStateGeneration = s.key, s.stack.Generation
 	if s.resume != "" {
 		s.next = decide.Decision{Action: decide.Run, Attempt: max(stackwrightStatus(s.stack).Attempt, 1), Why: "resuming recorded update"}
 		return true, nil

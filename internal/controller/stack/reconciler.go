@@ -165,6 +165,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.checkExecutor,
 		r.resolveSource,
 		r.holdForRollout,
+		r.previewForTemplateRollout,
 		r.resolveInputs,
 		r.runRequested,
 		r.decideNext,

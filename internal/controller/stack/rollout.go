@@ -82,6 +82,23 @@ func (r *Reconciler) holdForRollout(ctx context.Context, s *scope) (bool, error)
 	return true, nil
 }
 
+// previewForTemplateRollout gives an instance's Stack the preview gate of the StackRollout
+// of template revisions that renders it, as the instance controller says with
+// RolloutPreviewAnnotation: that rollout decides the Stack's spec, not its source revision,
+// so this controller does not read it (holdForRollout reads rollouts of source revisions
+// only), and the annotation comes in the same write as the spec it speaks of. Preview: the
+// change is previewed (saving its plan) and the up waits, as for a wave that previews a
+// source revision. Apply: the wave is open, and the up is held to that preview's plan.
+func (r *Reconciler) previewForTemplateRollout(_ context.Context, s *scope) (bool, error) {
+	switch s.stack.Annotations[v1alpha1.RolloutPreviewAnnotation] {
+	case v1alpha1.RolloutPreviewOnly:
+		s.rolloutPreview, s.previewOnly = true, true
+	case v1alpha1.RolloutPreviewApply:
+		s.rolloutPreview = true
+	}
+	return true, nil
+}
+
 // pinFor is the revision a rollout lets a Stack deploy, nil when it may deploy nothing
 // yet; last is the artifact the Stack deployed last. An open wave gets the target, and so
 // does one the rollout asks to preview it (the up then waits for the wave to open). A

@@ -98,3 +98,33 @@ func TestHeldReason_SaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// The instance controller's RolloutPreviewAnnotation gives an instance's Stack the preview
+// gate of its rollout of template revisions.
+func TestReconciler_PreviewForTemplateRollout_FromTheAnnotation(t *testing.T) {
+	tests := []struct {
+		name                         string
+		annotation                   string
+		wantRolloutPreview, wantOnly bool
+	}{
+		{name: "None"},
+		{name: "Preview", annotation: v1alpha1.RolloutPreviewOnly, wantRolloutPreview: true, wantOnly: true},
+		{name: "Apply", annotation: v1alpha1.RolloutPreviewApply, wantRolloutPreview: true},
+		{name: "Unknown", annotation: "Later"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &pulumiv1.Stack{}
+			if tt.annotation != "" {
+				st.Annotations = map[string]string{v1alpha1.RolloutPreviewAnnotation: tt.annotation}
+			}
+			s := &scope{stack: st}
+			if ok, err := (&Reconciler{}).previewForTemplateRollout(t.Context(), s); !ok || err != nil {
+				t.Fatalf("previewForTemplateRollout = %v, %v; want it to proceed", ok, err)
+			}
+			if diff := cmp.Diff([2]bool{tt.wantRolloutPreview, tt.wantOnly}, [2]bool{s.rolloutPreview, s.previewOnly}); diff != "" {
+				t.Errorf("rolloutPreview, previewOnly (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package stacktemplate
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -82,8 +81,9 @@ func (r *Reconciler) observeRevisions(ctx context.Context, s *scope) (bool, erro
 	oldest := t.Status.Revision
 	t.Status.InstancesBehind = 0
 	for _, st := range stacks.Items {
-		rev, err := strconv.ParseInt(st.Labels[v1alpha1.TemplateRevisionLabel], 10, 64)
-		if err != nil || rev <= 0 || rev >= t.Status.Revision {
+		// A Stack that only previews a revision for a rollout returns to the one it has.
+		rev := v1alpha1.HeldTemplateRevision(st.Labels, st.Annotations)
+		if rev <= 0 || rev >= t.Status.Revision {
 			continue
 		}
 		oldest = min(oldest, rev)
