@@ -105,8 +105,13 @@ func (e *Env) rolloutStatus(ctx context.Context, name, format string) error {
 	case st.PauseTime != nil:
 		field("Paused", fmt.Sprintf("%s ago by %s: resume with `kubectl stackwright rollout resume %s`", e.age(*st.PauseTime), v1alpha1.RolloutPauseAnnotation, r.Name))
 	}
-	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionHalted); c != nil && c.Status == metav1.ConditionTrue {
-		field("Halted", c.Reason+": "+c.Message)
+	halted := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionHalted)
+	if halted != nil && halted.Status == metav1.ConditionTrue {
+		field("Halted", halted.Reason+": "+halted.Message)
+	} else if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
+		// Stalled without a halt: nothing moves until a person fixes the spec or the
+		// manager's flags (SpecInvalid, MixedSources, MetricGateURLNotAllowed).
+		field("Stalled", c.Reason+": "+c.Message)
 	}
 	if len(st.FailedStacks) > 0 {
 		field("Failed", strings.Join(st.FailedStacks, ", "))

@@ -29,7 +29,8 @@ const targetSHA = "0123456789abcdef0123456789abcdef01234567"
 //   - paused: as updating, paused by a request;
 //   - gitops: as updating, paused by spec.paused;
 //   - previewing: Progressing, its only wave previewing for the preview gate;
-//   - sampling: Progressing, its only wave baking with a metric gate sampled.
+//   - sampling: Progressing, its only wave baking with a metric gate sampled;
+//   - refused: Idle, stalled by a metric gate the manager may not query.
 func newRolloutFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{ns: env.Namespace(t), now: time.Now().Truncate(time.Second)}
@@ -89,6 +90,10 @@ func newRolloutFixture(t *testing.T) *fixture {
 		Waves:      []v1alpha1.RolloutWaveStatus{{Name: "canary", Stacks: []string{"c"}, State: v1alpha1.WavePreviewing}},
 	}, func(spec *v1alpha1.StackRolloutSpec) {
 		spec.Gates.Preview = &v1alpha1.RolloutPreviewGate{NoDeletes: true, MaxChanges: new(int32(5))}
+	})
+	f.rollout(t, "refused", v1alpha1.StackRolloutStatus{
+		Phase: v1alpha1.RolloutIdle, Stable: stable,
+		Conditions: []metav1.Condition{condition(v1alpha1.ConditionStalled, v1alpha1.ReasonMetricGateURLNotAllowed, "metric gate errors may not query http://evil:9090")},
 	})
 	return f
 }
@@ -221,6 +226,16 @@ func TestCommand_RolloutStatus_ShowsStateAndWaves(t *testing.T) {
 			"NAME STATE RELEASED UPDATED/STACKS MAX-PARALLEL BAKE READY-AT GATE JOB",
 			"canary Baking 1 1/1 1 1m0s 2m ago -",
 		}},
+		{"stalledSaysWhy", []string{"rollout", "status", "refused"}, []string{
+			"Phase: Idle",
+			"Target: -",
+			"Stable: v1",
+			"Wave: -",
+			"Updated: 0/0",
+			"Stalled: MetricGateURLNotAllowed: metric gate errors may not query http://evil:9090",
+			"",
+			"No resources found.",
+		}},
 		{"idleWithoutWaves", []string{"rollout", "status", "idle"}, []string{
 			"Phase: Idle",
 			"Target: -",
@@ -231,7 +246,7 @@ func TestCommand_RolloutStatus_ShowsStateAndWaves(t *testing.T) {
 			"No resources found.",
 		}},
 		// ":4" is cobra's ShellCompDirectiveNoFileComp: rollout names, never file names.
-		{"argumentCompletesRolloutNames", []string{"__complete", "rollout", "promote", ""}, []string{"gitops", "halted", "idle", "paused", "previewing", "sampling", "updating", "web", ":4"}},
+		{"argumentCompletesRolloutNames", []string{"__complete", "rollout", "promote", ""}, []string{"gitops", "halted", "idle", "paused", "previewing", "refused", "sampling", "updating", "web", ":4"}},
 		{"secondArgumentCompletesNothing", []string{"__complete", "rollout", "status", "web", ""}, []string{":4"}},
 	}
 	for _, tt := range tests {
