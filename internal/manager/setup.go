@@ -115,7 +115,7 @@ func (o *Options) check() error {
 		return fmt.Errorf("unknown executor %q: want %q or %q", o.Executor, executorLocal, executorJob)
 	}
 	if _, err := urlallow.Parse(o.MetricGateURLs); err != nil {
-		return fmt.Errorf("--metric-gate-urls: %w", err)
+		return fmt.Errorf("--%s: %w", rolloutctrl.FlagMetricGateURLs, err)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -339,7 +339,7 @@ func (s *setup) controllers(ctx context.Context) error {
 	}
 	gateURLs, err := urlallow.Parse(o.MetricGateURLs)
 	if err != nil {
-		return fmt.Errorf("--metric-gate-urls: %w", err)
+		return fmt.Errorf("--%s: %w", rolloutctrl.FlagMetricGateURLs, err)
 	}
 	if gateURLs.Len() == 0 {
 		ctrl.Log.WithName("setup").Info("StackRollouts' metric gates may query no server (--metric-gate-urls is empty): a rollout with one stalls (MetricGateURLNotAllowed)")

@@ -38,11 +38,11 @@ const (
 	maxResponse = 1 << 20
 )
 
-// MetricGateURLsFlag is the manager's flag that lists the URL prefixes metric gates may
-// query, and MetricGateURLsValue the chart's value that sets it; messages name both.
+// FlagMetricGateURLs names the manager's flag that lists the URL prefixes metric gates may
+// query, and metricGateURLsValue the chart's value that sets it; messages name both.
 const (
-	MetricGateURLsFlag  = "--metric-gate-urls"
-	MetricGateURLsValue = "rollouts.metricGateURLs"
+	FlagMetricGateURLs  = "metric-gate-urls"
+	metricGateURLsValue = "rollouts.metricGateURLs"
 )
 
 // queryPath is where a Prometheus serves instant queries, under its URL.
@@ -69,9 +69,9 @@ func (r *Reconciler) checkMetricGates(_ context.Context, s *scope) (bool, error)
 	if len(refused) == 0 {
 		return true, nil
 	}
-	why := fmt.Sprintf("it is not under a URL prefix the manager's %s allows (Helm: %s)", MetricGateURLsFlag, MetricGateURLsValue)
+	why := fmt.Sprintf("it is not under a URL prefix the manager's --%s allows (Helm: %s)", FlagMetricGateURLs, metricGateURLsValue)
 	if r.MetricGateURLs.Len() == 0 {
-		why = fmt.Sprintf("the manager's %s is empty (Helm: %s), so metric gates may query no server", MetricGateURLsFlag, MetricGateURLsValue)
+		why = fmt.Sprintf("the manager's --%s is empty (Helm: %s), so metric gates may query no server", FlagMetricGateURLs, metricGateURLsValue)
 	}
 	if markMetricGateURLNotAllowed(ro, refused, why) {
 		s.event(corev1.EventTypeWarning, EventMetricGateURLNotAllowed, "%s", conditions.Get(ro, pulumiv1.ConditionStalled).Message)
@@ -94,7 +94,7 @@ func (r *Reconciler) httpClient() *http.Client {
 	next := c.CheckRedirect
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if !r.MetricGateURLs.Allows(req.URL) {
-			return fmt.Errorf("redirect to %s refused: it is not under a URL prefix %s allows", req.URL.Redacted(), MetricGateURLsFlag)
+			return fmt.Errorf("redirect to %s refused: it is not under a URL prefix --%s allows", req.URL.Redacted(), FlagMetricGateURLs)
 		}
 		if next != nil {
 			return next(req, via)
@@ -295,7 +295,7 @@ func (r *Reconciler) query(ctx context.Context, ns string, p *v1alpha1.RolloutPr
 	// checkMetricGates stalls such a rollout before it samples; this keeps any other way
 	// here from sending the request.
 	if !r.MetricGateURLs.Allows(req.URL) {
-		return sample{err: fmt.Errorf("%s is not under a URL prefix %s allows", p.URL, MetricGateURLsFlag)}
+		return sample{err: fmt.Errorf("%s is not under a URL prefix --%s allows", p.URL, FlagMetricGateURLs)}
 	}
 	if ref := p.AuthSecretRef; ref != nil {
 		sec := &corev1.Secret{}
