@@ -65,3 +65,10 @@ func (u *Update) MarkRecovered(by string, version int64) {
 	conditions.Remove(u, ConditionStalled)
 	u.MarkFinished(metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonRecovered, Message: msg})
 }
+
+// TakenOver reports whether a runner other than the one the Update was bound to at its
+// creation claimed it: the bound runner may have run it (it writes nothing before it
+// starts) before its manager stopped.
+func (u *Update) TakenOver() bool {
+	return u.Spec.Runner != "" && u.Status.Runner != "" && u.Status.Runner != u.Spec.Runner
+}

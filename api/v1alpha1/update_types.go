@@ -136,6 +136,17 @@ type UpdateSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	Attempt int32 `json:"attempt,omitempty"`
 
+	// Runner is the runner the Update is bound to from its creation: the manager process
+	// that created it runs it (the local executor), so no claim is written before it
+	// starts, and a short run goes from Pending to its result in one status write
+	// (status.phase reads Running only once it has run for 10 s). Another runner that
+	// finds it still Pending (its own was in a manager that has since stopped) claims it,
+	// and an up then first looks in the backend's history for the run the bound runner
+	// may have completed. Empty: the Update goes to whichever runner claims it (the Job
+	// executor).
+	// +optional
+	Runner string `json:"runner,omitempty"`
+
 	// Inputs is what the Stack controller decided this operation on: the Stack's
 	// generation and the fingerprint of the ConfigMaps and Secrets it read (their UIDs
 	// and resourceVersions, never their content). An up or preview whose Stack or

@@ -31,7 +31,8 @@ const (
 	StackDestroyIntentRecorded = "stack/destroy-intent-recorded"
 	// StackDestroySucceeded: the destroy succeeded; the finalizer is still on.
 	StackDestroySucceeded = "stack/destroy-succeeded"
-	// ExecutorClaimed: an executor claimed an Update (Running); the engine has not started.
+	// ExecutorClaimed: an executor took an Update, by claiming it (Running) or, bound to it
+	// at its creation, by beginning it (nothing written yet); the engine has not started.
 	ExecutorClaimed = "executor/claimed"
 	// RunnerArtifactExtracted: the work directory is ready; the engine has not started.
 	RunnerArtifactExtracted = "runner/artifact-extracted"

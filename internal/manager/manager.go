@@ -221,11 +221,14 @@ type Options struct {
 	RunnerLostGrace time.Duration
 	MaxBackoff      time.Duration
 	// RetryBase is the first retry delay; zero means 10s. Not a flag: tests shorten it.
-	RetryBase        time.Duration
-	StallAfter       int
-	UpdateHistory    int
-	UpdateMaxAge     time.Duration
-	MaxArtifactBytes int64
+	RetryBase time.Duration
+	// ReportRunningAfter is how long an Update runs under the local executor before its
+	// status says Running; zero means 10s. Not a flag: tests shorten it to watch runs.
+	ReportRunningAfter time.Duration
+	StallAfter         int
+	UpdateHistory      int
+	UpdateMaxAge       time.Duration
+	MaxArtifactBytes   int64
 	// ArtifactRetention is how long an artifact no object names is kept after its last
 	// use; zero keeps every artifact.
 	ArtifactRetention time.Duration

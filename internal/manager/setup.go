@@ -83,6 +83,8 @@ type setup struct {
 	exec     executor.Executor
 	detached executor.Detacher
 	pending  func() (int, int)
+	// runner is the runner the Stack controller binds its Updates to ("" for none).
+	runner string
 }
 
 // check refuses options that cannot work together, before anything is built.
@@ -229,12 +231,16 @@ func (s *setup) localExecutor(tenantOf executor.TenantOf) error {
 	localExec.Deadline = s.o.RunnerDeadline
 	localExec.MaxPerNamespace = s.o.MaxConcurrentUpdatesPerNamespace
 	localExec.Tenant = tenantOf
+	localExec.ReportRunningAfter = s.o.ReportRunningAfter
 	if err := s.mgr.Add(localExec); err != nil {
 		return fmt.Errorf("failed to add local executor: %w", err)
 	}
 	// It also performs detached Updates: destroys in terminating namespaces, where no
 	// Update can be created.
 	s.exec, s.detached, s.pending = localExec, localExec, localExec.Pending
+	// The Stack controller's Updates run in this process: they are bound to it as they are
+	// created, and need no claim before they start.
+	s.runner = localExec.Identity()
 	return nil
 }
 
@@ -353,6 +359,7 @@ func (s *setup) controllers(ctx context.Context) error {
 			Options: stackctrl.Options{
 				MaxBackoff: o.MaxBackoff, RetryBase: o.RetryBase, StallAfter: int32(o.StallAfter), UpdateHistory: o.UpdateHistory, UpdateMaxAge: o.UpdateMaxAge, Inputs: s.in,
 				RunnerPods: o.Executor == executorJob, DetachedTenantImages: o.DetachedRunnerTenantImages, OneOffs: oneOffs,
+				Runner: s.runner,
 			},
 		}},
 		{"Program", &programctrl.Reconciler{Client: c, Store: s.store, Recorder: recorder}},

@@ -33,7 +33,7 @@ func TestUpdateStatus_Kstatus_EveryPhase(t *testing.T) {
 			name:  "createdNotStarted",
 			write: func(*v1alpha1.Update) {},
 			want:  kstatus.CurrentStatus,
-			gap:   "an Update the Stack controller created has no status until a runner claims it, and kstatus reads that as Current; waiters should wait on the Stack, whose Reconciling covers it",
+			gap:   "an Update the Stack controller created has no status until a runner claims it, or (bound to the local executor's runner) until it has run 10 s or finished, and kstatus reads that as Current; waiters should wait on the Stack, whose Reconciling covers it",
 		},
 		{name: "running", write: claimed, want: kstatus.InProgressStatus},
 		{

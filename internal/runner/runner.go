@@ -79,6 +79,17 @@ func (r *Runner) Claim(ctx context.Context, u *v1alpha1.Update, runner string) (
 	return true, nil
 }
 
+// ReportRunning records that u, bound to this runner at its creation and started without a
+// claim, is running; base is u as read before it started. The write is locked: an Update
+// that changed meanwhile (a queue position written as it started, or another runner's
+// claim) is left as it is, and the run's result says the rest.
+func (r *Runner) ReportRunning(ctx context.Context, base, u *v1alpha1.Update) error {
+	if err := r.Client.Status().Patch(ctx, u, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldManager)); err != nil {
+		return fmt.Errorf("failed to report Update %s running: %w", u.Name, err)
+	}
+	return nil
+}
+
 // Run executes a claimed Update and records its outcome. The returned error is about
 // recording; the operation's own failure is in the Update's status.
 func (r *Runner) Run(ctx context.Context, u *v1alpha1.Update) error {
@@ -124,6 +135,11 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engin
 			}
 		}
 	}
+	if rec := u.Status.Recovered; rec != nil && rec.Update == u.Name && u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
+		// A taken-over up found its own run, by the runner it was bound to, complete in the
+		// backend's history: it is a lost run recovered, and says so as such a record does.
+		u.MarkFinished(metav1.Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRecovered, Message: u.Status.Message})
+	}
 	// Measured before the patch: its response brings the times back at a second's
 	// precision, and a run started and finished within one second would measure 0.
 	var took time.Duration
@@ -136,7 +152,7 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engin
 		return fmt.Errorf("failed to record result of Update %s: %w", u.Name, perr)
 	}
 	crashpoint.Hit(crashpoint.RunnerResultRecorded)
-	if rec := u.Status.Recovered; rec != nil {
+	if rec := u.Status.Recovered; rec != nil && rec.Update != u.Name {
 		if err := r.markRecovered(ctx, u, rec); err != nil {
 			// The Stack has its result from u; the lost Update's record stays wrong.
 			log.Error(err, "Failed to correct the record of the lost Update", "lostUpdate", rec.Update)
@@ -281,7 +297,7 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 		req.RemoveStack, req.Message, req.RunProgram = o.Remove, o.Message, o.RunProgram
 		req.Replace, req.Parallel, req.ContinueOnError = o.Replace, o.Parallel, o.ContinueOnError
 		if u.Spec.Type == v1alpha1.UpdateTypeUp {
-			req.Recover = o.Recover
+			req.Recover = slices.Clone(o.Recover)
 		}
 		req.SavePlan = o.SavePlan && u.Spec.Type == v1alpha1.UpdateTypePreview
 		if o.Plan != "" {
@@ -289,6 +305,11 @@ func (r *Runner) Request(ctx context.Context, u *v1alpha1.Update) (*pulumiv1.Sta
 				return nil, engine.Request{}, err
 			}
 		}
+	}
+	if u.Spec.Type == v1alpha1.UpdateTypeUp && u.TakenOver() {
+		// The runner it was bound to writes nothing before it starts: it may have applied
+		// this very up before its manager stopped, and the backend's history would say so.
+		req.Recover = append(req.Recover, u.Name)
 	}
 	return stack, req, nil
 }

@@ -340,3 +340,89 @@ func TestRunner_Request_Environments_AsTheSpecNamesThem(t *testing.T) {
 		})
 	}
 }
+
+// An up claimed by a runner other than the one it was bound to first looks for its own
+// run in the backend's history: the bound runner writes nothing before it starts, and may
+// have applied it before its manager stopped. Nothing else does.
+func TestRunner_Request_TakenOverUpLooksForItsOwnRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		op         v1alpha1.UpdateType
+		bound, ran string
+		recover    []string
+		want       []string
+	}{
+		{name: "Unbound", op: v1alpha1.UpdateTypeUp, ran: "local/m/2/b"},
+		{name: "RunByItsBoundRunner", op: v1alpha1.UpdateTypeUp, bound: "local/m/1/a", ran: "local/m/1/a"},
+		{name: "TakenOver", op: v1alpha1.UpdateTypeUp, bound: "local/m/1/a", ran: "local/m/2/b", want: []string{"web-k-2"}},
+		{name: "TakenOverRetry", op: v1alpha1.UpdateTypeUp, bound: "local/m/1/a", ran: "local/m/2/b", recover: []string{"web-k-1"}, want: []string{"web-k-1", "web-k-2"}},
+		{name: "TakenOverDestroy", op: v1alpha1.UpdateTypeDestroy, bound: "local/m/1/a", ran: "local/m/2/b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sch, err := scheme.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: pulumiv1.StackSpec{Stack: "dev"}}
+			r := &Runner{Client: fake.NewClientBuilder().WithScheme(sch).WithObjects(stack).Build()}
+			u := &v1alpha1.Update{
+				ObjectMeta: metav1.ObjectMeta{Name: "web-k-2", Namespace: "default"},
+				Spec:       v1alpha1.UpdateSpec{StackName: "web", Type: tt.op, Runner: tt.bound, Options: &v1alpha1.UpdateOptions{Recover: tt.recover}},
+			}
+			u.MarkRunning(tt.ran, metav1.Now())
+			_, req, err := r.Request(context.Background(), u)
+			if err != nil {
+				t.Fatalf("Request: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, req.Recover); diff != "" {
+				t.Errorf("Recover (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A taken-over up that found its own earlier run complete reads as a lost run recovered;
+// one that recovered another Update's run reads as succeeded, and that Update is corrected.
+func TestRunner_Record_OwnRunRecoveredReadsRecovered(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		recovered string
+		want      string
+	}{
+		{name: "OwnRun", recovered: "web-k-2", want: v1alpha1.ReasonRecovered},
+		{name: "AnotherUpdatesRun", recovered: "web-k-1", want: v1alpha1.ReasonSucceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sch, err := scheme.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &v1alpha1.Update{
+				ObjectMeta: metav1.ObjectMeta{Name: "web-k-2", Namespace: "default"},
+				Spec:       v1alpha1.UpdateSpec{StackName: "web", Type: v1alpha1.UpdateTypeUp, Runner: "local/m/1/a"},
+			}
+			c := fake.NewClientBuilder().WithScheme(sch).WithObjects(u.DeepCopy()).WithStatusSubresource(&v1alpha1.Update{}).Build()
+			r := &Runner{Client: c}
+			base := u.DeepCopy()
+			u.MarkRunning("local/m/2/b", metav1.Now())
+			Finish(u, engine.Result{Message: "up succeeded", Recovered: &engine.Recovered{RunID: tt.recovered, Version: 3}}, nil, "", time.Now())
+			if err := r.Record(context.Background(), base, u, engine.Result{}); err != nil {
+				t.Fatalf("Record: %v", err)
+			}
+			got := &v1alpha1.Update{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(u), got); err != nil {
+				t.Fatal(err)
+			}
+			cond := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionComplete)
+			if got.Status.Result != v1alpha1.UpdateResultSucceeded || cond == nil || cond.Reason != tt.want {
+				t.Errorf("Update reads %s, %+v; want succeeded, reason %s", got.Status.Result, cond, tt.want)
+			}
+		})
+	}
+}

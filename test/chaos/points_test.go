@@ -34,7 +34,11 @@ var unreached = map[string]string{
 func arms(point string) []string {
 	switch point {
 	case crashpoint.UpdateRunnerLostMarked:
-		return []string{crashpoint.ExecutorClaimed, point}
+		// The first crash leaves an Update bound to the dead manager's runner and still
+		// Pending (a bound Update is begun without a write); the next manager claims it,
+		// and crashes right after that write, leaving it Running under a dead runner: the
+		// one after marks it lost.
+		return []string{crashpoint.ExecutorClaimed, crashpoint.ExecutorClaimed, point}
 	}
 	return []string{point}
 }

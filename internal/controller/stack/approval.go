@@ -256,8 +256,11 @@ func awaitingMessage(stack *pulumiv1.Stack, a *pulumiv1.ApprovalStatus) string {
 }
 
 func phaseWord(u *v1alpha1.Update) string {
-	if u.Status.Phase == v1alpha1.UpdatePhaseRunning {
+	switch {
+	case u.Status.Phase == v1alpha1.UpdatePhaseRunning:
 		return "running"
+	case startingBound(u):
+		return "starting"
 	}
 	return "waiting to run"
 }

@@ -71,6 +71,10 @@ type Options struct {
 	// OneOffs runs the one-off operations requested of a Stack as auto.pulumi.com
 	// Updates (PKO's kind): set when that kind is served.
 	OneOffs bool
+	// Runner, when set, is the runner of this manager's process (the local executor's),
+	// which every Update is bound to as it is created (spec.runner): it runs it without
+	// first writing a claim.
+	Runner string
 }
 
 // +kubebuilder:rbac:groups=pulumi.com,resources=stacks,verbs=get;list;watch;update;patch

@@ -55,6 +55,8 @@ func markUpdateInFlight(s *pulumiv1.Stack, u *v1alpha1.Update, detached bool) {
 		verb = "Running outside the API (namespace terminating):"
 	case u.Status.Phase == v1alpha1.UpdatePhaseRunning:
 		verb = "Running"
+	case startingBound(u):
+		verb = "Starting"
 	}
 	msg := fmt.Sprintf("%s %s (Update %s)", verb, u.Spec.Type, u.Name)
 	retry := ""
@@ -71,6 +73,14 @@ func markUpdateInFlight(s *pulumiv1.Stack, u *v1alpha1.Update, detached bool) {
 		return
 	}
 	markReconciling(s, inProgressReason(u.Spec.Type), msg)
+}
+
+// startingBound reports whether u is bound to this manager's runner (spec.runner), has no
+// queue position, and is not reported Running: it has started, or waits a few seconds for a
+// slot (its runner says Running only once the run has lasted a while, and the Update
+// controller its place in the queue only once it has waited a while).
+func startingBound(u *v1alpha1.Update) bool {
+	return u.Spec.Runner != "" && u.Status.Queue == nil && !u.Status.Finished() && u.Status.Phase != v1alpha1.UpdatePhaseRunning
 }
 
 // maxFailureInMessage bounds how much of the last failure a waiting retry's message repeats
@@ -208,7 +218,9 @@ func recordFinish(s *pulumiv1.Stack, u *v1alpha1.Update, outputs map[string]apie
 		if c != nil {
 			sw.LastFailureReason = c.Reason
 		}
-		if c != nil && v1alpha1.RunnerLostReason(c.Reason) && u.Spec.Type == v1alpha1.UpdateTypeUp {
+		// A taken-over up that failed (a lock its bound runner still held, say) may have
+		// been applied by that runner all the same: the next up looks for it too.
+		if ((c != nil && v1alpha1.RunnerLostReason(c.Reason)) || u.TakenOver()) && u.Spec.Type == v1alpha1.UpdateTypeUp {
 			sw.LostUpdates = append(sw.LostUpdates, u.Name)
 			sw.LostUpdates = sw.LostUpdates[max(len(sw.LostUpdates)-maxLostUpdates, 0):]
 		}

@@ -28,6 +28,18 @@ func finished(name string, op v1alpha1.UpdateType, reason string) *v1alpha1.Upda
 	return u
 }
 
+// bound binds u to the runner that ran it.
+func bound(u *v1alpha1.Update) *v1alpha1.Update {
+	u.Spec.Runner, u.Status.Runner = "local/m/1/a", "local/m/1/a"
+	return u
+}
+
+// takenOver binds u to a runner other than the one that ran it.
+func takenOver(u *v1alpha1.Update) *v1alpha1.Update {
+	u.Spec.Runner, u.Status.Runner = "local/m/1/a", "local/m/2/b"
+	return u
+}
+
 func TestRecordFinish_LostUpdates_RememberedUntilSuccess(t *testing.T) {
 	t.Parallel()
 	ten := make([]string, 10)
@@ -47,6 +59,11 @@ func TestRecordFinish_LostUpdates_RememberedUntilSuccess(t *testing.T) {
 		{name: "OtherFailureKeepsThem", before: []string{"web-k1-1"}, u: finished("web-k1-2", v1alpha1.UpdateTypeUp, v1alpha1.ReasonTransientFailure), want: []string{"web-k1-1"}},
 		{name: "SuccessForgetsThem", before: []string{"web-k1-1"}, u: finished("web-k1-2", v1alpha1.UpdateTypeUp, v1alpha1.ReasonSucceeded)},
 		{name: "OldestDropPastTen", before: ten, u: finished("web-k1-11", v1alpha1.UpdateTypeUp, v1alpha1.ReasonRunnerLost), want: append(ten[1:], "web-k1-11")},
+		// Its bound runner may have applied it before its manager stopped: whatever the
+		// failure of the runner that took it over (a lock the first still held), the next
+		// up looks for it.
+		{name: "FailedTakeoverIsRemembered", u: takenOver(finished("web-k1-1", v1alpha1.UpdateTypeUp, v1alpha1.ReasonUpdateConflict)), want: []string{"web-k1-1"}},
+		{name: "FailedUpOfItsBoundRunnerIsNot", u: bound(finished("web-k1-1", v1alpha1.UpdateTypeUp, v1alpha1.ReasonUpdateConflict))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,6 +143,20 @@ func TestReconciler_BuildUpdate_RecoverOnlyForTheSameDesiredState(t *testing.T) 
 	}
 }
 
+// Every Update the Stack controller creates is bound to this manager's runner, when it has
+// one (the local executor), so that it starts without a claim.
+func TestReconciler_BuildUpdate_BoundToTheManagersRunner(t *testing.T) {
+	t.Parallel()
+	for _, runner := range []string{"", "local/m/1/a"} {
+		st := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}}
+		s := &scope{stack: st, op: v1alpha1.UpdateTypeUp, key: "k1", next: decide.Decision{Action: decide.Run, Attempt: 1, Why: "first update"}}
+		u := (&Reconciler{Options: Options{Runner: runner}}).buildUpdate(s)
+		if diff := cmp.Diff(runner, u.Spec.Runner); diff != "" {
+			t.Errorf("spec.runner (-want +got):\n%s", diff)
+		}
+	}
+}
+
 // A retry waiting for a runner still says why the last attempt failed.
 func TestMarkUpdateInFlight_Retry_SaysWhyTheLastAttemptFailed(t *testing.T) {
 	t.Parallel()
@@ -134,9 +165,17 @@ func TestMarkUpdateInFlight_Retry_SaysWhyTheLastAttemptFailed(t *testing.T) {
 		name    string
 		attempt int32
 		last    *pulumiv1.StackUpdateState
-		want    string
+		// runner binds the Update to a runner (spec.runner), queue gives it a queue
+		// position.
+		runner string
+		queue  *v1alpha1.UpdateQueue
+		want   string
 	}{
 		{name: "FirstAttempt", attempt: 1, want: "Waiting to run up (Update web-k1-1)"},
+		// A bound Update's runner says Running only after a while: until then it is
+		// starting, unless the Update controller says it waits in the queue.
+		{name: "BoundNotReportedRunning", attempt: 1, runner: "local/m/1/a", want: "Starting up (Update web-k1-1)"},
+		{name: "BoundQueued", attempt: 1, runner: "local/m/1/a", queue: &v1alpha1.UpdateQueue{Ahead: 3}, want: "Waiting to run up (Update web-k1-1)"},
 		{name: "RetryAfterFailure", attempt: 3, last: &pulumiv1.StackUpdateState{State: pulumiv1.UpdateStateFailed, Message: failure},
 			want: "Waiting to run up (Update web-k1-3); attempt 3, the last one failed: " + failure},
 		{name: "RunAgainAfterSuccess", attempt: 2, last: &pulumiv1.StackUpdateState{State: pulumiv1.UpdateStateSucceeded, Message: "up succeeded"},
@@ -146,7 +185,11 @@ func TestMarkUpdateInFlight_Retry_SaysWhyTheLastAttemptFailed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			st := &pulumiv1.Stack{Status: pulumiv1.StackStatus{LastUpdate: tt.last}}
-			u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-k1-%d", tt.attempt)}, Spec: v1alpha1.UpdateSpec{Type: v1alpha1.UpdateTypeUp, Attempt: tt.attempt}}
+			u := &v1alpha1.Update{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-k1-%d", tt.attempt)},
+				Spec:       v1alpha1.UpdateSpec{Type: v1alpha1.UpdateTypeUp, Attempt: tt.attempt, Runner: tt.runner},
+				Status:     v1alpha1.UpdateStatus{Queue: tt.queue},
+			}
 			markUpdateInFlight(st, u, false)
 			c := apimeta.FindStatusCondition(st.Status.Conditions, pulumiv1.ConditionReconciling)
 			if c == nil || c.Message != tt.want {

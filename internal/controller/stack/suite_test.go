@@ -72,6 +72,9 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 	// Short retries keep failure scenarios to seconds; everything else is the production
 	// default (three permanent failures stall a Stack).
 	opts.RetryBase = time.Second
+	// A run says Running once it has lasted a second, not ten: tests that hold a runner
+	// slot with a sleeping run wait for it to read Running.
+	opts.ReportRunningAfter = time.Second
 	// Every test has a namespace of its own, and the tests trust each other.
 	opts.NoTenantIsolation = true
 	opts.Now = clock.Now

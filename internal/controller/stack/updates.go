@@ -55,7 +55,7 @@ func (r *Reconciler) buildUpdate(s *scope) *v1alpha1.Update {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: stack.Namespace},
 		Spec: v1alpha1.UpdateSpec{
 			StackName: stack.Name, Type: op, Revision: s.artifact.Revision, ArtifactDigest: s.artifact.Digest,
-			ProjectDir: s.artifact.Dir, DesiredStateKey: s.key, Attempt: attempt,
+			ProjectDir: s.artifact.Dir, DesiredStateKey: s.key, Attempt: attempt, Runner: r.Options.Runner,
 			Options: &v1alpha1.UpdateOptions{
 				// A drift check and an approval preview report changes; expecting none would
 				// fail them exactly when they find some.

@@ -79,6 +79,14 @@ func (r *recordingRunner) Claim(context.Context, *v1alpha1.Update, string) (bool
 	return true, nil
 }
 
+func (r *recordingRunner) ReportRunning(context.Context, *v1alpha1.Update, *v1alpha1.Update) error {
+	return nil
+}
+
+func (r *recordingRunner) Record(context.Context, *v1alpha1.Update, *v1alpha1.Update, engine.Result) error {
+	return nil
+}
+
 func (r *recordingRunner) Run(ctx context.Context, u *v1alpha1.Update) error {
 	_, err := r.Execute(ctx, u)
 	return err
@@ -184,6 +192,14 @@ func (blockingRunner) Claim(context.Context, *v1alpha1.Update, string) (bool, er
 	return true, nil
 }
 
+func (blockingRunner) ReportRunning(context.Context, *v1alpha1.Update, *v1alpha1.Update) error {
+	return nil
+}
+
+func (blockingRunner) Record(context.Context, *v1alpha1.Update, *v1alpha1.Update, engine.Result) error {
+	return nil
+}
+
 func (r blockingRunner) Run(ctx context.Context, u *v1alpha1.Update) error {
 	_, err := r.Execute(ctx, u)
 	return err
@@ -245,6 +261,14 @@ func (r *lostAnswerRunner) Claim(ctx context.Context, u *v1alpha1.Update, runner
 		return false, errors.New("read: connection reset by peer")
 	}
 	return true, nil
+}
+
+func (r *lostAnswerRunner) ReportRunning(context.Context, *v1alpha1.Update, *v1alpha1.Update) error {
+	return nil
+}
+
+func (r *lostAnswerRunner) Record(context.Context, *v1alpha1.Update, *v1alpha1.Update, engine.Result) error {
+	return nil
 }
 
 func (r *lostAnswerRunner) Run(ctx context.Context, u *v1alpha1.Update) error {
@@ -321,5 +345,209 @@ func TestExecutor_Start_MaxPerNamespaceLeavesWorkersToOtherNamespaces(t *testing
 	}
 	if diff := cmp.Diff(map[string]int{"a": 1, "b": 1}, r.mostPerNS); diff != "" {
 		t.Errorf("most Updates running at once per namespace (-want +got): %s", diff)
+	}
+}
+
+// writingRunner writes to the Update what the runner writes, through c, and lists the
+// writes; its engine run is run.
+type writingRunner struct {
+	c   client.Client
+	run func(ctx context.Context, u *v1alpha1.Update)
+
+	mu     sync.Mutex
+	writes []string
+	ran    int
+}
+
+func (r *writingRunner) wrote(what string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes = append(r.writes, what)
+}
+
+func (r *writingRunner) Claim(ctx context.Context, u *v1alpha1.Update, runner string) (bool, error) {
+	if u.Status.Phase != "" && u.Status.Phase != v1alpha1.UpdatePhasePending {
+		return false, nil
+	}
+	base := u.DeepCopy()
+	u.MarkRunning(runner, metav1.Now())
+	if err := r.c.Status().Patch(ctx, u, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, err
+	}
+	r.wrote("claim")
+	return true, nil
+}
+
+func (r *writingRunner) ReportRunning(ctx context.Context, base, u *v1alpha1.Update) error {
+	if err := r.c.Status().Patch(ctx, u, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	r.wrote("running")
+	return nil
+}
+
+func (r *writingRunner) Record(ctx context.Context, base, u *v1alpha1.Update, _ engine.Result) error {
+	if err := r.c.Status().Patch(ctx, u, client.MergeFrom(base)); err != nil {
+		return err
+	}
+	r.wrote("result")
+	return nil
+}
+
+func (r *writingRunner) Run(ctx context.Context, u *v1alpha1.Update) error {
+	base := u.DeepCopy()
+	res, _ := r.Execute(ctx, u)
+	return r.Record(ctx, base, u, res)
+}
+
+func (r *writingRunner) Execute(ctx context.Context, u *v1alpha1.Update) (engine.Result, error) {
+	r.mu.Lock()
+	r.ran++
+	r.mu.Unlock()
+	if r.run != nil {
+		r.run(ctx, u)
+	}
+	now := metav1.Now()
+	u.Status.Phase, u.Status.Result, u.Status.EndTime = v1alpha1.UpdatePhaseSucceeded, v1alpha1.UpdateResultSucceeded, &now
+	u.MarkFinished(metav1.Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded})
+	return engine.Result{}, nil
+}
+
+func (r *writingRunner) runs() (int, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ran, slices.Clone(r.writes)
+}
+
+// staleReader answers every read of an Update with stale, as a cache that has not caught
+// up would.
+type staleReader struct {
+	client.Reader
+	stale *v1alpha1.Update
+}
+
+func (r staleReader) Get(_ context.Context, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	r.stale.DeepCopyInto(obj.(*v1alpha1.Update))
+	return nil
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// An Update bound to the executor at its creation starts without a claim: a run shorter
+// than ReportRunningAfter writes only its result (with who ran it and when it started), a
+// longer one says Running first. An Update bound to a runner that is gone, or to none, is
+// claimed as before.
+func TestExecutor_Start_BoundUpdateWritesNoClaim(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	const self = "self"
+	tests := []struct {
+		name   string
+		runner string
+		// long runs until the stored Update reads Running.
+		long bool
+		want []string
+	}{
+		{name: "ShortBoundRun", runner: self, want: []string{"result"}},
+		{name: "LongBoundRun", runner: self, long: true, want: []string{"running", "result"}},
+		{name: "BoundToAGoneRunner", runner: "local/gone/1/abcdef", want: []string{"claim", "result"}},
+		{name: "Unbound", want: []string{"claim", "result"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u"}, Spec: v1alpha1.UpdateSpec{StackName: "s", Type: v1alpha1.UpdateTypeUp}}
+			c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1alpha1.Update{}).Build()
+			r := &writingRunner{c: c}
+			e := New(c, r, 1)
+			e.ReportRunningAfter = time.Hour
+			if tt.long {
+				e.ReportRunningAfter = 10 * time.Millisecond
+				r.run = func(ctx context.Context, _ *v1alpha1.Update) {
+					// Bounded: a report that never comes fails the test on its writes.
+					for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+						got := &v1alpha1.Update{}
+						if c.Get(ctx, client.ObjectKeyFromObject(u), got) == nil && got.Status.Phase == v1alpha1.UpdatePhaseRunning {
+							return
+						}
+					}
+				}
+			}
+			u.Spec.Runner = tt.runner
+			if tt.runner == self {
+				u.Spec.Runner = e.Identity()
+			}
+			if err := c.Create(t.Context(), u); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() { _ = e.Start(ctx) }()
+			e.Submit(u)
+			waitFor(t, "the result", func() bool { _, w := r.runs(); return len(w) == len(tt.want) })
+			if _, writes := r.runs(); !cmp.Equal(tt.want, writes) {
+				t.Errorf("writes (-want +got):\n%s", cmp.Diff(tt.want, writes))
+			}
+			got := &v1alpha1.Update{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(u), got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Phase != v1alpha1.UpdatePhaseSucceeded || got.Status.Runner != e.Identity() || got.Status.StartTime == nil {
+				t.Errorf("stored status: phase %s, runner %q, start %v; want Succeeded, run by %q, with its start", got.Status.Phase, got.Status.Runner, got.Status.StartTime, e.Identity())
+			}
+		})
+	}
+}
+
+// A bound Update is never started twice by its executor, however stale the Updates it
+// reads: submitted again once it ran, and still read Pending, it does not run again. Its
+// result also clears the queue position the Update controller wrote as it started.
+func TestExecutor_Start_BoundUpdateRunsOnceOnStaleReads(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1alpha1.Update{}).Build()
+	r := &writingRunner{c: c}
+	u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u"}, Spec: v1alpha1.UpdateSpec{StackName: "s", Type: v1alpha1.UpdateTypeUp}}
+	e := New(staleReader{stale: u}, r, 1)
+	u.Spec.Runner = e.Identity()
+	// What is stored: the Update with the queue position written after the executor read
+	// it.
+	stored := u.DeepCopy()
+	if err := c.Create(t.Context(), stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.Status.Queue = &v1alpha1.UpdateQueue{Ahead: 1, Reason: v1alpha1.QueueReasonAllSlotsBusy, Slots: 1}
+	if err := c.Status().Update(t.Context(), stored); err != nil {
+		t.Fatal(err)
+	}
+	u.ResourceVersion = stored.ResourceVersion
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = e.Start(ctx) }()
+	e.Submit(u)
+	waitFor(t, "the result", func() bool { _, w := r.runs(); return len(w) == 1 })
+	e.Submit(u)
+	waitFor(t, "the executor to take it again", func() bool { q, running := e.Pending(); return q == 0 && running == 0 })
+	time.Sleep(100 * time.Millisecond)
+	if ran, writes := r.runs(); ran != 1 || !cmp.Equal([]string{"result"}, writes) {
+		t.Errorf("ran %d times, wrote %v; want once, only its result", ran, writes)
+	}
+	got := &v1alpha1.Update{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(u), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Queue != nil || got.Status.Phase != v1alpha1.UpdatePhaseSucceeded {
+		t.Errorf("stored status: phase %s, queue %+v; want Succeeded with no queue position", got.Status.Phase, got.Status.Queue)
 	}
 }
