@@ -48,9 +48,11 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 		return true, nil
 	}
 	u, detached, err := r.findUpdate(ctx, s.stack.Namespace, cu.Name)
-	switch {
-	case err != nil:
+	if err != nil {
 		return false, err
+	}
+	r.followStart(s, u, detached)
+	switch {
 	case cu.Request != "":
 		return r.observeRequest(ctx, s, u, detached)
 	case cu.Type == string(v1alpha1.UpdateTypeDrift):
@@ -78,13 +80,13 @@ func (r *Reconciler) observeUpdate(ctx context.Context, s *scope) (bool, error) 
 		// A resync that found nothing to change is no news: events (and the notifications
 		// Flux sends for them) are for transitions.
 		if u.Spec.DesiredStateKey != deployed || changedResources(u) {
-			s.eventAbout(u, corev1.EventTypeNormal, EventUpdateSucceeded, "%s succeeded at revision %s (Update %s)", u.Spec.Type, u.Spec.Revision, u.Name)
+			s.eventAbout(u, corev1.EventTypeNormal, EventUpdateSucceeded, "%s succeeded at revision %s%s (Update %s)", u.Spec.Type, u.Spec.Revision, took(u, "in"), u.Name)
 		}
 		if n := len(u.Status.PendingOperations); n > 0 {
 			s.eventAbout(u, corev1.EventTypeWarning, EventPendingOperations, "an interrupted update left %d pending operation(s) in the state (Update %s lists them): check them at the provider, then run pulumi refresh with --clear-pending-creates or --import-pending-creates", n, u.Name)
 		}
 	} else {
-		s.eventAbout(u, corev1.EventTypeWarning, EventUpdateFailed, "%s failed (Update %s): %s", u.Spec.Type, u.Name, u.Status.Message)
+		s.eventAbout(u, corev1.EventTypeWarning, EventUpdateFailed, "%s failed%s (Update %s): %s", u.Spec.Type, took(u, "after"), u.Name, u.Status.Message)
 	}
 	r.prune(ctx, s)
 	return true, nil
@@ -329,9 +331,9 @@ func (r *Reconciler) createUpdate(ctx context.Context, s *scope, record func(*pu
 		metrics.ObserveRetry(u.Namespace)
 	}
 	log.Info("Started update", "update", u.Name, "type", u.Spec.Type, "revision", u.Spec.Revision, "attempt", u.Spec.Attempt, "why", s.next.Why)
-	if u.Spec.DesiredStateKey != stackwrightStatus(stack).LastSuccessfulKey {
-		// A resync of the deployed state is announced only if it changes something.
-		s.eventAbout(u, corev1.EventTypeNormal, EventUpdateStarted, "Started %s at revision %s: %s (Update %s)", u.Spec.Type, u.Spec.Revision, s.next.Why, u.Name)
+	if announcesStart(s, u) {
+		// Announced once it reads Running (started.go): a short run's result says it all.
+		r.starts.expect(client.ObjectKeyFromObject(stack), u.UID, s.next.Why)
 	}
 	return false, nil
 }

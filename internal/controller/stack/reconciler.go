@@ -111,6 +111,9 @@ type Reconciler struct {
 	Options Options
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+
+	// starts are the Updates whose start is yet to be announced (started.go).
+	starts startAnnouncements
 }
 
 // Reconcile implements reconcile.Reconciler: get, defer the status patch, handle deletion,
@@ -121,6 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Client.Get(ctx, req.NamespacedName, stack); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.ForgetStack(req.Namespace, req.Name)
+			r.starts.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
