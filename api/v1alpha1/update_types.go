@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -49,6 +50,11 @@ const (
 
 // MaxLogTailLength is the largest status.logTail accepted, in bytes.
 const MaxLogTailLength = 8192
+
+// MaxOutputsInStatus bounds, in bytes of JSON, the outputs an Update's status.outputs
+// carries: larger ones go to the outputs Secret, so that an Update (which the manager
+// caches with its history) stays small.
+const MaxOutputsInStatus = 4096
 
 // UpdateType is the engine operation an Update runs.
 // +kubebuilder:validation:Enum=preview;up;refresh;destroy;drift
@@ -237,6 +243,12 @@ type UpdateOptions struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
 	Recover []string `json:"recover,omitempty"`
+
+	// OutputsSecret keeps the outputs in a Secret (status.outputsSecretName) even when none
+	// of them is secret: a one-off operation's auto.pulumi.com Update names that Secret, as
+	// PKO's does.
+	// +optional
+	OutputsSecret bool `json:"outputsSecret,omitempty"`
 }
 
 // RecoveredRun is an earlier Update's engine run that an up found complete in the
@@ -405,10 +417,19 @@ type UpdateStatus struct {
 	// +optional
 	Recovered *RecoveredRun `json:"recovered,omitempty"`
 
-	// OutputsSecretName names the Secret, in the Update's namespace, holding
-	// the stack outputs after a successful operation.
+	// OutputsSecretName names the Secret, in the Update's namespace, holding the stack
+	// outputs after a successful operation when one of them is secret (secret values are
+	// only ever there), they are too many for status.outputs, or options.outputsSecret asks
+	// for it.
 	// +optional
 	OutputsSecretName string `json:"outputsSecretName,omitempty"`
+
+	// Outputs are the stack outputs after a successful operation (as JSON) when none of
+	// them is secret and their JSON fits in 4 KiB (MaxOutputsInStatus): the result's one status
+	// write carries them, and no Secret is written. Empty ({}) when the stack has none;
+	// absent when outputsSecretName names them, or they were not recorded.
+	// +optional
+	Outputs map[string]apiextensionsv1.JSON `json:"outputs"`
 
 	// LogTail is the end of the engine's output, for diagnosis.
 	// +optional

@@ -1882,6 +1882,13 @@ func (in *UpdateStatus) DeepCopyInto(out *UpdateStatus) {
 		*out = new(RecoveredRun)
 		**out = **in
 	}
+	if in.Outputs != nil {
+		in, out := &in.Outputs, &out.Outputs
+		*out = make(map[string]v1.JSON, len(*in))
+		for key, val := range *in {
+			(*out)[key] = *val.DeepCopy()
+		}
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]metav1.Condition, len(*in))

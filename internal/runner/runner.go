@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -113,16 +114,21 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engin
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget)
 	defer cancel()
 	if u.Status.Phase == v1alpha1.UpdatePhaseSucceeded {
-		var name string
-		serr := retryUnavailable(ctx, log, "write outputs Secret", func() (err error) {
-			name, err = r.writeOutputs(ctx, u, res.Outputs)
-			return err
-		})
-		if serr != nil {
-			// The operation happened; losing its outputs must not make it look failed.
-			log.Error(serr, "Failed to write outputs Secret")
+		if outputs, ok := statusOutputs(u, res.Outputs); ok {
+			// No Secret for outputs the status may hold: the result's write carries them.
+			u.Status.Outputs, u.Status.OutputsSecretName = outputs, ""
+		} else {
+			var name string
+			serr := retryUnavailable(ctx, log, "write outputs Secret", func() (err error) {
+				name, err = r.writeOutputs(ctx, u, res.Outputs)
+				return err
+			})
+			if serr != nil {
+				// The operation happened; losing its outputs must not make it look failed.
+				log.Error(serr, "Failed to write outputs Secret")
+			}
+			u.Status.OutputsSecretName = name
 		}
-		u.Status.OutputsSecretName = name
 		crashpoint.Hit(crashpoint.RunnerOutputsWritten)
 		if u.Spec.Options != nil && u.Spec.Options.SavePlan {
 			// Without its plan, or its policies' verdict, a change cannot go on: the
@@ -601,6 +607,33 @@ func memoryText(n int64) string {
 		return resource.NewQuantity(n, resource.BinarySI).String()
 	}
 	return fmt.Sprintf("%d bytes (%.1fMi)", n, float64(n)/(1<<20))
+}
+
+// statusOutputs returns the outputs of u's successful run as its status.outputs, and
+// false when they go to a Secret instead: one of them is secret (a secret value is never
+// written to any status), their JSON is over MaxOutputsInStatus bytes, or the Update asks
+// for a Secret (options.outputsSecret). A destroy has none to record either way.
+func statusOutputs(u *v1alpha1.Update, outputs map[string]engine.Output) (map[string]apiextensionsv1.JSON, bool) {
+	if u.Spec.Type == v1alpha1.UpdateTypeDestroy || (u.Spec.Options != nil && u.Spec.Options.OutputsSecret) {
+		return nil, false
+	}
+	out := make(map[string]apiextensionsv1.JSON, len(outputs))
+	size := 0
+	for k, o := range outputs {
+		if o.Secret {
+			return nil, false
+		}
+		b, err := json.Marshal(o.Value)
+		if err != nil {
+			return nil, false
+		}
+		size += len(k) + len(b)
+		if size > v1alpha1.MaxOutputsInStatus {
+			return nil, false
+		}
+		out[k] = apiextensionsv1.JSON{Raw: b}
+	}
+	return out, true
 }
 
 // writeOutputs stores the outputs in a Secret owned by the Update: every value as JSON,

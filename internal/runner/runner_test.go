@@ -426,3 +426,81 @@ func TestRunner_Record_OwnRunRecoveredReadsRecovered(t *testing.T) {
 		})
 	}
 }
+
+// A successful run's outputs ride on its result's status write when none is secret and
+// they are small; otherwise, and when the Update asks for it, they go to a Secret, with
+// the secret ones listed. An empty set is recorded as such ({}), so that a reader tells
+// "no outputs" from "not recorded".
+func TestRunner_Record_OutputsInStatusUnlessSecret(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", v1alpha1.MaxOutputsInStatus)
+	tests := []struct {
+		name          string
+		op            v1alpha1.UpdateType
+		outputsSecret bool
+		outputs       map[string]engine.Output
+		wantStatus    map[string]string
+		// wantSecret is the Secret's data, nil for no Secret.
+		wantSecret map[string]string
+	}{
+		{name: "NoneSecret", op: v1alpha1.UpdateTypeUp, outputs: map[string]engine.Output{"url": {Value: "https://web.example"}, "port": {Value: 443}},
+			wantStatus: map[string]string{"url": `"https://web.example"`, "port": "443"}},
+		{name: "None", op: v1alpha1.UpdateTypeUp, wantStatus: map[string]string{}},
+		{name: "OneSecret", op: v1alpha1.UpdateTypeUp, outputs: map[string]engine.Output{"url": {Value: "https://web.example"}, "token": {Value: "t0k3n", Secret: true}},
+			wantSecret: map[string]string{"url": `"https://web.example"`, "token": `"t0k3n"`}},
+		{name: "TooLarge", op: v1alpha1.UpdateTypeUp, outputs: map[string]engine.Output{"blob": {Value: big}},
+			wantSecret: map[string]string{"blob": `"` + big + `"`}},
+		{name: "SecretAskedFor", op: v1alpha1.UpdateTypeUp, outputsSecret: true, outputs: map[string]engine.Output{"url": {Value: "https://web.example"}},
+			wantSecret: map[string]string{"url": `"https://web.example"`}},
+		{name: "Destroy", op: v1alpha1.UpdateTypeDestroy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sch, err := scheme.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &v1alpha1.Update{
+				ObjectMeta: metav1.ObjectMeta{Name: "web-k-1", Namespace: "default", UID: "u-1"},
+				Spec:       v1alpha1.UpdateSpec{StackName: "web", Type: tt.op, Options: &v1alpha1.UpdateOptions{OutputsSecret: tt.outputsSecret}},
+			}
+			c := fake.NewClientBuilder().WithScheme(sch).WithObjects(u.DeepCopy()).WithStatusSubresource(&v1alpha1.Update{}).Build()
+			r := &Runner{Client: c}
+			base := u.DeepCopy()
+			u.MarkRunning("local/m/1/a", metav1.Now())
+			Finish(u, engine.Result{Message: "done"}, nil, "", time.Now())
+			if err := r.Record(t.Context(), base, u, engine.Result{Outputs: tt.outputs}); err != nil {
+				t.Fatalf("Record: %v", err)
+			}
+			got := &v1alpha1.Update{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(u), got); err != nil {
+				t.Fatal(err)
+			}
+			var status map[string]string
+			if got.Status.Outputs != nil {
+				status = map[string]string{}
+				for k, v := range got.Status.Outputs {
+					status[k] = string(v.Raw)
+				}
+			}
+			if diff := cmp.Diff(tt.wantStatus, status); diff != "" {
+				t.Errorf("status.outputs (-want +got):\n%s", diff)
+			}
+			var secret map[string]string
+			if got.Status.OutputsSecretName != "" {
+				sec := &corev1.Secret{}
+				if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: got.Status.OutputsSecretName}, sec); err != nil {
+					t.Fatal(err)
+				}
+				secret = map[string]string{}
+				for k, v := range sec.Data {
+					secret[k] = string(v)
+				}
+			}
+			if diff := cmp.Diff(tt.wantSecret, secret); diff != "" {
+				t.Errorf("outputs Secret (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -71,6 +71,9 @@ func Operation(req *autov1alpha1.Update, stack *pulumiv1.Stack) (v1alpha1.Update
 	o := &v1alpha1.UpdateOptions{
 		Refresh: deref(s.Refresh), ExpectNoChanges: deref(s.ExpectNoChanges), Targets: s.Target, TargetDependents: deref(s.TargetDependents),
 		RunProgram: stack.Spec.RunProgram, ContinueOnError: deref(s.ContinueOnError), Message: requestMessage(req),
+		// The request's status names the Secret that holds the outputs, as PKO's does,
+		// whether or not one of them is secret.
+		OutputsSecret: true,
 	}
 	if s.RunProgram != nil {
 		o.RunProgram = *s.RunProgram

@@ -16,7 +16,7 @@ import (
 )
 
 // Each of PKO's options reaches the operation that takes it, and only that one: the CLI
-// refuses a flag its verb does not have.
+// refuses a flag its verb does not have. Outputs go to a Secret, which the request names.
 func TestOperation_MapsPKOOptions(t *testing.T) {
 	all := autov1alpha1.UpdateSpec{
 		WorkspaceName: "web", Parallel: ptr.To[int32](3), Message: ptr.To("m"), ExpectNoChanges: ptr.To(true),
@@ -31,15 +31,15 @@ func TestOperation_MapsPKOOptions(t *testing.T) {
 		opts        v1alpha1.UpdateOptions
 	}{
 		{autov1alpha1.PreviewType, false, v1alpha1.UpdateTypePreview, v1alpha1.UpdateOptions{
-			Refresh: true, ExpectNoChanges: true, Targets: []string{"urn:t"}, TargetDependents: true, RunProgram: true, Replace: []string{"urn:r"}, Parallel: 3, Message: "m"}},
+			Refresh: true, ExpectNoChanges: true, Targets: []string{"urn:t"}, TargetDependents: true, RunProgram: true, Replace: []string{"urn:r"}, Parallel: 3, Message: "m", OutputsSecret: true}},
 		{autov1alpha1.UpType, false, v1alpha1.UpdateTypeUp, v1alpha1.UpdateOptions{
-			Refresh: true, ExpectNoChanges: true, Targets: []string{"urn:t"}, TargetDependents: true, RunProgram: true, Replace: []string{"urn:r"}, Parallel: 3, ContinueOnError: true, Message: "m"}},
+			Refresh: true, ExpectNoChanges: true, Targets: []string{"urn:t"}, TargetDependents: true, RunProgram: true, Replace: []string{"urn:r"}, Parallel: 3, ContinueOnError: true, Message: "m", OutputsSecret: true}},
 		{autov1alpha1.RefreshType, false, v1alpha1.UpdateTypeRefresh, v1alpha1.UpdateOptions{
-			ExpectNoChanges: true, Targets: []string{"urn:t"}, RunProgram: true, Parallel: 3, Message: "m"}},
+			ExpectNoChanges: true, Targets: []string{"urn:t"}, RunProgram: true, Parallel: 3, Message: "m", OutputsSecret: true}},
 		{autov1alpha1.RefreshType, true, v1alpha1.UpdateTypeDrift, v1alpha1.UpdateOptions{
-			Targets: []string{"urn:t"}, RunProgram: true, Parallel: 3, Message: "m"}},
+			Targets: []string{"urn:t"}, RunProgram: true, Parallel: 3, Message: "m", OutputsSecret: true}},
 		{autov1alpha1.DestroyType, false, v1alpha1.UpdateTypeDestroy, v1alpha1.UpdateOptions{
-			Refresh: true, Targets: []string{"urn:t"}, TargetDependents: true, RunProgram: true, Parallel: 3, ContinueOnError: true, Remove: true, Message: "m"}},
+			Refresh: true, Targets: []string{"urn:t"}, TargetDependents: true, RunProgram: true, Parallel: 3, ContinueOnError: true, Remove: true, Message: "m", OutputsSecret: true}},
 	} {
 		req := &autov1alpha1.Update{Spec: all}
 		req.Spec.Type, req.Spec.PreviewOnly = tc.typ, ptr.To(tc.previewOnly)

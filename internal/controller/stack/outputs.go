@@ -99,13 +99,13 @@ func (r *Reconciler) exportOutputs(ctx context.Context, s *scope) (bool, error) 
 	if from == "" {
 		return true, nil
 	}
-	sec, err := r.getOutputsSecret(ctx, st.Namespace, from+v1alpha1.OutputsSecretSuffix)
-	if err != nil || sec == nil {
+	data, secret, err := r.exportedOutputs(ctx, st.Namespace, from)
+	if err != nil || data == nil {
 		// Without the outputs (pruned, or deleted by hand) the published objects keep
 		// what they hold.
 		return err == nil, err
 	}
-	values := exportValues(sec.Data, secretOutputNames(sec))
+	values := exportValues(data, secret)
 	var targets []exportTarget
 	if name := want.SecretName; name != "" {
 		obj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: st.Namespace}}
@@ -269,6 +269,29 @@ func (r *Reconciler) dropStaleExports(ctx context.Context, st *pulumiv1.Stack, w
 		}
 	}
 	return nil
+}
+
+// exportedOutputs returns the outputs of Update from (outputsOf), nil when they are gone.
+// An Update that is gone may have left its outputs Secret (deleted with it, or soon by the
+// garbage collector), which is read as before Updates could hold their outputs themselves.
+func (r *Reconciler) exportedOutputs(ctx context.Context, namespace, from string) (map[string][]byte, map[string]bool, error) {
+	u := &v1alpha1.Update{}
+	key := client.ObjectKey{Namespace: namespace, Name: from}
+	err := r.Client.Get(ctx, key, u)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, u)
+	}
+	switch {
+	case err == nil:
+		return r.outputsOf(ctx, u)
+	case !apierrors.IsNotFound(err):
+		return nil, nil, fmt.Errorf("failed to get Update %s: %w", from, err)
+	}
+	sec, err := r.getOutputsSecret(ctx, namespace, from+v1alpha1.OutputsSecretSuffix)
+	if err != nil || sec == nil {
+		return nil, nil, err
+	}
+	return sec.Data, secretOutputNames(sec), nil
 }
 
 // getOutputsSecret reads an Update's outputs Secret; nil when it does not exist.

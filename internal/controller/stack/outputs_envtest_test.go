@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
@@ -148,4 +149,34 @@ func TestStackReconciler_OutputsExport_RefusesForeignObjectsAndCleansUp(t *testi
 
 func cmpIgnoreTime() cmp.Option {
 	return cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".LastExportTime" }, cmp.Ignore())
+}
+
+// Outputs none of which is secret are recorded in the Update's status, and no Secret is
+// written for them; a Program that drops its last output leaves the Stack with none (the
+// Update records an empty set, which the API server keeps).
+func TestStackReconciler_Reconcile_PlainOutputsInTheUpdatesStatus(t *testing.T) {
+	t.Parallel()
+	s := newScenario(t)
+	prog := s.program("plain", map[string]pulumiv1.Resource{"f": fileResource("plain.txt", "x")}, map[string]string{"greeting": "hello"})
+	s.create(prog)
+	s.create(s.stack("plain", "plain"))
+	st := s.waitReady("plain")
+	s.g.Expect(string(st.Status.Outputs["greeting"].Raw)).To(Equal(`"hello"`))
+	upd := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: st.Status.LastUpdate.Name}}
+	s.g.Expect(s.kube.Get(upd)).To(Succeed())
+	s.g.Expect(upd.Status.OutputsSecretName).To(BeEmpty())
+	s.g.Expect(string(upd.Status.Outputs["greeting"].Raw)).To(Equal(`"hello"`))
+	s.g.Expect(apierrors.IsNotFound(s.kube.Get(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: upd.Name + v1alpha1.OutputsSecretSuffix}}))).To(BeTrue(), "an outputs Secret was written")
+
+	s.patch(prog, func() { prog.Program.Outputs = nil })
+	s.eventually(func(g Gomega) {
+		st = s.get(g, "plain")
+		g.Expect(st.Status.LastUpdate.LastSuccessfulCommit).To(Equal("generation/2"))
+	})
+	st = s.waitReady("plain")
+	s.g.Expect(st.Status.Outputs).To(BeEmpty())
+	upd = &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: st.Status.LastUpdate.Name}}
+	s.g.Expect(s.kube.Get(upd)).To(Succeed())
+	s.g.Expect(upd.Status.Outputs).NotTo(BeNil(), "the Update does not say it recorded no outputs")
+	s.g.Expect(upd.Status.Outputs).To(BeEmpty())
 }

@@ -106,17 +106,39 @@ func (r *Reconciler) findUpdate(ctx context.Context, namespace, name string) (*v
 	return nil, false, nil
 }
 
-// readOutputs reads the outputs a successful Update left in its Secret, masking secret ones.
+// readOutputs reads the outputs a successful Update recorded, in its status or its Secret,
+// masking secret ones; nil when it recorded none (the status then keeps the outputs it
+// has).
 func (r *Reconciler) readOutputs(ctx context.Context, u *v1alpha1.Update) (map[string]apiextensionsv1.JSON, error) {
-	if u.Status.Phase != v1alpha1.UpdatePhaseSucceeded || u.Status.OutputsSecretName == "" {
+	if u.Status.Phase != v1alpha1.UpdatePhaseSucceeded {
 		return nil, nil
+	}
+	data, secret, err := r.outputsOf(ctx, u)
+	if err != nil || data == nil {
+		return nil, err
+	}
+	return maskOutputs(data, secret), nil
+}
+
+// outputsOf returns the outputs u recorded, each as JSON, and which of them are secret:
+// from its status when none is (status.outputs), otherwise from its Secret. Nil data when
+// it recorded none: a Secret pruned or deleted by hand, or never written.
+func (r *Reconciler) outputsOf(ctx context.Context, u *v1alpha1.Update) (map[string][]byte, map[string]bool, error) {
+	if u.Status.OutputsSecretName == "" {
+		if u.Status.Outputs == nil {
+			return nil, nil, nil
+		}
+		data := make(map[string][]byte, len(u.Status.Outputs))
+		for k, v := range u.Status.Outputs {
+			data[k] = v.Raw
+		}
+		return data, map[string]bool{}, nil
 	}
 	sec, err := r.getOutputsSecret(ctx, u.Namespace, u.Status.OutputsSecretName)
 	if err != nil || sec == nil {
-		// Pruned or deleted by hand: the status keeps the outputs it has.
-		return nil, err
+		return nil, nil, err
 	}
-	return maskOutputs(sec.Data, secretOutputNames(sec)), nil
+	return sec.Data, secretOutputNames(sec), nil
 }
 
 // describeSource names what resolving the Stack's source fetches, for progress messages.

@@ -38,7 +38,9 @@ func TestExecutor_Run_StackReadyThroughRunnerJob(t *testing.T) {
 	u := ups[0]
 	s.g.Expect(u.Status.Phase).To(Equal(v1alpha1.UpdatePhaseSucceeded))
 	s.g.Expect(u.Status.Runner).To(HavePrefix("job/" + s.Namespace + "/"))
-	s.g.Expect(u.Status.OutputsSecretName).NotTo(BeEmpty(), "the manager records the outputs the runner reported")
+	// None is secret: they come with the result, and no outputs Secret is written.
+	s.g.Expect(u.Status.Outputs).To(HaveKey("path"), "the manager records the outputs the runner reported")
+	s.g.Expect(u.Status.OutputsSecretName).To(BeEmpty())
 
 	var jobs batchv1.JobList
 	s.g.Expect(env.Client.List(t.Context(), &jobs, client.InNamespace(s.Namespace))).To(Succeed())
