@@ -20,6 +20,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,6 +46,9 @@ var (
 	kubelet *fakeKubelet
 	// plugins is the plugin source the manager's plugin cache downloads from.
 	plugins *pluginSource
+	// managerWrites records the manager's writes (not the kubelet stand-in's, which has a
+	// client of its own), by namespace.
+	managerWrites = &kubetest.Writes{}
 )
 
 // managerNamespace is the manager's namespace ($POD_NAMESPACE in a cluster).
@@ -94,7 +98,9 @@ func setupManager(ctx context.Context, e *kubetest.Env, dir string) (ctrl.Manage
 			return nil, fmt.Errorf("failed to create %T %s: %w", o, o.GetName(), err)
 		}
 	}
-	mgr, err := manager.New(e.Config, opts)
+	cfg := rest.CopyConfig(e.Config)
+	cfg.WrapTransport = managerWrites.Wrap
+	mgr, err := manager.New(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
