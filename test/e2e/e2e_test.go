@@ -161,6 +161,15 @@ func helmInstall(t *testing.T, verb string, args ...string) {
 	t.Helper()
 	base := []string{verb, "stackwright", "charts/stackwright", "-n", systemNamespace, "--wait", "--timeout=5m"}
 	if verb == "install" {
+		// An earlier test's install may still be going: its namespace, terminating, would
+		// take the new install's objects with it.
+		NewWithT(t).Eventually(func() string {
+			phase, err := runErr("kubectl", "get", "namespace", systemNamespace, "--ignore-not-found", "-o", "jsonpath={.status.phase}")
+			if err != nil {
+				return "unknown: " + err.Error()
+			}
+			return strings.TrimSpace(phase)
+		}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(BeElementOf("", string(corev1.NamespaceActive)), "namespace %s is still terminating", systemNamespace)
 		base = append(base, "--create-namespace")
 		t.Cleanup(func() {
 			if out, err := runErr("helm", "uninstall", "stackwright", "-n", systemNamespace, "--wait", "--timeout=5m"); err != nil {
