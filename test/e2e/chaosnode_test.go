@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -729,7 +730,7 @@ func (cc *chaosCluster) deleteManager(t *testing.T) (string, error) {
 // would: the kubelet restarts the container in the same Pod.
 func (cc *chaosCluster) killManager(t *testing.T) (string, error) {
 	pod := managerPod(NewWithT(t), cc.c)
-	pids := containerPIDs(pod.Name)
+	pids := containerPIDs(pod)
 	if len(pids) == 0 {
 		return "", fmt.Errorf("no process of manager Pod %s found", pod.Name)
 	}
@@ -743,7 +744,7 @@ func (cc *chaosCluster) killRunner(t *testing.T) (string, error) {
 		return "", fmt.Errorf("no runner Pod is running")
 	}
 	pod := pods[cc.rng.IntN(len(pods))]
-	pids := containerPIDs(pod.Name)
+	pids := containerPIDs(&pod)
 	if len(pids) == 0 {
 		return "", fmt.Errorf("no process of runner Pod %s found", pod.Name)
 	}
@@ -810,13 +811,14 @@ func componentPIDs(exe string) []int {
 }
 
 // containerPIDs are the main processes of Pod pod's containers (the Pods here have one,
-// besides the sandbox's pause): the processes whose HOSTNAME is the Pod's and whose parent
-// is a containerd shim.
-func containerPIDs(pod string) []int {
+// besides the sandbox's pause): the processes whose HOSTNAME is the Pod's host name (its
+// spec's, a runner's Job name, else its name) and whose parent is a containerd shim.
+func containerPIDs(p *corev1.Pod) []int {
+	host := cmp.Or(p.Spec.Hostname, p.Name)
 	var pids []int
 	for _, pid := range procPIDs() {
 		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err != nil || !slices.ContainsFunc(bytes.Split(env, []byte{0}), func(v []byte) bool { return string(v) == "HOSTNAME="+pod }) {
+		if err != nil || !slices.ContainsFunc(bytes.Split(env, []byte{0}), func(v []byte) bool { return string(v) == "HOSTNAME="+host }) {
 			continue
 		}
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -266,8 +266,8 @@ func claimHostPath(g Gomega, c client.Client, ns, claim string) string {
 }
 
 // killRunners SIGKILLs the runner processes on this node (the test runs on the node) of
-// the Pods whose names start with podPrefix (a container's HOSTNAME is its Pod's name, and
-// other tests' runners may be running) and returns how many it killed. The runner is its
+// the Pods whose host names start with podPrefix (a runner's HOSTNAME is its Job's name,
+// which its Pod's name starts with; other tests' runners may be running) and returns how many it killed. The runner is its
 // container's PID 1, so the engine processes it started die with it.
 func killRunners(podPrefix string) int {
 	n := 0

@@ -362,7 +362,9 @@ func (e *Executor) goneRunners(ctx context.Context, u *v1alpha1.Update) ([]strin
 	var hosts []string
 	for _, p := range ended {
 		if !alive[string(p.UID)] {
-			hosts = append(hosts, jobName(p)+"-")
+			// Its Pod's host name is the Job's name (buildJob); a Pod made before that
+			// was named, and so host-named, after it with a suffix.
+			hosts = append(hosts, jobName(p))
 		}
 	}
 	return hosts, nil

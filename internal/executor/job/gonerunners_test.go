@@ -55,7 +55,7 @@ func TestGoneRunners_EarlierRunners_ProvenGoneByTheirPods(t *testing.T) {
 	gone := func(names ...string) []string {
 		var hosts []string
 		for _, n := range names {
-			hosts = append(hosts, JobName(n)+"-")
+			hosts = append(hosts, JobName(n))
 		}
 		return hosts
 	}

@@ -257,6 +257,12 @@ func buildJob(u *v1alpha1.Update, stack *pulumiv1.Stack, work *Work, managerCert
 		runner.VolumeMounts = append(runner.VolumeMounts, corev1.VolumeMount{Name: bootstrapVolume, MountPath: BootstrapDir, ReadOnly: true})
 	}
 	pod := corev1.PodSpec{
+		// The host name is the one a stack's lock records as its holder. The Pod's own name
+		// would be the Job's plus a random suffix, but only up to 58 characters of it: a
+		// long Job name is cut, and the next runner could not tell the lock of this Job's
+		// Pod (gone) from another's (see goneRunners). The Job's name is a DNS label, as a
+		// host name must be.
+		Hostname:                     at.name,
 		RestartPolicy:                corev1.RestartPolicyNever,
 		ServiceAccountName:           sa,
 		AutomountServiceAccountToken: automountToken,

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	pulumiv1 "github.com/stackwright/stackwright/api/v1"
 	"github.com/stackwright/stackwright/api/v1alpha1"
@@ -38,6 +39,33 @@ func TestJobName_LongUpdateNames_StayDistinctWithin63(t *testing.T) {
 				t.Errorf("two Updates share the Job name %q", x)
 			}
 		})
+	}
+}
+
+// A runner's lock names its Pod's host name; the next runner proves the holder gone by the
+// ended runner Job's name (goneRunners). A Pod's generated name keeps only 58 characters of
+// a long Job name, so it never started with the Job's name, and a long-named Stack's stale
+// lock was never healed (the node fault campaign's template instance stayed locked after a
+// reboot); the host name is now the Job's name itself, and proves exactly its runner gone.
+func TestBuildJob_LongStackName_LockHostNamesExactlyItsRunner(t *testing.T) {
+	first := testUpdate("chaos-apps-e2e-chaos-tenant-app-0e19af33da715681-d6a0117480-1")
+	second := testUpdate("chaos-apps-e2e-chaos-tenant-app-0e19af33da715681-d6a0117480-2")
+	host := func(u *v1alpha1.Update) string {
+		job, _, err := buildJob(u, &pulumiv1.Stack{}, &Work{Update: u.Name}, []byte("cert"), PodOptions{Image: "runner:1"}, nil, inStackNamespace(u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := job.Spec.Template.Spec.Hostname
+		if errs := validation.IsDNS1123Label(h); len(errs) > 0 {
+			t.Errorf("host name %q: %v", h, errs)
+		}
+		return h
+	}
+	// The engine takes a holder for gone when its host name starts with a gone runner's.
+	gone := jobName(first)
+	got := map[string]bool{"first": strings.HasPrefix(host(first), gone), "second": strings.HasPrefix(host(second), gone)}
+	if diff := cmp.Diff(map[string]bool{"first": true, "second": false}, got); diff != "" {
+		t.Errorf("holders proven gone by the first runner's end (-want +got):\n%s", diff)
 	}
 }
 
