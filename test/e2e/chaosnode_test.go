@@ -388,7 +388,7 @@ func (cc *chaosCluster) starveHog(t *testing.T) string {
 			}
 		}
 		g.Expect(failed).NotTo(BeEmpty(), "no Update of %s ran out of memory", chaosHog)
-	}).WithTimeout(chaosRecovery).WithPolling(time.Second).Should(Succeed(), "%s\n%s", describeNamespace(chaosNamespace), describeManager())
+	}).WithTimeout(chaosRecovery).WithPolling(time.Second).Should(Succeed(), func() string { return describeNamespace(chaosNamespace) + "\n" + describeManager() })
 	cc.oomSeen[failed] = true
 	cc.desired[chaosHog]++
 	run(t, "kubectl", "apply", "-n", chaosNamespace, "-f", writeManifest(t, chaosHogStackYAML(cc.desired[chaosHog], 0)))
@@ -685,7 +685,10 @@ func (cc *chaosCluster) waitRecovered(t *testing.T, why string) {
 			g.Expect(st.Status.ObservedGeneration).To(Equal(st.Generation), name)
 			g.Expect(string(st.Status.Outputs["rev"].Raw)).To(Equal(strconv.Quote(revValue(rev))), "%s's outputs", name)
 		}
-	}).WithTimeout(chaosRecovery).WithPolling(time.Second).Should(Succeed(), "%s: the fleet did not recover\n%s\n%s", why, describeNamespace(chaosNamespace), describeManager())
+	}).WithTimeout(chaosRecovery).WithPolling(time.Second).Should(Succeed(), func() string {
+		// Described when it failed, not when the wait began.
+		return fmt.Sprintf("%s: the fleet did not recover\n%s\n%s", why, describeNamespace(chaosNamespace), describeManager())
+	})
 }
 
 // approve approves the approved Stack's change, as a person would, once its preview
