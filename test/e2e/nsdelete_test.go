@@ -229,6 +229,8 @@ func scrapeManager(t *testing.T, name string) string {
 func managerScraper(t *testing.T, name string) func(t *testing.T) string {
 	t.Helper()
 	scraper := "e2e-scraper-" + name
+	// A killed run leaves its binding behind.
+	_, _ = runErr("kubectl", "delete", "clusterrolebinding", scraper, "--ignore-not-found")
 	run(t, "kubectl", "create", "serviceaccount", scraper, "-n", systemNamespace)
 	run(t, "kubectl", "create", "clusterrolebinding", scraper, "--clusterrole=stackwright-metrics-reader", "--serviceaccount="+systemNamespace+":"+scraper)
 	t.Cleanup(func() {
