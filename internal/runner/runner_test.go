@@ -181,11 +181,7 @@ func TestRunner_MarkRecovered_CorrectsOnlyTheLostRecord(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			sch, err := scheme.New()
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := fake.NewClientBuilder().WithScheme(sch).WithStatusSubresource(&v1alpha1.Update{})
+			b := fakeClient(t).WithStatusSubresource(&v1alpha1.Update{})
 			if tt.lost != nil {
 				b = b.WithObjects(tt.lost)
 			}
@@ -270,17 +266,13 @@ func TestRunner_WriteOutputs_TakesOnlyTheUpdatesOwnSecret(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			sch, err := scheme.New()
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := fake.NewClientBuilder().WithScheme(sch)
+			b := fakeClient(t)
 			if tt.existing != nil {
 				b = b.WithObjects(tt.existing)
 			}
 			c := b.Build()
 			r := &Runner{Client: c}
-			_, err = r.writeOutputs(t.Context(), u, map[string]engine.Output{"url": {Value: "https://web.example"}})
+			_, err := r.writeOutputs(t.Context(), u, map[string]engine.Output{"url": {Value: "https://web.example"}})
 			got := &corev1.Secret{}
 			if gerr := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: name}, got); gerr != nil {
 				t.Fatal(gerr)
@@ -320,15 +312,11 @@ func TestRunner_Request_Environments_AsTheSpecNamesThem(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			sch, err := scheme.New()
-			if err != nil {
-				t.Fatal(err)
-			}
 			stack := &pulumiv1.Stack{
 				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 				Spec:       pulumiv1.StackSpec{Stack: "acme/web/dev", Backend: "https://api.pulumi.example", Environment: tt.envs},
 			}
-			r := &Runner{Client: fake.NewClientBuilder().WithScheme(sch).WithObjects(stack).Build()}
+			r := &Runner{Client: fakeClient(t).WithObjects(stack).Build()}
 			u := &v1alpha1.Update{ObjectMeta: metav1.ObjectMeta{Name: "web-k-1", Namespace: "default"}, Spec: v1alpha1.UpdateSpec{StackName: "web", Type: v1alpha1.UpdateTypeUp}}
 			_, req, err := r.Request(context.Background(), u)
 			if err != nil {
@@ -362,12 +350,8 @@ func TestRunner_Request_TakenOverUpLooksForItsOwnRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			sch, err := scheme.New()
-			if err != nil {
-				t.Fatal(err)
-			}
 			stack := &pulumiv1.Stack{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: pulumiv1.StackSpec{Stack: "dev"}}
-			r := &Runner{Client: fake.NewClientBuilder().WithScheme(sch).WithObjects(stack).Build()}
+			r := &Runner{Client: fakeClient(t).WithObjects(stack).Build()}
 			u := &v1alpha1.Update{
 				ObjectMeta: metav1.ObjectMeta{Name: "web-k-2", Namespace: "default"},
 				Spec:       v1alpha1.UpdateSpec{StackName: "web", Type: tt.op, Runner: tt.bound, Options: &v1alpha1.UpdateOptions{Recover: tt.recover}},
@@ -399,15 +383,11 @@ func TestRunner_Record_OwnRunRecoveredReadsRecovered(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			sch, err := scheme.New()
-			if err != nil {
-				t.Fatal(err)
-			}
 			u := &v1alpha1.Update{
 				ObjectMeta: metav1.ObjectMeta{Name: "web-k-2", Namespace: "default"},
 				Spec:       v1alpha1.UpdateSpec{StackName: "web", Type: v1alpha1.UpdateTypeUp, Runner: "local/m/1/a"},
 			}
-			c := fake.NewClientBuilder().WithScheme(sch).WithObjects(u.DeepCopy()).WithStatusSubresource(&v1alpha1.Update{}).Build()
+			c := fakeClient(t).WithObjects(u.DeepCopy()).WithStatusSubresource(&v1alpha1.Update{}).Build()
 			r := &Runner{Client: c}
 			base := u.DeepCopy()
 			u.MarkRunning("local/m/2/b", metav1.Now())
@@ -457,15 +437,11 @@ func TestRunner_Record_OutputsInStatusUnlessSecret(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			sch, err := scheme.New()
-			if err != nil {
-				t.Fatal(err)
-			}
 			u := &v1alpha1.Update{
 				ObjectMeta: metav1.ObjectMeta{Name: "web-k-1", Namespace: "default", UID: "u-1"},
 				Spec:       v1alpha1.UpdateSpec{StackName: "web", Type: tt.op, Options: &v1alpha1.UpdateOptions{OutputsSecret: tt.outputsSecret}},
 			}
-			c := fake.NewClientBuilder().WithScheme(sch).WithObjects(u.DeepCopy()).WithStatusSubresource(&v1alpha1.Update{}).Build()
+			c := fakeClient(t).WithObjects(u.DeepCopy()).WithStatusSubresource(&v1alpha1.Update{}).Build()
 			r := &Runner{Client: c}
 			base := u.DeepCopy()
 			u.MarkRunning("local/m/1/a", metav1.Now())
@@ -503,4 +479,14 @@ func TestRunner_Record_OutputsInStatusUnlessSecret(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakeClient is a fake client builder with Stackwright's scheme.
+func fakeClient(t *testing.T) *fake.ClientBuilder {
+	t.Helper()
+	sch, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(sch)
 }
