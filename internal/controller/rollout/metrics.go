@@ -237,14 +237,10 @@ func meets(cond string, v float64) bool {
 
 func formatValues(vs []float64) string {
 	parts := make([]string, 0, len(vs))
-	for _, v := range firstN(vs, maxNamed) {
+	for _, v := range vs {
 		parts = append(parts, strconv.FormatFloat(v, 'g', 6, 64))
 	}
-	s := strings.Join(parts, ", ")
-	if len(vs) > maxNamed {
-		s += fmt.Sprintf(" and %d more", len(vs)-maxNamed)
-	}
-	return s
+	return names(parts)
 }
 
 func metricInterval(g *v1alpha1.RolloutMetricGate) time.Duration {

@@ -154,22 +154,13 @@ func previewFaults(gate *v1alpha1.RolloutPreviewGate, u *v1alpha1.Update) []stri
 	}
 	var out []string
 	if gate.NoDeletes && len(deletes) > 0 {
-		out = append(out, fmt.Sprintf("deletes %d resource(s): %s", len(deletes), namesOf(deletes)))
+		out = append(out, fmt.Sprintf("deletes %d resource(s): %s", len(deletes), namesUpTo(deletes, maxStepsNamed)))
 	}
 	if gate.NoReplaces && len(replaces) > 0 {
-		out = append(out, fmt.Sprintf("replaces %d resource(s): %s", len(replaces), namesOf(replaces)))
+		out = append(out, fmt.Sprintf("replaces %d resource(s): %s", len(replaces), namesUpTo(replaces, maxStepsNamed)))
 	}
 	if n := len(changed) + int(u.Status.StepsOmitted); gate.MaxChanges != nil && n > int(*gate.MaxChanges) {
 		out = append(out, fmt.Sprintf("changes %d resource(s), more than maxChanges %d", n, *gate.MaxChanges))
 	}
 	return out
-}
-
-// namesOf lists at most maxStepsNamed resources (by URN, which ends in their name), saying how many more there are.
-func namesOf(list []string) string {
-	s := strings.Join(firstN(list, maxStepsNamed), ", ")
-	if len(list) > maxStepsNamed {
-		s += fmt.Sprintf(" and %d more", len(list)-maxStepsNamed)
-	}
-	return s
 }

@@ -328,10 +328,13 @@ func finalizeStatus(ro *v1alpha1.StackRollout) {
 }
 
 // names lists at most maxNamed names, saying how many more there are.
-func names(list []string) string {
-	s := strings.Join(firstN(list, maxNamed), ", ")
-	if len(list) > maxNamed {
-		s += fmt.Sprintf(" and %d more", len(list)-maxNamed)
+func names(list []string) string { return namesUpTo(list, maxNamed) }
+
+// namesUpTo lists at most n of list, saying how many more there are.
+func namesUpTo(list []string, n int) string {
+	s := strings.Join(firstN(list, n), ", ")
+	if len(list) > n {
+		s += fmt.Sprintf(" and %d more", len(list)-n)
 	}
 	return s
 }
