@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"fmt"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stackwright/stackwright/api/conditions"
@@ -27,6 +28,15 @@ func (u *Update) MarkFinished(complete metav1.Condition) {
 		return
 	}
 	conditions.Set(u, ConditionStalled, metav1.ConditionTrue, complete.Reason, complete.Message)
+}
+
+// CompleteReason is the reason of the Update's Complete condition: how it ended, "" while
+// it has not.
+func (u *Update) CompleteReason() string {
+	if c := apimeta.FindStatusCondition(u.Status.Conditions, ConditionComplete); c != nil {
+		return c.Reason
+	}
+	return ""
 }
 
 // MarkRunnerLost records that the Update's runner ended without reporting a result: the

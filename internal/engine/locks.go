@@ -51,8 +51,9 @@ func staleLockHolders(text string, gone func(host string, pid int) bool) (holder
 }
 
 // holderGone is the request's proof of which lock holders are gone: a runner Pod whose Job
-// ended (StaleLockHosts are prefixes: a runner Pod's host name is its Pod name, which
-// starts with its Job's name), or, with StaleLocalLocks, a process of this host that no
+// ended (StaleLockHosts are prefixes: a runner Pod's host name is its Job's name, and a
+// Pod made before that was host-named after its Pod, which starts with a short Job's name),
+// or, with StaleLocalLocks, a process of this host that no
 // longer exists. Nil when the request proves nothing.
 func (x *run) holderGone() func(host string, pid int) bool {
 	if len(x.req.StaleLockHosts) == 0 && !x.req.StaleLocalLocks {

@@ -164,17 +164,9 @@ func (r *Runner) Record(ctx context.Context, base, u *v1alpha1.Update, res engin
 			log.Error(err, "Failed to correct the record of the lost Update", "lostUpdate", rec.Update)
 		}
 	}
-	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), completeReason(u), took)
+	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), u.CompleteReason(), took)
 	log.Info("Update finished", "phase", u.Status.Phase, "message", u.Status.Message)
 	return nil
-}
-
-// completeReason is the reason of u's Complete condition, "" when it has none.
-func completeReason(u *v1alpha1.Update) string {
-	if c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete); c != nil {
-		return c.Reason
-	}
-	return ""
 }
 
 // recordBudget bounds how long a finished run waits for the API server to take its result.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -83,10 +82,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *patch.Patcher, u *v1alp
 		return err
 	}
 	crashpoint.Hit(crashpoint.UpdateRunnerLostMarked)
-	reason := ""
-	if c := apimeta.FindStatusCondition(u.Status.Conditions, v1alpha1.ConditionComplete); c != nil {
-		reason = c.Reason
-	}
+	reason := u.CompleteReason()
 	metrics.ObserveUpdate(u.Namespace, string(u.Spec.Type), string(u.Status.Result), reason, runDuration(u))
 	if v1alpha1.RunnerLostReason(reason) {
 		metrics.ObserveRunnerLost(u.Namespace, reason)
