@@ -88,8 +88,8 @@ func (w *Writes) Take(ns string) []Write {
 	return out
 }
 
-// Quiet is how long no object of namespace ns was written (since the Writes began, when
-// none ever was).
+// Quiet is how long no object of namespace ns was written; a namespace never written to
+// has been quiet for ever (so Settle takes its writes at once: none).
 func (w *Writes) Quiet(ns string) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
