@@ -56,6 +56,17 @@ func RunnerLostReason(reason string) bool {
 	return reason == ReasonRunnerLost || reason == ReasonEvicted || reason == ReasonOOMKilled
 }
 
+// RunnerFailureReasons are the Complete condition's reasons a runner may report for a
+// failed run: those runner.Finish gives. RunnerLost, Evicted and Recovered are the
+// manager's findings, never a runner's; OOMKilled is both (the manager's when the runner's
+// container was killed, the runner's when one of its processes was).
+func RunnerFailureReasons() []string {
+	return []string{
+		ReasonTransientFailure, ReasonUpdateConflict, ReasonPermanentFailure, ReasonCancelled,
+		ReasonPlanInvalid, ReasonMissingPlugin, ReasonBackendUnsupported, ReasonOOMKilled,
+	}
+}
+
 // FailsEveryRun reports whether an Update that failed for reason would fail the same way
 // on every run of the same spec (MissingPlugin, BackendUnsupported): its Stack stalls at
 // once, without retries, until something a person controls changes.

@@ -247,12 +247,7 @@ func ObserveUpdate(namespace, operation, result, reason string, d time.Duration)
 // condition's reasons of a failed Update. A runner Pod's report is held to them by the
 // Job executor; the label is held to them here too, so that no reason anyone wrote into
 // an Update's status (a status writer, a future reason) can grow the series without bound.
-var failureReasons = []string{
-	v1alpha1.ReasonTransientFailure, v1alpha1.ReasonPermanentFailure, v1alpha1.ReasonUpdateConflict,
-	v1alpha1.ReasonCancelled, v1alpha1.ReasonPlanInvalid, v1alpha1.ReasonMissingPlugin,
-	v1alpha1.ReasonBackendUnsupported, v1alpha1.ReasonRunnerLost, v1alpha1.ReasonEvicted,
-	v1alpha1.ReasonOOMKilled,
-}
+var failureReasons = append(v1alpha1.RunnerFailureReasons(), v1alpha1.ReasonRunnerLost, v1alpha1.ReasonEvicted)
 
 // otherReason is the reason label of a failure whose reason is none of failureReasons.
 const otherReason = "Other"

@@ -295,19 +295,12 @@ const (
 	maxOutputsBytes = 1<<20 - 16<<10
 )
 
-// runnerFailureReasons are the Complete condition's reasons a failed run may report: those
-// runner.Finish gives. RunnerLost, Evicted and Recovered are the manager's findings, never
-// a runner's. OOMKilled is both: the manager's when the runner's container was killed,
-// the runner's when one of its processes was (its memory cgroup counted the kill). A
-// runner's claim of it cannot be checked, and need not be: like PermanentFailure, which
-// any runner may report, it counts toward its own Stack's stall, and like a lost run the
-// next up looks for the run in the backend's history, which that Stack's own runner
+// runnerFailureReasons are what a failed run's report may give (v1alpha1.RunnerFailureReasons).
+// A runner's claim of OOMKilled cannot be checked, and need not be: like PermanentFailure,
+// which any runner may report, it counts toward its own Stack's stall, and like a lost run
+// the next up looks for the run in the backend's history, which that Stack's own runner
 // reads; the reason is a constant, so metrics labelled with it stay bounded.
-var runnerFailureReasons = []string{
-	v1alpha1.ReasonTransientFailure, v1alpha1.ReasonUpdateConflict, v1alpha1.ReasonPermanentFailure,
-	v1alpha1.ReasonCancelled, v1alpha1.ReasonPlanInvalid, v1alpha1.ReasonMissingPlugin,
-	v1alpha1.ReasonBackendUnsupported, v1alpha1.ReasonOOMKilled,
-}
+var runnerFailureReasons = v1alpha1.RunnerFailureReasons()
 
 // sanitizeResult holds a runner's report to the bounds above, in place: it cuts the
 // fields that are only informative, keeps only the Complete condition, takes the end time
